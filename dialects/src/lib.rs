@@ -1,0 +1,14 @@
+//! commlir dialects, one folder per dialect: `func` (structure), and the communication
+//! dialects `compute`, `coll`, `comm` and `symm`.
+//!
+//! Every op is declared once with [`commlir_ir::register_op!`] and registers itself; linking
+//! this crate is enough for a [`commlir_ir::Context`] to know its ops. Call [`link`] from a
+//! binary that references nothing else of this crate, so the linker keeps the registrations.
+
+pub mod func;
+
+/// Forces this crate's registrations to be linked into the final binary.
+#[inline(never)]
+pub fn link() {
+    std::hint::black_box(&func::FUNC);
+}

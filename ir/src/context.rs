@@ -1,0 +1,924 @@
+//! The [`Context`]: owner of every IR object, in arenas addressed by ids.
+//!
+//! Operations sit in an intrusive doubly linked list inside their block, so inserting,
+//! moving and erasing an op is O(1); values keep use lists, so replace-all-uses and
+//! "last user" queries are cheap. Types, attributes, identifiers and locations are interned.
+
+use crate::attrs::{AttrKind, IntValue};
+use crate::diag::Diagnostic;
+use crate::entity::{Attr, BlockId, Ident, Loc, OpId, RegionId, Type, Value};
+use crate::intern::Interner;
+use crate::location::LocKind;
+use crate::opdef::{OpDef, Registry, Trait};
+use crate::types::{FloatKind, Signedness, TypeKind};
+use rustc_hash::FxHashMap;
+use std::cell::Cell;
+
+/// Where a value comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueDef {
+    /// Result `index` of `op`.
+    Result { op: OpId, index: u32 },
+    /// Argument `index` of `block`.
+    BlockArg { block: BlockId, index: u32 },
+}
+
+/// One use of a value: operand `index` of `op`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Use {
+    pub op: OpId,
+    pub index: u32,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct ValueData {
+    pub ty: Type,
+    pub def: ValueDef,
+    pub uses: Vec<Use>,
+    /// Location of a block argument (op results use their op's location).
+    pub loc: Option<Loc>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct OpData {
+    pub name: Ident,
+    pub def: Option<&'static OpDef>,
+    pub operands: Vec<Value>,
+    pub results: Vec<Value>,
+    pub properties: Option<Attr>,
+    pub attrs: Vec<(Ident, Attr)>,
+    pub regions: Vec<RegionId>,
+    pub successors: Vec<BlockId>,
+    pub loc: Loc,
+    pub parent: Option<BlockId>,
+    pub prev: Option<OpId>,
+    pub next: Option<OpId>,
+    /// Position key inside the parent block; valid while the block's `order_valid` is set.
+    pub order: Cell<u32>,
+    pub erased: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BlockData {
+    pub args: Vec<Value>,
+    pub first: Option<OpId>,
+    pub last: Option<OpId>,
+    pub parent: Option<RegionId>,
+    pub len: u32,
+    pub order_valid: Cell<bool>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RegionData {
+    pub blocks: Vec<BlockId>,
+    pub parent: Option<OpId>,
+}
+
+/// Everything needed to create an operation.
+#[derive(Clone, Debug)]
+pub struct OpState {
+    pub name: Ident,
+    pub operands: Vec<Value>,
+    pub result_types: Vec<Type>,
+    pub properties: Option<Attr>,
+    pub attrs: Vec<(Ident, Attr)>,
+    pub num_regions: usize,
+    pub successors: Vec<BlockId>,
+    pub loc: Loc,
+}
+
+impl OpState {
+    /// A state for op `name` at `loc`, with nothing else.
+    pub fn new(name: Ident, loc: Loc) -> Self {
+        OpState {
+            name,
+            operands: Vec::new(),
+            result_types: Vec::new(),
+            properties: None,
+            attrs: Vec::new(),
+            num_regions: 0,
+            successors: Vec::new(),
+            loc,
+        }
+    }
+}
+
+/// Owner of the IR: arenas of ops, blocks, regions and values; interned types, attributes,
+/// identifiers and locations; the op registry.
+pub struct Context {
+    pub(crate) ops: Vec<OpData>,
+    pub(crate) blocks: Vec<BlockData>,
+    pub(crate) regions: Vec<RegionData>,
+    pub(crate) values: Vec<ValueData>,
+    types: Interner<TypeKind>,
+    attrs: Interner<AttrKind>,
+    locs: Interner<LocKind>,
+    idents: FxHashMap<Box<str>, u32>,
+    ident_strs: Vec<Box<str>>,
+    registry: &'static Registry,
+    extra_ops: Registry,
+    /// Accept ops of unregistered dialects (`--allow-unregistered-dialect`).
+    pub allow_unregistered: bool,
+    unknown_loc: Loc,
+}
+
+impl Default for Context {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Context({} ops, {} values)", self.ops.len(), self.values.len())
+    }
+}
+
+impl Context {
+    /// A context knowing every op registered in this binary.
+    pub fn new() -> Self {
+        let mut ctx = Context {
+            ops: Vec::new(),
+            blocks: Vec::new(),
+            regions: Vec::new(),
+            values: Vec::new(),
+            types: Interner::default(),
+            attrs: Interner::default(),
+            locs: Interner::default(),
+            idents: FxHashMap::default(),
+            ident_strs: Vec::new(),
+            registry: Registry::global(),
+            extra_ops: Registry::default(),
+            allow_unregistered: false,
+            unknown_loc: Loc(0),
+        };
+        ctx.unknown_loc = ctx.loc(LocKind::Unknown);
+        ctx
+    }
+
+    /// Registers an op definition for this context only (in addition to the global ones).
+    pub fn register_op(&mut self, def: &'static OpDef) {
+        self.extra_ops.insert(def);
+    }
+
+    /// The definition of op `name`, if registered.
+    pub fn op_def_by_name(&self, name: &str) -> Option<&'static OpDef> {
+        self.extra_ops.get(name).or_else(|| self.registry.get(name))
+    }
+
+    /// Whether ops of `dialect` are known.
+    pub fn is_dialect_registered(&self, dialect: &str) -> bool {
+        self.extra_ops.has_dialect(dialect) || self.registry.has_dialect(dialect)
+    }
+
+    /// The global registry.
+    pub fn registry(&self) -> &'static Registry {
+        self.registry
+    }
+
+    // ----- identifiers --------------------------------------------------------------------
+
+    /// Interns a string.
+    pub fn ident(&mut self, s: &str) -> Ident {
+        if let Some(&i) = self.idents.get(s) {
+            return Ident(i);
+        }
+        let i = self.ident_strs.len() as u32;
+        self.ident_strs.push(s.into());
+        self.idents.insert(s.into(), i);
+        Ident(i)
+    }
+    /// Looks an identifier up without interning it.
+    pub fn find_ident(&self, s: &str) -> Option<Ident> {
+        self.idents.get(s).map(|&i| Ident(i))
+    }
+    /// The text of an identifier.
+    #[inline]
+    pub fn ident_str(&self, i: Ident) -> &str {
+        &self.ident_strs[i.index()]
+    }
+
+    // ----- types --------------------------------------------------------------------------
+
+    /// Interns a type.
+    pub fn ty(&mut self, k: TypeKind) -> Type {
+        Type(self.types.intern(k))
+    }
+    /// The structure of a type.
+    #[inline]
+    pub fn type_kind(&self, t: Type) -> &TypeKind {
+        self.types.get(t.0)
+    }
+    /// `iN` (signless).
+    pub fn int_type(&mut self, width: u32) -> Type {
+        self.ty(TypeKind::Integer { width, signedness: Signedness::Signless })
+    }
+    /// A float type.
+    pub fn float_type(&mut self, k: FloatKind) -> Type {
+        self.ty(TypeKind::Float(k))
+    }
+    /// `index`.
+    pub fn index_type(&mut self) -> Type {
+        self.ty(TypeKind::Index)
+    }
+    /// `none`.
+    pub fn none_type(&mut self) -> Type {
+        self.ty(TypeKind::None)
+    }
+    /// A ranked tensor type without encoding.
+    pub fn tensor_type(&mut self, shape: &[i64], elem: Type) -> Type {
+        self.ty(TypeKind::Tensor { shape: shape.to_vec(), elem, encoding: None })
+    }
+    /// A function type.
+    pub fn function_type(&mut self, inputs: Vec<Type>, results: Vec<Type>) -> Type {
+        self.ty(TypeKind::Function { inputs, results })
+    }
+
+    // ----- attributes ---------------------------------------------------------------------
+
+    /// Interns an attribute.
+    pub fn attr(&mut self, k: AttrKind) -> Attr {
+        Attr(self.attrs.intern(k))
+    }
+    /// The structure of an attribute.
+    #[inline]
+    pub fn attr_kind(&self, a: Attr) -> &AttrKind {
+        self.attrs.get(a.0)
+    }
+    /// A string attribute.
+    pub fn str_attr(&mut self, s: &str) -> Attr {
+        self.attr(AttrKind::String(s.as_bytes().to_vec()))
+    }
+    /// An integer attribute of type `iN`.
+    pub fn int_attr(&mut self, v: i64, width: u32) -> Attr {
+        let ty = self.int_type(width);
+        self.attr(AttrKind::Integer { value: IntValue::Small(v as i128), ty })
+    }
+    /// The unit attribute.
+    pub fn unit_attr(&mut self) -> Attr {
+        self.attr(AttrKind::Unit)
+    }
+    /// A flat symbol reference `@name`.
+    pub fn symbol_ref(&mut self, name: &str) -> Attr {
+        let root = self.ident(name);
+        self.attr(AttrKind::SymbolRef { root, nested: Vec::new() })
+    }
+    /// A type attribute.
+    pub fn type_attr(&mut self, t: Type) -> Attr {
+        self.attr(AttrKind::Type(t))
+    }
+    /// A dictionary attribute; entries are sorted by key text.
+    pub fn dict_attr(&mut self, mut entries: Vec<(Ident, Attr)>) -> Attr {
+        self.sort_named(&mut entries);
+        self.attr(AttrKind::Dict(entries))
+    }
+    /// Sorts named attributes by key text (MLIR's canonical order).
+    pub fn sort_named(&self, entries: &mut [(Ident, Attr)]) {
+        entries.sort_by(|a, b| self.ident_str(a.0).cmp(self.ident_str(b.0)));
+    }
+    /// An integer attribute's value as i64.
+    pub fn attr_as_i64(&self, a: Attr) -> Option<i64> {
+        match self.attr_kind(a) {
+            AttrKind::Integer { value, .. } => value.as_i64(),
+            AttrKind::Bool(b) => Some(*b as i64),
+            _ => None,
+        }
+    }
+    /// A float (or integer) attribute's value as f64.
+    pub fn attr_as_f64(&self, a: Attr) -> Option<f64> {
+        match self.attr_kind(a) {
+            AttrKind::Float { value, .. } => Some(value.to_f64()),
+            AttrKind::Integer { value, .. } => value.as_i64().map(|v| v as f64),
+            _ => None,
+        }
+    }
+    /// A string attribute's text (if valid UTF-8).
+    pub fn attr_as_str(&self, a: Attr) -> Option<&str> {
+        match self.attr_kind(a) {
+            AttrKind::String(s) => std::str::from_utf8(s).ok(),
+            _ => None,
+        }
+    }
+    /// A flat symbol reference's name.
+    pub fn attr_as_symbol(&self, a: Attr) -> Option<&str> {
+        match self.attr_kind(a) {
+            AttrKind::SymbolRef { root, nested } if nested.is_empty() => Some(self.ident_str(*root)),
+            _ => None,
+        }
+    }
+    /// The elements of an `array<i64: ...>` or `[1, 2]` attribute.
+    pub fn attr_as_i64_array(&self, a: Attr) -> Option<Vec<i64>> {
+        match self.attr_kind(a) {
+            AttrKind::DenseArray { values, .. } => values
+                .iter()
+                .map(|v| match v {
+                    crate::attrs::DenseElem::Int(i) => i.as_i64(),
+                    _ => None,
+                })
+                .collect(),
+            AttrKind::Array(items) => items.iter().map(|x| self.attr_as_i64(*x)).collect(),
+            _ => None,
+        }
+    }
+
+    // ----- locations ----------------------------------------------------------------------
+
+    /// Interns a location.
+    pub fn loc(&mut self, k: LocKind) -> Loc {
+        Loc(self.locs.intern(k))
+    }
+    /// The unknown location.
+    pub fn unknown_loc(&self) -> Loc {
+        self.unknown_loc
+    }
+    /// A file:line:col location.
+    pub fn file_loc(&mut self, file: &str, line: u32, col: u32) -> Loc {
+        let file = self.ident(file);
+        self.loc(LocKind::FileLineCol { file, line, col })
+    }
+    /// The structure of a location.
+    #[inline]
+    pub fn loc_kind(&self, l: Loc) -> &LocKind {
+        self.locs.get(l.0)
+    }
+
+    // ----- values -------------------------------------------------------------------------
+
+    fn new_value(&mut self, ty: Type, def: ValueDef, loc: Option<Loc>) -> Value {
+        let v = Value(self.values.len() as u32);
+        self.values.push(ValueData { ty, def, uses: Vec::new(), loc });
+        v
+    }
+    /// The type of a value.
+    #[inline]
+    pub fn value_type(&self, v: Value) -> Type {
+        self.values[v.index()].ty
+    }
+    /// Changes the type of a value (used by lowerings that add encodings).
+    pub fn set_value_type(&mut self, v: Value, ty: Type) {
+        self.values[v.index()].ty = ty;
+    }
+    /// Where a value is defined.
+    #[inline]
+    pub fn value_def(&self, v: Value) -> ValueDef {
+        self.values[v.index()].def
+    }
+    /// The op defining `v`, if it is an op result.
+    pub fn defining_op(&self, v: Value) -> Option<OpId> {
+        match self.value_def(v) {
+            ValueDef::Result { op, .. } => Some(op),
+            ValueDef::BlockArg { .. } => None,
+        }
+    }
+    /// The uses of a value, in no particular order.
+    #[inline]
+    pub fn uses(&self, v: Value) -> &[Use] {
+        &self.values[v.index()].uses
+    }
+    /// Whether the value has no uses.
+    pub fn use_empty(&self, v: Value) -> bool {
+        self.values[v.index()].uses.is_empty()
+    }
+    /// Location of a block argument, if set.
+    pub fn value_loc(&self, v: Value) -> Option<Loc> {
+        self.values[v.index()].loc
+    }
+    /// Sets the location of a block argument.
+    pub fn set_value_loc(&mut self, v: Value, loc: Loc) {
+        self.values[v.index()].loc = Some(loc);
+    }
+    /// The block holding the value's definition.
+    pub fn value_block(&self, v: Value) -> Option<BlockId> {
+        match self.value_def(v) {
+            ValueDef::Result { op, .. } => self.op_parent(op),
+            ValueDef::BlockArg { block, .. } => Some(block),
+        }
+    }
+
+    fn add_use(&mut self, v: Value, u: Use) {
+        self.values[v.index()].uses.push(u);
+    }
+    fn remove_use(&mut self, v: Value, u: Use) {
+        let uses = &mut self.values[v.index()].uses;
+        if let Some(p) = uses.iter().position(|x| *x == u) {
+            uses.swap_remove(p);
+        }
+    }
+
+    /// Replaces every use of `from` with `to`.
+    pub fn replace_all_uses(&mut self, from: Value, to: Value) {
+        if from == to {
+            return;
+        }
+        let uses = std::mem::take(&mut self.values[from.index()].uses);
+        for u in &uses {
+            self.ops[u.op.index()].operands[u.index as usize] = to;
+        }
+        self.values[to.index()].uses.extend(uses);
+    }
+
+    /// Replaces the uses of `from` with `to` where `pred` accepts the using op.
+    pub fn replace_uses_where(&mut self, from: Value, to: Value, pred: impl Fn(&Context, OpId) -> bool) {
+        let uses: Vec<Use> = self.uses(from).to_vec();
+        for u in uses {
+            if pred(self, u.op) {
+                self.set_operand(u.op, u.index as usize, to);
+            }
+        }
+    }
+
+    // ----- operations ---------------------------------------------------------------------
+
+    /// Creates a detached op (not in any block) with fresh results and empty regions.
+    pub fn create_op(&mut self, st: OpState) -> OpId {
+        let id = OpId(self.ops.len() as u32);
+        let name_str = self.ident_str(st.name).to_string();
+        let def = self.op_def_by_name(&name_str);
+        let mut attrs = st.attrs;
+        self.sort_named(&mut attrs);
+        self.ops.push(OpData {
+            name: st.name,
+            def,
+            operands: Vec::new(),
+            results: Vec::new(),
+            properties: st.properties,
+            attrs,
+            regions: Vec::new(),
+            successors: st.successors,
+            loc: st.loc,
+            parent: None,
+            prev: None,
+            next: None,
+            order: Cell::new(0),
+            erased: false,
+        });
+        for (i, v) in st.operands.iter().enumerate() {
+            self.add_use(*v, Use { op: id, index: i as u32 });
+        }
+        self.ops[id.index()].operands = st.operands;
+        let results: Vec<Value> = st
+            .result_types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| self.new_value(*t, ValueDef::Result { op: id, index: i as u32 }, None))
+            .collect();
+        self.ops[id.index()].results = results;
+        for _ in 0..st.num_regions {
+            let r = self.new_region();
+            self.regions[r.index()].parent = Some(id);
+            self.ops[id.index()].regions.push(r);
+        }
+        id
+    }
+
+    /// Number of op slots ever allocated (ids are below this).
+    pub fn num_op_slots(&self) -> usize {
+        self.ops.len()
+    }
+    /// Number of value slots ever allocated.
+    pub fn num_value_slots(&self) -> usize {
+        self.values.len()
+    }
+
+    /// The op's name.
+    #[inline]
+    pub fn op_name(&self, op: OpId) -> &str {
+        self.ident_str(self.ops[op.index()].name)
+    }
+    /// The op's interned name.
+    #[inline]
+    pub fn op_name_ident(&self, op: OpId) -> Ident {
+        self.ops[op.index()].name
+    }
+    /// The op's registered definition, if any.
+    #[inline]
+    pub fn op_def(&self, op: OpId) -> Option<&'static OpDef> {
+        self.ops[op.index()].def
+    }
+    /// Whether the op's definition carries trait `t`.
+    pub fn op_has_trait(&self, op: OpId, t: Trait) -> bool {
+        self.op_def(op).is_some_and(|d| d.has_trait(t))
+    }
+    /// The op's operands.
+    #[inline]
+    pub fn operands(&self, op: OpId) -> &[Value] {
+        &self.ops[op.index()].operands
+    }
+    /// Operand `i`.
+    pub fn operand(&self, op: OpId, i: usize) -> Value {
+        self.ops[op.index()].operands[i]
+    }
+    /// Sets operand `i`, keeping use lists right.
+    pub fn set_operand(&mut self, op: OpId, i: usize, v: Value) {
+        let old = self.ops[op.index()].operands[i];
+        if old == v {
+            return;
+        }
+        self.remove_use(old, Use { op, index: i as u32 });
+        self.ops[op.index()].operands[i] = v;
+        self.add_use(v, Use { op, index: i as u32 });
+    }
+    /// Replaces the whole operand list.
+    pub fn set_operands(&mut self, op: OpId, vals: Vec<Value>) {
+        let old = std::mem::take(&mut self.ops[op.index()].operands);
+        for (i, v) in old.iter().enumerate() {
+            self.remove_use(*v, Use { op, index: i as u32 });
+        }
+        for (i, v) in vals.iter().enumerate() {
+            self.add_use(*v, Use { op, index: i as u32 });
+        }
+        self.ops[op.index()].operands = vals;
+    }
+    /// The op's results.
+    #[inline]
+    pub fn results(&self, op: OpId) -> &[Value] {
+        &self.ops[op.index()].results
+    }
+    /// Result `i`.
+    pub fn result(&self, op: OpId, i: usize) -> Value {
+        self.ops[op.index()].results[i]
+    }
+    /// The op's regions.
+    #[inline]
+    pub fn op_regions(&self, op: OpId) -> &[RegionId] {
+        &self.ops[op.index()].regions
+    }
+    /// The op's successor blocks.
+    pub fn successors(&self, op: OpId) -> &[BlockId] {
+        &self.ops[op.index()].successors
+    }
+    /// The op's location.
+    #[inline]
+    pub fn op_loc(&self, op: OpId) -> Loc {
+        self.ops[op.index()].loc
+    }
+    /// Sets the op's location.
+    pub fn set_op_loc(&mut self, op: OpId, loc: Loc) {
+        self.ops[op.index()].loc = loc;
+    }
+    /// The op's properties (`<{...}>`), if any.
+    pub fn properties(&self, op: OpId) -> Option<Attr> {
+        self.ops[op.index()].properties
+    }
+    /// Sets the op's properties.
+    pub fn set_properties(&mut self, op: OpId, p: Option<Attr>) {
+        self.ops[op.index()].properties = p;
+    }
+    /// The op's discardable attributes, sorted by name.
+    #[inline]
+    pub fn attrs(&self, op: OpId) -> &[(Ident, Attr)] {
+        &self.ops[op.index()].attrs
+    }
+    /// A discardable attribute by name.
+    pub fn get_attr(&self, op: OpId, name: &str) -> Option<Attr> {
+        self.ops[op.index()]
+            .attrs
+            .iter()
+            .find(|(k, _)| self.ident_str(*k) == name)
+            .map(|(_, v)| *v)
+    }
+    /// A property by name (an entry of the `<{...}>` dictionary).
+    pub fn get_prop(&self, op: OpId, name: &str) -> Option<Attr> {
+        let p = self.ops[op.index()].properties?;
+        match self.attr_kind(p) {
+            AttrKind::Dict(entries) => {
+                entries.iter().find(|(k, _)| self.ident_str(*k) == name).map(|(_, v)| *v)
+            }
+            _ => None,
+        }
+    }
+    /// An inherent attribute: from the properties first, then the attribute dictionary.
+    pub fn inherent_attr(&self, op: OpId, name: &str) -> Option<Attr> {
+        self.get_prop(op, name).or_else(|| self.get_attr(op, name))
+    }
+    /// Sets a discardable attribute (keeps the list sorted).
+    pub fn set_attr(&mut self, op: OpId, name: &str, value: Attr) {
+        let key = self.ident(name);
+        let pos = {
+            let attrs = &self.ops[op.index()].attrs;
+            attrs.binary_search_by(|(k, _)| self.ident_str(*k).cmp(name))
+        };
+        let attrs = &mut self.ops[op.index()].attrs;
+        match pos {
+            Ok(i) => attrs[i].1 = value,
+            Err(i) => attrs.insert(i, (key, value)),
+        }
+    }
+    /// Removes a discardable attribute; returns it if present.
+    pub fn remove_attr(&mut self, op: OpId, name: &str) -> Option<Attr> {
+        let pos = self.ops[op.index()].attrs.iter().position(|(k, _)| self.ident_str(*k) == name)?;
+        Some(self.ops[op.index()].attrs.remove(pos).1)
+    }
+    /// Whether the op was erased.
+    pub fn is_erased(&self, op: OpId) -> bool {
+        self.ops[op.index()].erased
+    }
+
+    /// Builds the error diagnostic `'name' op message` at the op's location.
+    pub fn op_error(&self, op: OpId, message: impl std::fmt::Display) -> Diagnostic {
+        Diagnostic::error(self.op_loc(op), format!("'{}' op {}", self.op_name(op), message))
+    }
+
+    // ----- blocks and regions -------------------------------------------------------------
+
+    /// Creates a detached region.
+    pub fn new_region(&mut self) -> RegionId {
+        let r = RegionId(self.regions.len() as u32);
+        self.regions.push(RegionData::default());
+        r
+    }
+    /// Creates a detached block with arguments of the given types.
+    pub fn new_block(&mut self, arg_types: &[Type]) -> BlockId {
+        let b = BlockId(self.blocks.len() as u32);
+        self.blocks.push(BlockData::default());
+        for t in arg_types {
+            self.add_block_arg(b, *t, None);
+        }
+        b
+    }
+    /// Appends an argument to a block.
+    pub fn add_block_arg(&mut self, b: BlockId, ty: Type, loc: Option<Loc>) -> Value {
+        let index = self.blocks[b.index()].args.len() as u32;
+        let v = self.new_value(ty, ValueDef::BlockArg { block: b, index }, loc);
+        self.blocks[b.index()].args.push(v);
+        v
+    }
+    /// A block's arguments.
+    #[inline]
+    pub fn block_args(&self, b: BlockId) -> &[Value] {
+        &self.blocks[b.index()].args
+    }
+    /// Appends a block to a region.
+    pub fn append_block(&mut self, r: RegionId, b: BlockId) {
+        self.blocks[b.index()].parent = Some(r);
+        self.regions[r.index()].blocks.push(b);
+    }
+    /// A region's blocks, in order.
+    #[inline]
+    pub fn region_blocks(&self, r: RegionId) -> &[BlockId] {
+        &self.regions[r.index()].blocks
+    }
+    /// The op owning a region.
+    pub fn region_parent(&self, r: RegionId) -> Option<OpId> {
+        self.regions[r.index()].parent
+    }
+    /// The region holding a block.
+    pub fn block_parent(&self, b: BlockId) -> Option<RegionId> {
+        self.blocks[b.index()].parent
+    }
+    /// The op whose region holds a block.
+    pub fn block_parent_op(&self, b: BlockId) -> Option<OpId> {
+        self.block_parent(b).and_then(|r| self.region_parent(r))
+    }
+    /// The block holding an op.
+    #[inline]
+    pub fn op_parent(&self, op: OpId) -> Option<BlockId> {
+        self.ops[op.index()].parent
+    }
+    /// The op enclosing an op (the owner of its block's region).
+    pub fn parent_op(&self, op: OpId) -> Option<OpId> {
+        self.op_parent(op).and_then(|b| self.block_parent_op(b))
+    }
+    /// First op of a block.
+    #[inline]
+    pub fn block_first(&self, b: BlockId) -> Option<OpId> {
+        self.blocks[b.index()].first
+    }
+    /// Last op of a block.
+    #[inline]
+    pub fn block_last(&self, b: BlockId) -> Option<OpId> {
+        self.blocks[b.index()].last
+    }
+    /// Number of ops in a block.
+    pub fn block_len(&self, b: BlockId) -> usize {
+        self.blocks[b.index()].len as usize
+    }
+    /// The op after `op` in its block.
+    #[inline]
+    pub fn next_op(&self, op: OpId) -> Option<OpId> {
+        self.ops[op.index()].next
+    }
+    /// The op before `op` in its block.
+    #[inline]
+    pub fn prev_op(&self, op: OpId) -> Option<OpId> {
+        self.ops[op.index()].prev
+    }
+    /// Iterates over the ops of a block in order.
+    pub fn block_ops(&self, b: BlockId) -> BlockOps<'_> {
+        BlockOps { ctx: self, cur: self.block_first(b) }
+    }
+
+    // ----- layout edits (all O(1)) ---------------------------------------------------------
+
+    fn link(&mut self, op: OpId, block: BlockId, prev: Option<OpId>, next: Option<OpId>) {
+        debug_assert!(self.ops[op.index()].parent.is_none(), "op already in a block");
+        {
+            let d = &mut self.ops[op.index()];
+            d.parent = Some(block);
+            d.prev = prev;
+            d.next = next;
+        }
+        match prev {
+            Some(p) => self.ops[p.index()].next = Some(op),
+            None => self.blocks[block.index()].first = Some(op),
+        }
+        match next {
+            Some(n) => self.ops[n.index()].prev = Some(op),
+            None => self.blocks[block.index()].last = Some(op),
+        }
+        let bd = &mut self.blocks[block.index()];
+        bd.len += 1;
+        bd.order_valid.set(false);
+    }
+
+    /// Detaches an op from its block (it keeps its operands, results and regions).
+    pub fn unlink(&mut self, op: OpId) {
+        let Some(block) = self.ops[op.index()].parent else { return };
+        let (prev, next) = (self.ops[op.index()].prev, self.ops[op.index()].next);
+        match prev {
+            Some(p) => self.ops[p.index()].next = next,
+            None => self.blocks[block.index()].first = next,
+        }
+        match next {
+            Some(n) => self.ops[n.index()].prev = prev,
+            None => self.blocks[block.index()].last = prev,
+        }
+        let d = &mut self.ops[op.index()];
+        d.parent = None;
+        d.prev = None;
+        d.next = None;
+        self.blocks[block.index()].len -= 1;
+    }
+
+    /// Appends a detached op at the end of a block.
+    pub fn append_op(&mut self, block: BlockId, op: OpId) {
+        let last = self.blocks[block.index()].last;
+        self.link(op, block, last, None);
+    }
+    /// Prepends a detached op at the start of a block.
+    pub fn prepend_op(&mut self, block: BlockId, op: OpId) {
+        let first = self.blocks[block.index()].first;
+        self.link(op, block, None, first);
+    }
+    /// Inserts a detached op right before `anchor`.
+    pub fn insert_before(&mut self, anchor: OpId, op: OpId) {
+        let block = self.ops[anchor.index()].parent.expect("anchor not in a block");
+        let prev = self.ops[anchor.index()].prev;
+        self.link(op, block, prev, Some(anchor));
+    }
+    /// Inserts a detached op right after `anchor`.
+    pub fn insert_after(&mut self, anchor: OpId, op: OpId) {
+        let block = self.ops[anchor.index()].parent.expect("anchor not in a block");
+        let next = self.ops[anchor.index()].next;
+        self.link(op, block, Some(anchor), next);
+    }
+    /// Moves an op (in any block) right before `anchor`.
+    pub fn move_before(&mut self, op: OpId, anchor: OpId) {
+        if op == anchor {
+            return;
+        }
+        self.unlink(op);
+        self.insert_before(anchor, op);
+    }
+    /// Moves an op (in any block) right after `anchor`.
+    pub fn move_after(&mut self, op: OpId, anchor: OpId) {
+        if op == anchor {
+            return;
+        }
+        self.unlink(op);
+        self.insert_after(anchor, op);
+    }
+
+    /// Whether `a` comes before `b`; both must be in the same block. Amortized O(1): positions
+    /// are renumbered lazily after edits, as MLIR does.
+    pub fn is_before_in_block(&self, a: OpId, b: OpId) -> bool {
+        let block = self.ops[a.index()].parent.expect("op not in a block");
+        debug_assert_eq!(Some(block), self.ops[b.index()].parent);
+        if !self.blocks[block.index()].order_valid.get() {
+            let mut i = 0u32;
+            let mut cur = self.blocks[block.index()].first;
+            while let Some(o) = cur {
+                self.ops[o.index()].order.set(i);
+                i += 1;
+                cur = self.ops[o.index()].next;
+            }
+            self.blocks[block.index()].order_valid.set(true);
+        }
+        self.ops[a.index()].order.get() < self.ops[b.index()].order.get()
+    }
+
+    /// Erases an op and everything nested in it. Its results must have no uses left outside.
+    pub fn erase_op(&mut self, op: OpId) {
+        self.unlink(op);
+        // Iterative, so deeply nested IR cannot overflow the stack.
+        let mut stack = vec![op];
+        while let Some(o) = stack.pop() {
+            let ops = std::mem::take(&mut self.ops[o.index()].operands);
+            for (i, v) in ops.iter().enumerate() {
+                self.remove_use(*v, Use { op: o, index: i as u32 });
+            }
+            self.ops[o.index()].erased = true;
+            let regions = self.ops[o.index()].regions.clone();
+            for r in regions {
+                for &b in &self.regions[r.index()].blocks.clone() {
+                    let mut cur = self.blocks[b.index()].first;
+                    while let Some(c) = cur {
+                        cur = self.ops[c.index()].next;
+                        stack.push(c);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Replaces the results of `op` with `new_values` everywhere, then erases `op`.
+    pub fn replace_op(&mut self, op: OpId, new_values: &[Value]) {
+        let results = self.results(op).to_vec();
+        assert_eq!(results.len(), new_values.len(), "replace_op: result count mismatch");
+        for (r, n) in results.iter().zip(new_values) {
+            self.replace_all_uses(*r, *n);
+        }
+        self.erase_op(op);
+    }
+
+    /// Visits every op nested under `root` (including `root`) in pre-order, iteratively.
+    pub fn walk(&self, root: OpId, mut f: impl FnMut(OpId)) {
+        let mut stack = vec![root];
+        while let Some(o) = stack.pop() {
+            f(o);
+            for &r in self.op_regions(o).iter().rev() {
+                for &b in self.region_blocks(r).iter().rev() {
+                    let mut cur = self.block_last(b);
+                    while let Some(c) = cur {
+                        stack.push(c);
+                        cur = self.prev_op(c);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Nesting depth of an op (0 for a detached or top-level op).
+    pub fn op_depth(&self, op: OpId) -> usize {
+        let mut d = 0;
+        let mut cur = self.parent_op(op);
+        while let Some(p) = cur {
+            d += 1;
+            cur = self.parent_op(p);
+        }
+        d
+    }
+
+    // ----- symbols ------------------------------------------------------------------------
+
+    /// The `sym_name` of an op (property or attribute), if any.
+    pub fn symbol_name(&self, op: OpId) -> Option<&str> {
+        self.inherent_attr(op, "sym_name").and_then(|a| self.attr_as_str(a))
+    }
+
+    /// Resolves `name` from `from`: searches the symbol tables of the enclosing ops, innermost
+    /// first (so module-level symbols such as `@tp` resolve from ops nested in functions).
+    pub fn lookup_symbol(&self, from: OpId, name: &str) -> Option<OpId> {
+        let mut cur = Some(from);
+        while let Some(o) = cur {
+            if self.is_symbol_table(o) {
+                for &r in self.op_regions(o) {
+                    for &b in self.region_blocks(r) {
+                        for c in self.block_ops(b) {
+                            if self.symbol_name(c) == Some(name) {
+                                return Some(c);
+                            }
+                        }
+                    }
+                }
+            }
+            cur = self.parent_op(o);
+        }
+        None
+    }
+
+    /// Whether `op` holds a symbol table (a module, or any op declaring the trait).
+    pub fn is_symbol_table(&self, op: OpId) -> bool {
+        self.op_has_trait(op, Trait::SymbolTable) || self.op_name(op) == "builtin.module"
+    }
+
+    /// Renders a location as MLIR prints it inside `loc(...)`.
+    pub fn loc_to_string(&self, l: Loc) -> String {
+        crate::printer::loc_body(self, l)
+    }
+}
+
+/// Iterator over the ops of a block.
+pub struct BlockOps<'a> {
+    ctx: &'a Context,
+    cur: Option<OpId>,
+}
+
+impl Iterator for BlockOps<'_> {
+    type Item = OpId;
+    fn next(&mut self) -> Option<OpId> {
+        let c = self.cur?;
+        self.cur = self.ctx.next_op(c);
+        Some(c)
+    }
+}

@@ -1,0 +1,1 @@
+//! commlir-opt driver.

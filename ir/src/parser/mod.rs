@@ -1,0 +1,1 @@
+//! The MLIR textual format parser (pest). Filled in by the parser work.

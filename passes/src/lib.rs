@@ -1,0 +1,1 @@
+//! commlir analyses and passes, one file per pass.

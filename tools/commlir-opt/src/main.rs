@@ -1,0 +1,2 @@
+//! commlir-opt: the mlir-opt-like driver.
+fn main() {}
