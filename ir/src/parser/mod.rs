@@ -32,6 +32,6 @@ pub fn parse_source(
     bytes: &[u8],
     opts: &ParseOptions,
 ) -> Result<OpId, Diagnostic> {
-    let _ = (ctx, file_name, bytes, opts);
+    let _ = (file_name, bytes, opts);
     Err(Diagnostic::error(ctx.unknown_loc(), "parser not implemented yet"))
 }
