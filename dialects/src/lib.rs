@@ -5,10 +5,15 @@
 //! this crate is enough for a [`commlir_ir::Context`] to know its ops. Call [`link`] from a
 //! binary that references nothing else of this crate, so the linker keeps the registrations.
 
+pub mod coll;
+pub mod comm;
+pub mod compute;
 pub mod func;
+pub mod shape;
+pub mod symm;
 
 /// Forces this crate's registrations to be linked into the final binary.
 #[inline(never)]
 pub fn link() {
-    std::hint::black_box(&func::FUNC);
+    std::hint::black_box((&func::FUNC, &compute::MATMUL, &coll::ALL_REDUCE, &comm::WAIT, &symm::ONE_SHOT_ALL_REDUCE));
 }

@@ -1,0 +1,73 @@
+//! The comm-buffer tensor encoding `#comm.buffer<KIND, @group>` and the `!comm.work` type.
+
+use commlir_ir::{AttrKind, CommBufferKind, Context, Type, TypeKind};
+
+/// A decoded `#comm.buffer<KIND, @group>` encoding.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BufferEncoding {
+    pub kind: CommBufferKind,
+    pub group: String,
+}
+
+impl BufferEncoding {
+    /// The kind's spelling (`nccl`, `symm_mem`).
+    pub fn kind_str(&self) -> &'static str {
+        kind_str(self.kind)
+    }
+}
+
+/// The spelling of a buffer kind.
+pub fn kind_str(k: CommBufferKind) -> &'static str {
+    match k {
+        CommBufferKind::Nccl => "nccl",
+        CommBufferKind::SymmMem => "symm_mem",
+    }
+}
+
+/// The comm-buffer encoding of a tensor type, if it has one.
+pub fn buffer_encoding(ctx: &Context, t: Type) -> Option<BufferEncoding> {
+    let TypeKind::Tensor { encoding: Some(enc), .. } = ctx.type_kind(t) else { return None };
+    let AttrKind::Dialect { text, .. } = ctx.attr_kind(*enc) else { return None };
+    let body = text.strip_prefix("comm.buffer<")?.strip_suffix('>')?;
+    let (kind, group) = body.split_once(',')?;
+    let kind = match kind.trim() {
+        "nccl" => CommBufferKind::Nccl,
+        "symm_mem" => CommBufferKind::SymmMem,
+        _ => return None,
+    };
+    let group = group.trim().strip_prefix('@')?;
+    let group = group.trim_matches('"');
+    if group.is_empty() {
+        return None;
+    }
+    Some(BufferEncoding { kind, group: group.to_string() })
+}
+
+/// Whether `t` is a comm buffer.
+pub fn is_comm_buffer(ctx: &Context, t: Type) -> bool {
+    buffer_encoding(ctx, t).is_some()
+}
+
+/// `t` (a ranked tensor) with the encoding `#comm.buffer<kind, @group>`.
+pub fn buffer_type(ctx: &mut Context, t: Type, kind: CommBufferKind, group: &str) -> Type {
+    let TypeKind::Tensor { shape, elem, .. } = ctx.type_kind(t).clone() else { return t };
+    let dialect = ctx.ident("comm");
+    let text = if group.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '$' || c == '-') {
+        format!("comm.buffer<{}, @{group}>", kind_str(kind))
+    } else {
+        format!("comm.buffer<{}, @\"{group}\">", kind_str(kind))
+    };
+    let enc = ctx.attr(AttrKind::Dialect { dialect, text });
+    ctx.ty(TypeKind::Tensor { shape, elem, encoding: Some(enc) })
+}
+
+/// The `!comm.work` handle type.
+pub fn work_type(ctx: &mut Context) -> Type {
+    let dialect = ctx.ident("comm");
+    ctx.ty(TypeKind::Dialect { dialect, text: "comm.work".into() })
+}
+
+/// Whether `t` is `!comm.work`.
+pub fn is_work_type(ctx: &Context, t: Type) -> bool {
+    matches!(ctx.type_kind(t), TypeKind::Dialect { text, .. } if text == "comm.work")
+}

@@ -1,0 +1,392 @@
+//! The `compute` dialect: tensor computation with value semantics. Every result is a new
+//! buffer (trait `MemAlloc`), so the peak-memory analysis and the pool planner can reason
+//! about each op's footprint; bf16/f16 arithmetic is defined as f32 rounded on every result.
+
+use crate::shape::{int_attr, ty_str, value_tensor, verify_same_tensor_types};
+use commlir_ir::{
+    register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, Context, Diagnostic, OpDef,
+    OpId, Trait, TypeConstraint,
+};
+
+register_dialect!(pub COMPUTE_DIALECT = commlir_ir::opdef::DialectDef {
+    name: "compute",
+    summary: "Tensor computation with value semantics.",
+    description: "Matmuls, elementwise and unary math, reductions and data movement on \
+        statically shaped tensors. Each op produces a new buffer; bf16 and f16 arithmetic is \
+        carried out in f32 and rounded to the element type on every result. Any op may carry \
+        `cost_ns = N : i64`, which overrides the cost model for that op.",
+});
+
+const T: TypeConstraint = TypeConstraint::StaticTensor;
+const COST: AttrDef = AttrDef::optional("cost_ns", AttrConstraint::Integer)
+    .doc("Overrides the cost model's runtime estimate for this op (nanoseconds).");
+const ELEMENTWISE_TRAITS: &[Trait] = &[Trait::Pure, Trait::MemAlloc];
+
+register_op!(
+    pub MATMUL = OpDef {
+        name: "compute.matmul",
+        summary: "Matrix product (optionally batched)",
+        description: "`a: M×K`, `b: K×N` → `M×N`; batched: `B×M×K · B×K×N → B×M×N`. \
+            All three element types are equal; accumulation is in f32 for f16/bf16.",
+        operands: &[ArgDef::one("a", T), ArgDef::one("b", T)],
+        results: &[ArgDef::one("result", T)],
+        attributes: &[COST],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_matmul),
+        example: "%c = compute.matmul %a, %b : (tensor<8x16xbf16>, tensor<16x4xbf16>) -> tensor<8x4xbf16>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_matmul(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let a = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
+    let b = value_tensor(ctx, ctx.operand(op, 1)).unwrap();
+    let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
+    if a.elem != b.elem || a.elem != r.elem {
+        return Err(ctx.op_error(op, "requires the same element type for both operands and the result"));
+    }
+    let expected = match (a.shape.as_slice(), b.shape.as_slice()) {
+        ([m, k1], [k2, n]) if k1 == k2 => vec![*m, *n],
+        ([b1, m, k1], [b2, k2, n]) if k1 == k2 && b1 == b2 => vec![*b1, *m, *n],
+        ([_, k1], [k2, _]) | ([_, _, k1], [_, k2, _]) if k1 != k2 => {
+            return Err(ctx.op_error(op, format!("contraction dims differ: lhs has {k1}, rhs has {k2}")));
+        }
+        ([b1, _, _], [b2, _, _]) => {
+            return Err(ctx.op_error(op, format!("batch dims differ: lhs has {b1}, rhs has {b2}")));
+        }
+        _ => {
+            return Err(ctx.op_error(op, "expects rank-2 operands (M×K, K×N) or rank-3 batched operands"));
+        }
+    };
+    if r.shape != expected {
+        return Err(ctx.op_error(
+            op,
+            format!("result shape must be {}, got {}", fmt_shape(&expected), fmt_shape(&r.shape)),
+        ));
+    }
+    Ok(())
+}
+
+/// Formats a shape as `4x8`.
+pub fn fmt_shape(s: &[i64]) -> String {
+    s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x")
+}
+
+macro_rules! binary_op {
+    ($id:ident, $name:literal, $summary:literal) => {
+        register_op!(
+            pub $id = OpDef {
+                name: $name,
+                summary: $summary,
+                description: "Elementwise on two tensors of the same type.",
+                operands: &[ArgDef::one("lhs", T), ArgDef::one("rhs", T)],
+                results: &[ArgDef::one("result", T)],
+                attributes: &[COST],
+                traits: ELEMENTWISE_TRAITS,
+                verify: Some(verify_same_tensor_types),
+                example: concat!("%c = ", $name, " %a, %b : tensor<8x16xf32>"),
+                ..OpDef::EMPTY
+            }
+        );
+    };
+}
+
+binary_op!(ADD, "compute.add", "Elementwise addition");
+binary_op!(SUB, "compute.sub", "Elementwise subtraction");
+binary_op!(MUL, "compute.mul", "Elementwise multiplication");
+binary_op!(DIV, "compute.div", "Elementwise division");
+binary_op!(MAXIMUM, "compute.maximum", "Elementwise maximum");
+binary_op!(MINIMUM, "compute.minimum", "Elementwise minimum");
+
+macro_rules! unary_op {
+    ($id:ident, $name:literal, $summary:literal) => {
+        register_op!(
+            pub $id = OpDef {
+                name: $name,
+                summary: $summary,
+                description: "Elementwise on one tensor; the result has the operand's type.",
+                operands: &[ArgDef::one("input", T)],
+                results: &[ArgDef::one("result", T)],
+                attributes: &[COST],
+                traits: ELEMENTWISE_TRAITS,
+                verify: Some(verify_same_tensor_types),
+                example: concat!("%b = ", $name, " %a : tensor<8x16xf32>"),
+                ..OpDef::EMPTY
+            }
+        );
+    };
+}
+
+unary_op!(NEG, "compute.neg", "Elementwise negation");
+unary_op!(EXP, "compute.exp", "Elementwise exponential");
+unary_op!(RELU, "compute.relu", "Elementwise max(x, 0)");
+unary_op!(GELU, "compute.gelu", "Elementwise GELU (tanh approximation)");
+unary_op!(SILU, "compute.silu", "Elementwise x·sigmoid(x)");
+unary_op!(TANH, "compute.tanh", "Elementwise hyperbolic tangent");
+unary_op!(SQRT, "compute.sqrt", "Elementwise square root");
+unary_op!(RSQRT, "compute.rsqrt", "Elementwise reciprocal square root");
+unary_op!(CLONE, "compute.clone", "Copy into a new buffer");
+
+register_op!(
+    pub SCALE = OpDef {
+        name: "compute.scale",
+        summary: "Multiplication by a constant",
+        description: "`result = input × factor`, elementwise.",
+        operands: &[ArgDef::one("input", T)],
+        results: &[ArgDef::one("result", T)],
+        attributes: &[AttrDef::required("factor", AttrConstraint::Float).doc("The constant factor."), COST],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_same_tensor_types),
+        example: "%b = compute.scale %a {factor = 5.000000e-01 : f64} : tensor<8x16xf32>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn check_dim(ctx: &Context, op: OpId, rank: usize) -> Result<usize, Diagnostic> {
+    let d = int_attr(ctx, op, "dim").unwrap_or(-1);
+    if d < 0 || d as usize >= rank {
+        return Err(ctx.op_error(op, format!("dim {d} is out of range for rank {rank}")));
+    }
+    Ok(d as usize)
+}
+
+register_op!(
+    pub SOFTMAX = OpDef {
+        name: "compute.softmax",
+        summary: "Softmax along a dimension",
+        description: "Numerically stable softmax (max-subtracted) along `dim`.",
+        operands: &[ArgDef::one("input", T)],
+        results: &[ArgDef::one("result", T)],
+        attributes: &[AttrDef::required("dim", AttrConstraint::Integer).doc("The reduced dimension."), COST],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_softmax),
+        example: "%b = compute.softmax %a {dim = 1 : i64} : tensor<8x16xf32>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_softmax(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    verify_same_tensor_types(ctx, op)?;
+    let a = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
+    check_dim(ctx, op, a.shape.len())?;
+    Ok(())
+}
+
+register_op!(
+    pub REDUCE_SUM = OpDef {
+        name: "compute.reduce_sum",
+        summary: "Sum along a dimension",
+        description: "The result drops dimension `dim`; accumulation is in f32 for f16/bf16.",
+        operands: &[ArgDef::one("input", T)],
+        results: &[ArgDef::one("result", T)],
+        attributes: &[AttrDef::required("dim", AttrConstraint::Integer).doc("The reduced dimension."), COST],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_reduce_sum),
+        example: "%b = compute.reduce_sum %a {dim = 1 : i64} : (tensor<8x16xf32>) -> tensor<8xf32>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_reduce_sum(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let a = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
+    let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
+    let d = check_dim(ctx, op, a.shape.len())?;
+    let mut want = a.shape.clone();
+    want.remove(d);
+    if r.shape != want || r.elem != a.elem {
+        return Err(ctx.op_error(
+            op,
+            format!("result must be {} of the input's element type, got {}", fmt_shape_or_scalar(&want), ty_str(ctx, ctx.value_type(ctx.result(op, 0)))),
+        ));
+    }
+    Ok(())
+}
+
+fn fmt_shape_or_scalar(s: &[i64]) -> String {
+    if s.is_empty() {
+        "a rank-0 tensor".into()
+    } else {
+        format!("shape {}", fmt_shape(s))
+    }
+}
+
+register_op!(
+    pub TRANSPOSE = OpDef {
+        name: "compute.transpose",
+        summary: "Swap the last two dimensions",
+        description: "`M×N → N×M`; for higher ranks the last two dimensions are swapped.",
+        operands: &[ArgDef::one("input", T)],
+        results: &[ArgDef::one("result", T)],
+        attributes: &[COST],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_transpose),
+        example: "%b = compute.transpose %a : (tensor<8x16xf32>) -> tensor<16x8xf32>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_transpose(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let a = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
+    let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
+    if a.shape.len() < 2 {
+        return Err(ctx.op_error(op, "expects an operand of rank at least 2"));
+    }
+    let mut want = a.shape.clone();
+    let n = want.len();
+    want.swap(n - 2, n - 1);
+    if r.shape != want || r.elem != a.elem {
+        return Err(ctx.op_error(op, format!("result shape must be {}, got {}", fmt_shape(&want), fmt_shape(&r.shape))));
+    }
+    Ok(())
+}
+
+register_op!(
+    pub RESHAPE = OpDef {
+        name: "compute.reshape",
+        summary: "Reinterpret the shape",
+        description: "Same elements in row-major order under a new shape with the same element count.",
+        operands: &[ArgDef::one("input", T)],
+        results: &[ArgDef::one("result", T)],
+        attributes: &[COST],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_reshape),
+        example: "%b = compute.reshape %a : (tensor<8x16xf32>) -> tensor<128xf32>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_reshape(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let a = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
+    let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
+    if a.elem != r.elem {
+        return Err(ctx.op_error(op, "requires the same element type for operand and result"));
+    }
+    if a.numel() != r.numel() {
+        return Err(ctx.op_error(op, format!("element count must be preserved: {} vs {}", a.numel(), r.numel())));
+    }
+    Ok(())
+}
+
+register_op!(
+    pub SLICE = OpDef {
+        name: "compute.slice",
+        summary: "A contiguous slice along one dimension",
+        description: "Takes `size` entries starting at `start` along `dim`.",
+        operands: &[ArgDef::one("input", T)],
+        results: &[ArgDef::one("result", T)],
+        attributes: &[
+            AttrDef::required("dim", AttrConstraint::Integer),
+            AttrDef::required("start", AttrConstraint::Integer),
+            AttrDef::required("size", AttrConstraint::Integer),
+            COST,
+        ],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_slice),
+        example: "%b = compute.slice %a {dim = 0 : i64, start = 4 : i64, size = 4 : i64} : (tensor<8x16xf32>) -> tensor<4x16xf32>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_slice(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let a = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
+    let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
+    let d = check_dim(ctx, op, a.shape.len())?;
+    let start = int_attr(ctx, op, "start").unwrap_or(-1);
+    let size = int_attr(ctx, op, "size").unwrap_or(-1);
+    if start < 0 || size < 0 || start.checked_add(size).is_none_or(|e| e > a.shape[d]) {
+        return Err(ctx.op_error(op, format!("slice [{start}, {start}+{size}) is out of bounds for dim {d} of size {}", a.shape[d])));
+    }
+    let mut want = a.shape.clone();
+    want[d] = size;
+    if r.shape != want || r.elem != a.elem {
+        return Err(ctx.op_error(op, format!("result shape must be {}, got {}", fmt_shape(&want), fmt_shape(&r.shape))));
+    }
+    Ok(())
+}
+
+register_op!(
+    pub CONCAT = OpDef {
+        name: "compute.concat",
+        summary: "Concatenation along a dimension",
+        description: "Operands agree on every dimension but `dim`; the result's `dim` is their sum.",
+        operands: &[ArgDef::variadic("inputs", T)],
+        results: &[ArgDef::one("result", T)],
+        attributes: &[AttrDef::required("dim", AttrConstraint::Integer), COST],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_concat),
+        example: "%c = compute.concat %a, %b {dim = 0 : i64} : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_concat(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let ins: Vec<_> = ctx.operands(op).iter().map(|v| value_tensor(ctx, *v).unwrap()).collect();
+    let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
+    let Some(first) = ins.first() else {
+        return Err(ctx.op_error(op, "expects at least one operand"));
+    };
+    let d = check_dim(ctx, op, first.shape.len())?;
+    let mut want = first.shape.clone();
+    want[d] = 0;
+    for (i, t) in ins.iter().enumerate() {
+        if t.elem != first.elem || t.shape.len() != first.shape.len() {
+            return Err(ctx.op_error(op, format!("operand #{i} must have the rank and element type of operand #0")));
+        }
+        for (k, (x, y)) in t.shape.iter().zip(&first.shape).enumerate() {
+            if k != d && x != y {
+                return Err(ctx.op_error(op, format!("operand #{i} differs from operand #0 in dim {k} ({x} vs {y})")));
+            }
+        }
+        want[d] += t.shape[d];
+    }
+    if r.shape != want || r.elem != first.elem {
+        return Err(ctx.op_error(op, format!("result shape must be {}, got {}", fmt_shape(&want), fmt_shape(&r.shape))));
+    }
+    Ok(())
+}
+
+register_op!(
+    pub CAST = OpDef {
+        name: "compute.cast",
+        summary: "Element type conversion",
+        description: "Same shape, another element type (round-to-nearest-even for narrowing floats).",
+        operands: &[ArgDef::one("input", T)],
+        results: &[ArgDef::one("result", T)],
+        attributes: &[COST],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_cast),
+        example: "%b = compute.cast %a : (tensor<8x16xf32>) -> tensor<8x16xbf16>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_cast(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let a = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
+    let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
+    if a.shape != r.shape {
+        return Err(ctx.op_error(op, format!("requires the same shape, got {} and {}", fmt_shape(&a.shape), fmt_shape(&r.shape))));
+    }
+    Ok(())
+}
+
+register_op!(
+    pub FILL = OpDef {
+        name: "compute.fill",
+        summary: "A tensor filled with a constant",
+        description: "Every element is `value`, rounded to the element type.",
+        results: &[ArgDef::one("result", T)],
+        attributes: &[AttrDef::required("value", AttrConstraint::Float).doc("The fill value."), COST],
+        traits: ELEMENTWISE_TRAITS,
+        example: "%a = compute.fill {value = 1.000000e+00 : f64} : tensor<8x16xf32>",
+        ..OpDef::EMPTY
+    }
+);
+
+/// Names of the elementwise binary ops.
+pub const BINARY_OPS: &[&str] =
+    &["compute.add", "compute.sub", "compute.mul", "compute.div", "compute.maximum", "compute.minimum"];
+/// Names of the elementwise unary ops (including `clone`).
+pub const UNARY_OPS: &[&str] = &[
+    "compute.neg", "compute.exp", "compute.relu", "compute.gelu", "compute.silu", "compute.tanh",
+    "compute.sqrt", "compute.rsqrt", "compute.clone",
+];

@@ -1,0 +1,107 @@
+//! Shape helpers shared by the dialect verifiers: reading ranked tensor types, comparing
+//! them modulo encoding (a comm-buffer encoding changes where a tensor lives, not what it is),
+//! and rendering shapes for diagnostics.
+
+use commlir_ir::{printer, Attr, Context, OpId, Type, TypeKind, Value};
+
+/// A ranked tensor's shape, element type and encoding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorInfo {
+    pub shape: Vec<i64>,
+    pub elem: Type,
+    pub encoding: Option<Attr>,
+}
+
+impl TensorInfo {
+    /// Number of elements.
+    pub fn numel(&self) -> i64 {
+        self.shape.iter().product()
+    }
+}
+
+/// The tensor type of `t`, if it is a ranked tensor.
+pub fn tensor_info(ctx: &Context, t: Type) -> Option<TensorInfo> {
+    match ctx.type_kind(t) {
+        TypeKind::Tensor { shape, elem, encoding } => {
+            Some(TensorInfo { shape: shape.clone(), elem: *elem, encoding: *encoding })
+        }
+        _ => None,
+    }
+}
+
+/// The tensor type of value `v`.
+pub fn value_tensor(ctx: &Context, v: Value) -> Option<TensorInfo> {
+    tensor_info(ctx, ctx.value_type(v))
+}
+
+/// `t` without its encoding.
+pub fn strip_encoding(ctx: &mut Context, t: Type) -> Type {
+    match ctx.type_kind(t).clone() {
+        TypeKind::Tensor { shape, elem, encoding: Some(_) } => {
+            ctx.ty(TypeKind::Tensor { shape, elem, encoding: None })
+        }
+        _ => t,
+    }
+}
+
+/// Whether two types are equal once encodings are ignored.
+pub fn same_modulo_encoding(ctx: &Context, a: Type, b: Type) -> bool {
+    if a == b {
+        return true;
+    }
+    match (tensor_info(ctx, a), tensor_info(ctx, b)) {
+        (Some(x), Some(y)) => x.shape == y.shape && x.elem == y.elem,
+        _ => false,
+    }
+}
+
+/// Size in bytes of one element of type `t` (sub-byte formats round up to one byte).
+pub fn elem_bytes(ctx: &Context, t: Type) -> u64 {
+    match ctx.type_kind(t) {
+        TypeKind::Integer { width, .. } => u64::from(width.div_ceil(8)).max(1),
+        TypeKind::Float(k) => u64::from(k.width().div_ceil(8)).max(1),
+        TypeKind::Index => 8,
+        _ => 0,
+    }
+}
+
+/// Size in bytes of a statically shaped tensor type.
+pub fn tensor_bytes(ctx: &Context, t: Type) -> Option<u64> {
+    let ti = tensor_info(ctx, t)?;
+    if ti.shape.iter().any(|d| *d < 0) {
+        return None;
+    }
+    Some(ti.shape.iter().map(|d| *d as u64).product::<u64>() * elem_bytes(ctx, ti.elem))
+}
+
+/// A type as text, for diagnostics.
+pub fn ty_str(ctx: &Context, t: Type) -> String {
+    printer::type_to_string(ctx, t)
+}
+
+/// Verifies that every operand and result of `op` has the same type modulo encoding.
+pub fn verify_same_tensor_types(ctx: &Context, op: OpId) -> Result<(), commlir_ir::Diagnostic> {
+    let all: Vec<Value> = ctx.operands(op).iter().chain(ctx.results(op)).copied().collect();
+    if let Some(&first) = all.first() {
+        let t0 = ctx.value_type(first);
+        for v in &all[1..] {
+            let t = ctx.value_type(*v);
+            if !same_modulo_encoding(ctx, t0, t) {
+                return Err(ctx.op_error(
+                    op,
+                    format!(
+                        "requires all operands and results to have the same type, got {} and {}",
+                        ty_str(ctx, t0),
+                        ty_str(ctx, t)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The value of an integer attribute, required by the op's definition.
+pub fn int_attr(ctx: &Context, op: OpId, name: &str) -> Option<i64> {
+    ctx.inherent_attr(op, name).and_then(|a| ctx.attr_as_i64(a))
+}
