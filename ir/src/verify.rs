@@ -153,19 +153,18 @@ fn verify_attrs(ctx: &Context, op: OpId, def: &OpDef) -> Result<(), Diagnostic> 
                 return Err(ctx.op_error(op, format!("requires attribute '{}'", ad.name)));
             }
             None => {}
-            Some(a) => {
-                if !attr_satisfies(ctx, a, ad.constraint) {
-                    return Err(ctx.op_error(
-                        op,
-                        format!(
-                            "attribute '{}' must be {}, but got {}",
-                            ad.name,
-                            ad.constraint.describe(),
-                            crate::printer::attr_to_string(ctx, a)
-                        ),
-                    ));
-                }
+            Some(a) if !attr_satisfies(ctx, a, ad.constraint) => {
+                return Err(ctx.op_error(
+                    op,
+                    format!(
+                        "attribute '{}' must be {}, but got {}",
+                        ad.name,
+                        ad.constraint.describe(),
+                        crate::printer::attr_to_string(ctx, a)
+                    ),
+                ));
             }
+            Some(_) => {}
         }
     }
     Ok(())
@@ -221,10 +220,8 @@ fn verify_traits(ctx: &Context, op: OpId, def: &OpDef) -> Result<(), Diagnostic>
                 }
             }
             Trait::SymbolTable => verify_symbol_table(ctx, op)?,
-            Trait::Symbol => {
-                if ctx.symbol_name(op).is_none() {
-                    return Err(ctx.op_error(op, "requires string attribute 'sym_name'"));
-                }
+            Trait::Symbol if ctx.symbol_name(op).is_none() => {
+                return Err(ctx.op_error(op, "requires string attribute 'sym_name'"));
             }
             _ => {}
         }
