@@ -53,7 +53,7 @@ pub(super) fn verify_all_reduce(ctx: &Context, op: OpId) -> Result<(), Diagnosti
 
 fn split_pairs(ctx: &Context, op: OpId) -> Result<usize, Diagnostic> {
     let n = ctx.operands(op).len();
-    if n == 0 || n % 2 != 0 {
+    if n == 0 || !n.is_multiple_of(2) {
         return Err(ctx.op_error(op, format!("expects inputs then as many outputs, got {n} operands")));
     }
     Ok(n / 2)
