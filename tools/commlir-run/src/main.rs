@@ -1,0 +1,2 @@
+//! `commlir-run`: executes a program on N simulated ranks.
+fn main() {}
