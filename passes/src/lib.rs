@@ -1,1 +1,2 @@
 //! commlir analyses and passes, one file per pass.
+pub mod coll_to_comm;
