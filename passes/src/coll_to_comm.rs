@@ -361,3 +361,64 @@ fn sort_in_program_order(ctx: &Context, waits: &mut [(OpId, usize)]) {
         }
     });
 }
+
+mod pass {
+    //! The `coll-to-comm` pass: registration, options and statistics around [`super::lower`].
+
+    use super::{lower, CollToCommOptions};
+    use commlir_ir::pass::{Anchor, OptionDef, OptionKind, Pass, PassEnv, PassInfo, PassOptions, StatisticDef};
+    use commlir_ir::{Context, Diagnostic, OpId};
+
+    commlir_ir::register_pass!(pub COLL_TO_COMM = PassInfo {
+        argument: "coll-to-comm",
+        name: "CollToComm",
+        summary: "Lower functional collectives to comm buffers, start ops and waits",
+        description: "Every buffer a collective reads or writes becomes a comm buffer \
+            (`#comm.buffer<symm_mem|nccl, @group>`); producers are realized directly where \
+            the collective corrupts no other reader, else cloned; in-place all_reduce and \
+            broadcast, out-of-place all_gather / reduce_scatter / all_to_all with `comm.alloc` \
+            destinations, coalesced forms, blocking shard_dim_alltoall, `comm.wait` for each \
+            wait; small sum all-reduces on symm_mem groups become `symm.one_shot_all_reduce`; \
+            operands declared as comm-buffer operands are realized generically.",
+        anchor: Anchor::FUNC,
+        options: &[OptionDef::new(
+            "one-shot-threshold",
+            OptionKind::UInt,
+            "131072",
+            "Largest all-reduce (bytes) lowered to a one-shot all-reduce on symm_mem groups",
+        )],
+        statistics: &[
+            StatisticDef::new("lowered", "Collectives lowered"),
+            StatisticDef::new("one-shot", "All-reduces lowered to one-shot all-reduces"),
+            StatisticDef::new("realized-in-place", "Producers realized directly as comm buffers"),
+            StatisticDef::new("clones", "Copies into comm buffers"),
+            StatisticDef::new("allocs", "Destination buffers allocated"),
+            StatisticDef::new("copy-outs", "Copies out of comm buffers for function results"),
+            StatisticDef::new("registered-operands", "Declared comm-buffer operands realized"),
+        ],
+        create: |o: &PassOptions| {
+            Ok(Box::new(CollToComm(CollToCommOptions { one_shot_threshold: o.get_uint("one-shot-threshold") })))
+        },
+    });
+
+    struct CollToComm(CollToCommOptions);
+
+    impl Pass for CollToComm {
+        fn info(&self) -> &'static PassInfo {
+            &COLL_TO_COMM
+        }
+        fn run(&mut self, ctx: &mut Context, op: OpId, env: &mut PassEnv<'_>) -> Result<(), Diagnostic> {
+            let s = lower(ctx, op, &self.0)?;
+            env.add_stat("lowered", s.lowered);
+            env.add_stat("one-shot", s.one_shot);
+            env.add_stat("realized-in-place", s.realized_in_place);
+            env.add_stat("clones", s.clones);
+            env.add_stat("allocs", s.allocs);
+            env.add_stat("copy-outs", s.copy_outs);
+            env.add_stat("registered-operands", s.registered_operands);
+            Ok(())
+        }
+    }
+}
+
+pub use pass::COLL_TO_COMM;
