@@ -8,6 +8,7 @@
 pub mod coll;
 pub mod comm;
 pub mod compute;
+pub mod docgen;
 pub mod func;
 pub mod shape;
 pub mod symm;
