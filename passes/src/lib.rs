@@ -1,2 +1,23 @@
 //! commlir analyses and passes, one file per pass.
 pub mod coll_to_comm;
+pub mod cse;
+pub mod dce;
+pub mod strip_debuginfo;
+pub mod symbol_dce;
+pub mod test_count_ops;
+pub mod test_options;
+mod util;
+
+/// Forces this crate's pass registrations to be linked into the final binary (a binary that
+/// uses nothing else of this crate would otherwise drop them).
+#[inline(never)]
+pub fn link() {
+    commlir_dialects::link();
+    std::hint::black_box(&cse::CSE);
+    std::hint::black_box(&dce::DCE);
+    std::hint::black_box(&strip_debuginfo::STRIP_DEBUGINFO);
+    std::hint::black_box(&symbol_dce::SYMBOL_DCE);
+    std::hint::black_box(&test_count_ops::TEST_COUNT_OPS);
+    std::hint::black_box(&test_options::TEST_OPTIONS);
+    std::hint::black_box(&coll_to_comm::COLL_TO_COMM);
+}
