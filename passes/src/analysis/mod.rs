@@ -1,5 +1,6 @@
 //! Analyses shared by the passes: buffer aliasing, liveness and peak memory.
 
 pub mod buffers;
+pub mod cost;
 
 pub use buffers::{BufferModel, Storage, StorageId};

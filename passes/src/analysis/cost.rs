@@ -1,0 +1,305 @@
+//! The cost model: an analytical estimate of each op's runtime, like NCCL's own tuning model
+//! for collectives (the best of {ring, tree} × {LL, LL128, Simple}, each with a latency and a
+//! bandwidth) and a roofline for compute (max(flops / peak, bytes / bandwidth) by element
+//! type). A `cost_ns` attribute on an op overrides the estimate everywhere.
+//!
+//! All constants live in [`H200_NVLINK`], fitted to measurements on 2×H200 (NVLink, NCCL
+//! 2.28.9, CUDA 13.0); `docs/cost-model.md` lists them with the error at each measurement.
+
+use commlir_dialects::coll::group_of;
+use commlir_dialects::shape::{tensor_bytes, tensor_info};
+use commlir_ir::{Context, FloatKind, OpId, TypeKind};
+
+/// NCCL's protocols.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    LL,
+    LL128,
+    Simple,
+}
+
+/// NCCL's algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algorithm {
+    Ring,
+    Tree,
+}
+
+/// Latency (µs) and bus bandwidth (GB/s) of one protocol for one collective family.
+#[derive(Clone, Copy, Debug)]
+pub struct ProtoParams {
+    pub protocol: Protocol,
+    /// Fixed latency per launch, µs.
+    pub base_us: f64,
+    /// Extra latency per ring/tree step beyond the first, µs.
+    pub step_us: f64,
+    /// Bus bandwidth, GB/s (10⁹ bytes/s).
+    pub bus_gbps: f64,
+}
+
+/// The machine description: every constant of the model in one table.
+#[derive(Clone, Debug)]
+pub struct Machine {
+    pub name: &'static str,
+    /// All-reduce protocols (ring); tree uses the same with `tree_bw_factor`.
+    pub all_reduce: [ProtoParams; 3],
+    /// All-gather / reduce-scatter / all-to-all / broadcast protocols (ring).
+    pub all_gather: [ProtoParams; 3],
+    /// Tree bandwidth relative to ring (NVLink single node: trees gain only latency).
+    pub tree_bw_factor: f64,
+    /// Dense matmul peak by element type, FLOP/s.
+    pub matmul_flops_bf16: f64,
+    pub matmul_flops_f32: f64,
+    pub matmul_flops_f64: f64,
+    /// Elementwise (non-tensor-core) throughput, FLOP/s.
+    pub vector_flops: f64,
+    /// Device memory bandwidth, bytes/s, counting reads plus writes.
+    pub mem_bw: f64,
+    /// Fixed cost of a kernel launch, ns.
+    pub launch_ns: f64,
+    /// One-shot all-reduce through symmetric memory: latency µs and per-peer read bandwidth.
+    pub one_shot_base_us: f64,
+    pub one_shot_gbps: f64,
+}
+
+/// Calibrated on 2×H200 with NVLink (DESIGN §5). How each value was obtained is in
+/// docs/cost-model.md: the all-reduce LL128 line passes through the 1 MiB and 16 MiB points,
+/// the Simple line through 256 MiB and 1 GiB; all-gather Simple through its two points.
+pub const H200_NVLINK: Machine = Machine {
+    name: "2xH200-NVLink",
+    all_reduce: [
+        ProtoParams { protocol: Protocol::LL, base_us: 6.0, step_us: 0.6, bus_gbps: 40.0 },
+        ProtoParams { protocol: Protocol::LL128, base_us: 9.12, step_us: 1.0, bus_gbps: 257.4 },
+        ProtoParams { protocol: Protocol::Simple, base_us: 125.6, step_us: 2.0, bus_gbps: 341.8 },
+    ],
+    all_gather: [
+        ProtoParams { protocol: Protocol::LL, base_us: 6.0, step_us: 0.6, bus_gbps: 40.0 },
+        ProtoParams { protocol: Protocol::LL128, base_us: 9.0, step_us: 1.0, bus_gbps: 180.0 },
+        ProtoParams { protocol: Protocol::Simple, base_us: 21.0, step_us: 2.0, bus_gbps: 254.2 },
+    ],
+    tree_bw_factor: 0.8,
+    matmul_flops_bf16: 788e12,
+    matmul_flops_f32: 51e12,
+    matmul_flops_f64: 60e12,
+    vector_flops: 60e12,
+    mem_bw: 4.2e12,
+    launch_ns: 2000.0,
+    one_shot_base_us: 5.0,
+    one_shot_gbps: 300.0,
+};
+
+/// Kinds of collective the model distinguishes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollKind {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    AllToAll,
+    Broadcast,
+}
+
+/// The estimate for one collective: time and the chosen algorithm and protocol.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CollEstimate {
+    pub ns: f64,
+    pub algorithm: Algorithm,
+    pub protocol: Protocol,
+}
+
+impl Machine {
+    /// Time of a collective of kind `kind` moving `bytes` (the larger of input and output
+    /// buffer per rank) on `n` ranks.
+    pub fn collective(&self, kind: CollKind, bytes: u64, n: u64) -> CollEstimate {
+        let n = n.max(1);
+        if n == 1 || bytes == 0 {
+            return CollEstimate { ns: 0.0, algorithm: Algorithm::Ring, protocol: Protocol::Simple };
+        }
+        let nf = n as f64;
+        let s = bytes as f64;
+        // Bus factor (data each rank moves relative to the buffer) and number of steps.
+        let (params, factor, steps) = match kind {
+            CollKind::AllReduce => (&self.all_reduce, 2.0 * (nf - 1.0) / nf, 2 * (n - 1)),
+            CollKind::AllGather | CollKind::ReduceScatter => (&self.all_gather, (nf - 1.0) / nf, n - 1),
+            CollKind::AllToAll => (&self.all_gather, (nf - 1.0) / nf, 1),
+            CollKind::Broadcast => (&self.all_gather, 1.0, n - 1),
+        };
+        let mut best = CollEstimate { ns: f64::INFINITY, algorithm: Algorithm::Ring, protocol: Protocol::Simple };
+        for p in params {
+            // algbw-normalised: NCCL's busbw = algbw × factor, so time = factor × S / busbw.
+            let ring = p.base_us + p.step_us * (steps.saturating_sub(1)) as f64 + factor * s / (p.bus_gbps * 1e3);
+            if ring < best.ns / 1e3 {
+                best = CollEstimate { ns: ring * 1e3, algorithm: Algorithm::Ring, protocol: p.protocol };
+            }
+            if kind == CollKind::AllReduce && n > 2 {
+                let depth = (nf.log2().ceil()) as u64;
+                let tree = p.base_us + p.step_us * (2 * depth).saturating_sub(1) as f64
+                    + 2.0 * (nf - 1.0) / nf * s / (p.bus_gbps * self.tree_bw_factor * 1e3);
+                if tree < best.ns / 1e3 {
+                    best = CollEstimate { ns: tree * 1e3, algorithm: Algorithm::Tree, protocol: p.protocol };
+                }
+            }
+        }
+        best
+    }
+
+    /// Matmul peak for an element type.
+    pub fn matmul_peak(&self, ctx: &Context, elem: commlir_ir::Type) -> f64 {
+        match ctx.type_kind(elem) {
+            TypeKind::Float(FloatKind::BF16 | FloatKind::F16) => self.matmul_flops_bf16,
+            TypeKind::Float(FloatKind::F64) => self.matmul_flops_f64,
+            _ => self.matmul_flops_f32,
+        }
+    }
+
+    /// Roofline time in ns for `flops` at `peak` and `bytes` of memory traffic.
+    pub fn roofline(&self, flops: f64, peak: f64, bytes: f64) -> f64 {
+        self.launch_ns + (flops / peak).max(bytes / self.mem_bw) * 1e9
+    }
+}
+
+/// What an op costs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OpCost {
+    /// Runs on the compute stream for this long (ns).
+    Compute(f64),
+    /// A collective on the comm stream for this long (ns).
+    Collective(f64),
+    /// Free (waits, allocations, structure).
+    Free,
+}
+
+impl OpCost {
+    /// The time in ns, whatever the stream.
+    pub fn ns(self) -> f64 {
+        match self {
+            OpCost::Compute(t) | OpCost::Collective(t) => t,
+            OpCost::Free => 0.0,
+        }
+    }
+}
+
+/// The collective kind of an op name, at any level (`coll`, `comm`).
+pub fn coll_kind(name: &str) -> Option<CollKind> {
+    Some(match name {
+        "coll.all_reduce" | "coll.all_reduce_coalesced" | "comm.all_reduce" | "comm.all_reduce_coalesced" => CollKind::AllReduce,
+        "coll.all_gather_into_tensor" | "coll.all_gather_into_tensor_coalesced" | "comm.all_gather" => CollKind::AllGather,
+        "coll.reduce_scatter_tensor" | "coll.reduce_scatter_tensor_coalesced" | "comm.reduce_scatter" => CollKind::ReduceScatter,
+        "coll.all_to_all_single" | "comm.all_to_all" | "coll.shard_dim_alltoall" | "comm.shard_dim_alltoall" => CollKind::AllToAll,
+        "coll.broadcast" | "comm.broadcast" => CollKind::Broadcast,
+        _ => return None,
+    })
+}
+
+/// Bytes a collective moves per rank: the larger of what it reads and writes, summed over
+/// coalesced members.
+pub fn collective_bytes(ctx: &Context, op: OpId) -> u64 {
+    let name = ctx.op_name(op);
+    let read: u64 = match name {
+        "comm.all_gather" | "comm.reduce_scatter" | "comm.all_to_all" | "comm.shard_dim_alltoall" => {
+            let n = ctx.operands(op).len() / 2;
+            ctx.operands(op)[..n].iter().filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v))).sum()
+        }
+        _ => ctx.operands(op).iter().filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v))).sum(),
+    };
+    let written: u64 = match name {
+        "comm.all_gather" | "comm.reduce_scatter" | "comm.all_to_all" | "comm.shard_dim_alltoall" => {
+            let n = ctx.operands(op).len() / 2;
+            ctx.operands(op)[n..].iter().filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v))).sum()
+        }
+        _ => ctx.results(op).iter().filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v))).sum(),
+    };
+    read.max(written)
+}
+
+/// The cost of `op` on `machine`: the `cost_ns` override if present, else the model.
+pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
+    let name = ctx.op_name(op);
+    let is_coll = coll_kind(name).is_some() || name == "symm.one_shot_all_reduce";
+    if let Some(c) = ctx.inherent_attr(op, "cost_ns").and_then(|a| ctx.attr_as_f64(a)) {
+        return if is_coll { OpCost::Collective(c) } else if c == 0.0 { OpCost::Free } else { OpCost::Compute(c) };
+    }
+    if let Some(kind) = coll_kind(name) {
+        let n = group_of(ctx, op).map(|g| g.size.max(1) as u64).unwrap_or(1);
+        return OpCost::Collective(machine.collective(kind, collective_bytes(ctx, op), n).ns);
+    }
+    if name == "symm.one_shot_all_reduce" {
+        let n = group_of(ctx, op).map(|g| g.size.max(1) as u64).unwrap_or(1);
+        let s = ctx.operands(op).first().and_then(|v| tensor_bytes(ctx, ctx.value_type(*v))).unwrap_or(0) as f64;
+        // Each rank reads every peer's buffer once; blocking, so it occupies the compute stream.
+        let t = machine.one_shot_base_us * 1e3 + (n as f64 - 1.0) * s / (machine.one_shot_gbps * 1e9) * 1e9;
+        return OpCost::Compute(t);
+    }
+    if !name.starts_with("compute.") {
+        return OpCost::Free;
+    }
+    let in_bytes: f64 = ctx.operands(op).iter().filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v))).sum::<u64>() as f64;
+    let out_bytes: f64 = ctx.results(op).iter().filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v))).sum::<u64>() as f64;
+    let bytes = in_bytes + out_bytes;
+    let out_elems: f64 = ctx
+        .results(op)
+        .iter()
+        .filter_map(|v| tensor_info(ctx, ctx.value_type(*v)))
+        .map(|t| t.numel() as f64)
+        .sum();
+    if name == "compute.matmul" {
+        let a = tensor_info(ctx, ctx.value_type(ctx.operand(op, 0)));
+        let k = a.as_ref().and_then(|t| t.shape.last().copied()).unwrap_or(1) as f64;
+        let flops = 2.0 * out_elems * k;
+        let peak = a.map(|t| machine.matmul_peak(ctx, t.elem)).unwrap_or(machine.matmul_flops_f32);
+        return OpCost::Compute(machine.roofline(flops, peak, bytes));
+    }
+    let per_elem = match name {
+        "compute.gelu" | "compute.silu" | "compute.tanh" | "compute.exp" | "compute.softmax" => 8.0,
+        _ => 1.0,
+    };
+    OpCost::Compute(machine.roofline(per_elem * out_elems.max(in_bytes / 4.0), machine.vector_flops, bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn us(kind: CollKind, bytes: u64) -> f64 {
+        H200_NVLINK.collective(kind, bytes, 2).ns / 1e3
+    }
+
+    /// The fitted model reproduces the DESIGN §5 measurements on 2×H200.
+    #[test]
+    fn matches_h200_measurements() {
+        let cases = [
+            (CollKind::AllReduce, MIB, 14.2),
+            (CollKind::AllReduce, 16 * MIB, 75.3),
+            (CollKind::AllReduce, 256 * MIB, 913.0),
+            (CollKind::AllReduce, 1024 * MIB, 3269.0),
+            (CollKind::AllGather, 16 * MIB, 54.0),
+            (CollKind::AllGather, 256 * MIB, 549.0),
+        ];
+        for (k, b, want) in cases {
+            let got = us(k, b);
+            let err = (got - want).abs() / want;
+            assert!(err < 0.02, "{k:?} {b} bytes: model {got:.1} us vs measured {want} us");
+        }
+    }
+
+    #[test]
+    fn gemm_roofline_matches() {
+        let m = H200_NVLINK;
+        let flops = 2.0 * 8192f64.powi(3);
+        let bytes = 3.0 * 8192.0 * 8192.0 * 2.0;
+        let t = m.roofline(flops, m.matmul_flops_bf16, bytes) / 1e6;
+        assert!((t - 1.40).abs() / 1.40 < 0.02, "bf16 gemm {t} ms");
+        let t = m.roofline(flops, m.matmul_flops_f32, bytes * 2.0) / 1e6;
+        assert!((t - 21.6).abs() / 21.6 < 0.02, "f32 gemm {t} ms");
+    }
+
+    #[test]
+    fn protocols_change_with_size() {
+        let small = H200_NVLINK.collective(CollKind::AllReduce, 4096, 2);
+        let large = H200_NVLINK.collective(CollKind::AllReduce, 1 << 30, 2);
+        assert_eq!(large.protocol, Protocol::Simple);
+        assert_ne!(small.protocol, Protocol::Simple);
+        assert!(H200_NVLINK.collective(CollKind::AllReduce, 1 << 20, 8).ns > H200_NVLINK.collective(CollKind::AllReduce, 1 << 20, 2).ns);
+    }
+}
