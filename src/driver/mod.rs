@@ -1,0 +1,314 @@
+//! The `commlir-opt` driver: reads a file (or stdin), optionally splits it into chunks, parses
+//! each chunk into a module, runs the pass pipeline given by `--pass-pipeline` or by pass
+//! flags, and prints the result; diagnostics go to stderr in MLIR's shape and any error gives
+//! exit code 1. The binary itself only calls [`opt_main`].
+//!
+//! Robustness: everything runs on a thread with a 512 MiB stack (deep inputs cannot overflow
+//! it), and a panic, which is a bug, becomes an "internal error" diagnostic and exit code 1.
+
+mod cli;
+mod split;
+mod verify_diagnostics;
+
+use commlir_ir::diag::file_line_col;
+use commlir_ir::parser::{parse_source, ParseOptions};
+use commlir_ir::pass::instrumentation::IrPrintConfig;
+use commlir_ir::pass::{
+    add_pass_with_options, parse_pipeline, IrPrinter, OpPassManager, PassManager, PassRegistry,
+    TimingInstrumentation, TimingTree,
+};
+use commlir_ir::printer::{print_op, PrintOptions};
+use commlir_ir::{Context, Diagnostic, Registry, Severity, SourceFile, SourceMgr};
+use std::cell::RefCell;
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::sync::Mutex;
+
+/// Stack size of the thread doing the work.
+const STACK_SIZE: usize = 512 << 20;
+
+/// A diagnostic detached from its [`Context`]: position, message, and its MLIR rendering.
+#[derive(Debug, Clone)]
+pub struct PlainDiag {
+    pub severity: Severity,
+    /// (file, line, column), if the location has one.
+    pub pos: Option<(String, u32, u32)>,
+    pub message: String,
+    /// The full rendering (with source line, caret and notes).
+    pub rendered: String,
+    pub notes: Vec<PlainDiag>,
+}
+
+impl PlainDiag {
+    fn new(ctx: &Context, sm: &SourceMgr, d: &Diagnostic) -> Self {
+        PlainDiag {
+            severity: d.severity,
+            pos: file_line_col(ctx, d.loc),
+            message: d.message.clone(),
+            rendered: sm.render(ctx, d),
+            notes: d.notes.iter().map(|n| PlainDiag::new(ctx, sm, n)).collect(),
+        }
+    }
+}
+
+/// Runs `commlir-opt` with the process's arguments.
+pub fn opt_main() -> ExitCode {
+    opt_main_with_args(std::env::args_os().collect())
+}
+
+/// The last panic's message and location, recorded by the hook instead of printed.
+static PANIC_MESSAGE: Mutex<Option<String>> = Mutex::new(None);
+
+/// Runs `commlir-opt` with `args` (the first being the program name).
+pub fn opt_main_with_args(args: Vec<OsString>) -> ExitCode {
+    crate::register_all();
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".into());
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        if let Ok(mut slot) = PANIC_MESSAGE.lock() {
+            *slot = Some(format!("{msg}{at}"));
+        }
+    }));
+    let worker = std::thread::Builder::new().stack_size(STACK_SIZE).spawn(move || run(args));
+    let code = match worker.map(|h| h.join()) {
+        Ok(Ok(code)) => code,
+        Ok(Err(_)) => {
+            let msg = PANIC_MESSAGE.lock().ok().and_then(|mut m| m.take()).unwrap_or_default();
+            eprintln!("commlir-opt: error: internal error: {msg}");
+            1
+        }
+        Err(e) => {
+            eprintln!("commlir-opt: error: could not start the worker thread: {e}");
+            1
+        }
+    };
+    let _ = std::io::stdout().flush();
+    ExitCode::from(code)
+}
+
+/// Everything the command line asks for, besides the pipeline.
+struct Config {
+    input: String,
+    output: String,
+    split_marker: Option<String>,
+    output_split_marker: String,
+    verify_diagnostics: bool,
+    allow_unregistered: bool,
+    verify_after_parse: bool,
+    print: PrintOptions,
+    timing: bool,
+    statistics: bool,
+}
+
+fn run(args: Vec<OsString>) -> u8 {
+    let registry = PassRegistry::global();
+    let cmd = cli::command(registry);
+    let args = cli::normalize_args(&cmd, args);
+    let matches = match cmd.try_get_matches_from(args) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 1 } else { 0 };
+        }
+    };
+    if matches.get_flag("show-dialects") {
+        let names: Vec<&str> = Registry::global().dialects().iter().map(|(n, _, _)| *n).collect();
+        println!("Available Dialects: {}", names.join(", "));
+        return 0;
+    }
+    if matches.get_flag("list-passes") {
+        print!("{}", cli::list_passes(registry));
+        return 0;
+    }
+    let flag = |n: &str| matches.get_flag(n);
+    let strings = |n: &str| -> Vec<String> {
+        matches.get_many::<String>(n).map(|v| v.cloned().collect()).unwrap_or_default()
+    };
+    let config = Config {
+        input: matches.get_one::<String>("input").cloned().unwrap_or_else(|| "-".into()),
+        output: matches.get_one::<String>("output").cloned().unwrap_or_else(|| "-".into()),
+        split_marker: matches.get_one::<String>("split-input-file").cloned(),
+        output_split_marker: matches.get_one::<String>("output-split-marker").cloned().unwrap_or_default(),
+        verify_diagnostics: flag("verify-diagnostics"),
+        allow_unregistered: flag("allow-unregistered-dialect"),
+        verify_after_parse: !flag("mlir-very-unsafe-disable-verifier-on-parsing"),
+        print: PrintOptions { generic: flag("mlir-print-op-generic"), debug_info: flag("mlir-print-debuginfo") },
+        timing: flag("mlir-timing"),
+        statistics: flag("mlir-pass-statistics"),
+    };
+
+    // The pipeline: either --pass-pipeline or the pass flags, not both (as mlir-opt).
+    let pass_flags = cli::pass_flags(&matches, registry);
+    let pipeline = match matches.get_one::<String>("pass-pipeline") {
+        Some(_) if !pass_flags.is_empty() => {
+            eprintln!("commlir-opt: error: '--pass-pipeline' option can't be used with individual pass options");
+            return 1;
+        }
+        Some(text) => match parse_pipeline(text) {
+            Ok(pm) => pm,
+            Err(e) => {
+                eprint!("{}", e.render(text));
+                return 1;
+            }
+        },
+        None => {
+            let mut pm = OpPassManager::new("builtin.module");
+            for (info, options) in &pass_flags {
+                if let Err(e) = add_pass_with_options(&mut pm, info, options) {
+                    let prefix = format!("--{}=", info.argument);
+                    eprint!("{}", e.shifted(prefix.len()).render(&format!("{prefix}{options}")));
+                    return 1;
+                }
+            }
+            pm
+        }
+    };
+    let ir_print = IrPrintConfig {
+        before: strings("mlir-print-ir-before"),
+        after: strings("mlir-print-ir-after"),
+        before_all: flag("mlir-print-ir-before-all"),
+        after_all: flag("mlir-print-ir-after-all"),
+        after_change: flag("mlir-print-ir-after-change"),
+        after_failure: flag("mlir-print-ir-after-failure"),
+        module_scope: flag("mlir-print-ir-module-scope"),
+        print: config.print.clone(),
+    };
+    for name in ir_print.before.iter().chain(&ir_print.after) {
+        if registry.get(name).is_none() {
+            eprintln!("commlir-opt: error: '{name}' does not refer to a registered pass");
+            return 1;
+        }
+    }
+    let mut pm = PassManager::from_pipeline(pipeline);
+    pm.verify_each = matches.get_one::<bool>("verify-each").copied().unwrap_or(true);
+    if flag("dump-pass-pipeline") {
+        eprintln!("Pass Manager with {} passes:\n{}", pm.pipeline().len(), pm.pipeline().to_pipeline_string());
+    }
+    if ir_print.is_enabled() {
+        pm.add_instrumentation(Box::new(IrPrinter::new(ir_print, Box::new(|s| eprint!("{s}")))));
+    }
+    let timing = Rc::new(RefCell::new(TimingTree::new()));
+    if config.timing {
+        pm.add_instrumentation(Box::new(TimingInstrumentation::new(timing.clone())));
+    }
+
+    let code = process_input(&config, &mut pm, &timing);
+    if config.statistics {
+        eprint!("{}", pm.statistics_report());
+    }
+    if config.timing {
+        eprint!("{}", timing.borrow().report());
+    }
+    code
+}
+
+fn read_input(path: &str) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    let res = if path == "-" {
+        std::io::stdin().read_to_end(&mut bytes).map(|_| ())
+    } else {
+        std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut bytes)).map(|_| ())
+    };
+    res.map(|_| bytes).map_err(|e| format!("commlir-opt: error: could not open input file '{path}': {e}"))
+}
+
+/// Processes every chunk of the input; writes the output and returns the exit code.
+fn process_input(config: &Config, pm: &mut PassManager, timing: &Rc<RefCell<TimingTree>>) -> u8 {
+    let input = match read_input(&config.input) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let file_name = if config.input == "-" { "<stdin>".to_string() } else { config.input.clone() };
+    let mut sm = SourceMgr::default();
+    sm.add(SourceFile::new(file_name.clone(), String::from_utf8_lossy(&input).into_owned()));
+
+    let chunks = match &config.split_marker {
+        Some(marker) => split::split_input(&input, marker),
+        None => vec![split::Chunk { bytes: input }],
+    };
+    let mut outputs: Vec<String> = Vec::new();
+    let mut failed = false;
+    for chunk in &chunks {
+        let (output, diags) = process_chunk(config, pm, &file_name, &chunk.bytes, &sm, timing);
+        outputs.push(output.clone().unwrap_or_default());
+        if config.verify_diagnostics {
+            let text = String::from_utf8_lossy(&chunk.bytes);
+            let (mut expectations, mut problems) = verify_diagnostics::parse_expectations(&text);
+            problems.extend(verify_diagnostics::check(&mut expectations, &diags, &file_name));
+            if !problems.is_empty() {
+                failed = true;
+                let mut ctx = Context::new();
+                for p in problems {
+                    let loc = match p.at {
+                        Some((line, col)) => ctx.file_loc(&file_name, line, col),
+                        None => ctx.unknown_loc(),
+                    };
+                    eprint!("{}", sm.render(&ctx, &Diagnostic::error(loc, p.message)));
+                }
+            }
+        } else {
+            for d in &diags {
+                eprint!("{}", d.rendered);
+            }
+            failed |= output.is_none();
+        }
+    }
+    let separator = format!("{}\n", config.output_split_marker);
+    let text = timing.borrow_mut().time("Output", || outputs.join(&separator));
+    if config.output == "-" {
+        let mut out = std::io::stdout().lock();
+        if out.write_all(text.as_bytes()).and_then(|_| out.flush()).is_err() {
+            return 1;
+        }
+    } else if !failed {
+        if let Err(e) = std::fs::write(&config.output, text) {
+            eprintln!("commlir-opt: error: could not write output file '{}': {e}", config.output);
+            return 1;
+        }
+    }
+    u8::from(failed)
+}
+
+/// Parses, verifies, transforms and prints one chunk. Returns the printed module (`None` if
+/// anything failed) and every diagnostic emitted, in order.
+fn process_chunk(
+    config: &Config,
+    pm: &mut PassManager,
+    file_name: &str,
+    bytes: &[u8],
+    sm: &SourceMgr,
+    timing: &Rc<RefCell<TimingTree>>,
+) -> (Option<String>, Vec<PlainDiag>) {
+    let mut ctx = Context::new();
+    ctx.allow_unregistered = config.allow_unregistered;
+    let plain = |ctx: &Context, ds: &[Diagnostic]| ds.iter().map(|d| PlainDiag::new(ctx, sm, d)).collect::<Vec<_>>();
+
+    let parsed = timing.borrow_mut().time("Parser", || parse_source(&mut ctx, file_name, bytes, &ParseOptions::default()));
+    let module = match parsed {
+        Ok(m) => m,
+        Err(d) => return (None, plain(&ctx, &[d])),
+    };
+    if config.verify_after_parse {
+        let verified = timing.borrow_mut().time("Verifier", || commlir_ir::verify::verify(&ctx, module));
+        if let Err(errors) = verified {
+            return (None, plain(&ctx, &errors));
+        }
+    }
+    match pm.run(&mut ctx, module) {
+        Ok(diags) => {
+            let text = timing.borrow_mut().time("Output", || print_op(&ctx, module, &config.print));
+            (Some(text), plain(&ctx, &diags))
+        }
+        Err(diags) => (None, plain(&ctx, &diags)),
+    }
+}
