@@ -2,5 +2,6 @@
 
 pub mod buffers;
 pub mod cost;
+pub mod timeline;
 
 pub use buffers::{BufferModel, Storage, StorageId};

@@ -1,0 +1,118 @@
+//! The two-stream timeline simulator: one compute stream and one comm stream per rank (all
+//! ranks run the same SPMD program, so one rank's timeline stands for all).
+//!
+//! A collective starts when its inputs are ready and the comm stream is free; a wait blocks
+//! the compute stream until its collective ends; a blocking collective occupies both. The
+//! result is the makespan and, per collective, how long the compute stream stalled on it
+//! (its *exposed* time).
+
+use super::cost::{op_cost, Machine, OpCost};
+use commlir_ir::{BlockId, Context, OpId, Trait};
+
+/// One collective's timing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectiveTiming {
+    pub op: OpId,
+    pub start_ns: f64,
+    pub end_ns: f64,
+    /// Time the compute stream stalled waiting for it.
+    pub exposed_ns: f64,
+}
+
+/// The simulated timeline of a block.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Timeline {
+    pub compute_ns: f64,
+    pub comm_ns: f64,
+    pub exposed_comm_ns: f64,
+    pub makespan_ns: f64,
+    pub collectives: Vec<CollectiveTiming>,
+}
+
+/// Whether an op completes an asynchronous collective.
+fn is_wait(ctx: &Context, op: OpId) -> bool {
+    ctx.op_has_trait(op, Trait::Wait)
+}
+
+/// Simulates `block` on `machine`.
+pub fn simulate(ctx: &Context, machine: &Machine, block: BlockId) -> Timeline {
+    let mut ready = vec![0.0f64; ctx.num_value_slots()];
+    // Index into `collectives` of the collective producing a value (for waits).
+    let mut coll_of_value: Vec<Option<usize>> = vec![None; ctx.num_value_slots()];
+    let mut t = Timeline::default();
+    let (mut compute_free, mut comm_free) = (0.0f64, 0.0f64);
+    for op in ctx.block_ops(block) {
+        let inputs_ready = ctx.operands(op).iter().map(|v| ready[v.index()]).fold(0.0, f64::max);
+        let cost = op_cost(ctx, machine, op);
+        if is_wait(ctx, op) {
+            let mut end = inputs_ready;
+            let before = compute_free;
+            let mut waited: Vec<usize> = ctx.operands(op).iter().filter_map(|v| coll_of_value[v.index()]).collect();
+            waited.sort_unstable();
+            waited.dedup();
+            for &c in &waited {
+                end = end.max(t.collectives[c].end_ns);
+            }
+            let stall = (end - before).max(0.0);
+            // Charge the stall to the collective that ends last.
+            if let Some(&c) = waited.iter().max_by(|a, b| t.collectives[**a].end_ns.total_cmp(&t.collectives[**b].end_ns)) {
+                t.collectives[c].exposed_ns += stall;
+            }
+            compute_free = compute_free.max(end) + cost.ns();
+            t.compute_ns += cost.ns();
+            for r in ctx.results(op) {
+                ready[r.index()] = compute_free;
+            }
+            continue;
+        }
+        match cost {
+            OpCost::Collective(ns) => {
+                let blocking = ctx.op_has_trait(op, Trait::Blocking);
+                let mut start = inputs_ready.max(comm_free);
+                if blocking {
+                    start = start.max(compute_free);
+                }
+                let end = start + ns;
+                comm_free = end;
+                t.comm_ns += ns;
+                let idx = t.collectives.len();
+                let exposed = if blocking { end - compute_free.min(end) } else { 0.0 };
+                t.collectives.push(CollectiveTiming { op, start_ns: start, end_ns: end, exposed_ns: exposed });
+                if blocking {
+                    compute_free = end;
+                }
+                for r in ctx.results(op) {
+                    ready[r.index()] = end;
+                    coll_of_value[r.index()] = Some(idx);
+                }
+                // In-place collectives: the buffer operands are ready again only at the end.
+                if ctx.op_has_trait(op, Trait::MemWrite) {
+                    for v in ctx.operands(op) {
+                        coll_of_value[v.index()] = Some(idx);
+                    }
+                }
+            }
+            OpCost::Compute(ns) => {
+                let start = inputs_ready.max(compute_free);
+                compute_free = start + ns;
+                t.compute_ns += ns;
+                if ctx.op_has_trait(op, Trait::Collective) {
+                    // A blocking collective run by the compute stream (one-shot all-reduce).
+                    t.comm_ns += ns;
+                    t.collectives.push(CollectiveTiming { op, start_ns: start, end_ns: compute_free, exposed_ns: ns });
+                }
+                for r in ctx.results(op) {
+                    ready[r.index()] = compute_free;
+                }
+            }
+            OpCost::Free => {
+                for r in ctx.results(op) {
+                    ready[r.index()] = inputs_ready;
+                }
+            }
+        }
+    }
+    t.exposed_comm_ns = t.collectives.iter().map(|c| c.exposed_ns).sum();
+    t.makespan_ns = compute_free.max(comm_free);
+    t
+}
