@@ -75,25 +75,23 @@ impl IrPrintConfig {
 /// `// -----// IR Dump After CSE (cse) //----- //` followed by the op.
 pub struct IrPrinter {
     config: IrPrintConfig,
-    root: Option<OpId>,
     sink: Box<dyn FnMut(&str)>,
     fingerprints: Vec<u64>,
 }
 
 impl IrPrinter {
-    /// Prints into `sink` (the driver passes one writing to stderr); `root` is the top-level
-    /// op, printed instead of the pass's op under `module_scope`.
+    /// Prints into `sink` (the driver passes one writing to stderr).
     pub fn new(config: IrPrintConfig, sink: Box<dyn FnMut(&str)>) -> Self {
-        IrPrinter { config, root: None, sink, fingerprints: Vec::new() }
-    }
-
-    /// Sets the top-level op for `module_scope` printing.
-    pub fn set_root(&mut self, root: OpId) {
-        self.root = Some(root);
+        IrPrinter { config, sink, fingerprints: Vec::new() }
     }
 
     fn dump(&mut self, when: &str, pass: PassRef<'_>, ctx: &Context, op: OpId) {
-        let target = if self.config.module_scope { self.root.unwrap_or(op) } else { op };
+        let mut target = op;
+        if self.config.module_scope {
+            while let Some(p) = ctx.parent_op(target) {
+                target = p;
+            }
+        }
         let mut text = format!(
             "// -----// IR Dump {when} {} ({}) //----- //\n",
             pass.info.name, pass.info.argument
