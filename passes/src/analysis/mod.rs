@@ -2,6 +2,7 @@
 
 pub mod buffers;
 pub mod cost;
+pub mod report;
 pub mod timeline;
 
 pub use buffers::{BufferModel, Storage, StorageId};
