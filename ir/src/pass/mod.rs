@@ -29,3 +29,6 @@ pub use pipeline::{add_pass_with_options, parse_elements_into, parse_pipeline, P
 pub use registry::PassRegistry;
 pub use statistics::{StatisticDef, Statistics};
 pub use timing::{TimingInstrumentation, TimingTree};
+
+#[cfg(test)]
+mod tests;
