@@ -80,7 +80,10 @@ fn cse_block(ctx: &mut Context, block: BlockId, stats: &mut CseStats) {
             stats.dce += 1;
             continue;
         }
-        if !ctx.op_has_trait(op, Trait::Pure) || !ctx.op_regions(op).is_empty() || ctx.results(op).is_empty() {
+        if !ctx.op_has_trait(op, Trait::Pure)
+            || !ctx.op_regions(op).is_empty()
+            || ctx.results(op).is_empty()
+        {
             continue;
         }
         let key = OpKey {
@@ -113,7 +116,12 @@ impl Pass for Cse {
     fn info(&self) -> &'static PassInfo {
         &CSE
     }
-    fn run(&mut self, ctx: &mut Context, op: OpId, env: &mut PassEnv<'_>) -> Result<(), Diagnostic> {
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
         let s = run_cse(ctx, op);
         env.add_stat("num-cse'd", s.cse);
         env.add_stat("num-dce'd", s.dce);

@@ -40,7 +40,11 @@ pub fn run_dce(ctx: &mut Context, root: OpId) -> u64 {
         if ctx.is_erased(op) || !is_trivially_dead(ctx, op) {
             continue;
         }
-        let defs: Vec<OpId> = ctx.operands(op).iter().filter_map(|&v| ctx.defining_op(v)).collect();
+        let defs: Vec<OpId> = ctx
+            .operands(op)
+            .iter()
+            .filter_map(|&v| ctx.defining_op(v))
+            .collect();
         let mut nested = 0u64;
         ctx.walk(op, |_| nested += 1);
         ctx.erase_op(op);
@@ -54,7 +58,12 @@ impl Pass for Dce {
     fn info(&self) -> &'static PassInfo {
         &DCE
     }
-    fn run(&mut self, ctx: &mut Context, op: OpId, env: &mut PassEnv<'_>) -> Result<(), Diagnostic> {
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
         let n = run_dce(ctx, op);
         env.add_stat("num-erased", n);
         Ok(())

@@ -27,8 +27,11 @@ pub fn strip_debuginfo(ctx: &mut Context, root: OpId) {
     let unknown = ctx.unknown_loc();
     for op in ops {
         ctx.set_op_loc(op, unknown);
-        let blocks: Vec<_> =
-            ctx.op_regions(op).iter().flat_map(|&r| ctx.region_blocks(r).to_vec()).collect();
+        let blocks: Vec<_> = ctx
+            .op_regions(op)
+            .iter()
+            .flat_map(|&r| ctx.region_blocks(r).to_vec())
+            .collect();
         for b in blocks {
             let args = ctx.block_args(b).to_vec();
             for a in args {
@@ -44,7 +47,12 @@ impl Pass for StripDebugInfo {
     fn info(&self) -> &'static PassInfo {
         &STRIP_DEBUGINFO
     }
-    fn run(&mut self, ctx: &mut Context, op: OpId, _env: &mut PassEnv<'_>) -> Result<(), Diagnostic> {
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        _env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
         strip_debuginfo(ctx, op);
         Ok(())
     }

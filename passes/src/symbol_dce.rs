@@ -31,7 +31,10 @@ pub struct SymbolDce;
 
 fn is_private_func(ctx: &Context, op: OpId) -> bool {
     ctx.op_name(op) == "func.func"
-        && ctx.inherent_attr(op, "sym_visibility").and_then(|a| ctx.attr_as_str(a)) == Some("private")
+        && ctx
+            .inherent_attr(op, "sym_visibility")
+            .and_then(|a| ctx.attr_as_str(a))
+            == Some("private")
 }
 
 /// Adds the root names of the symbols referenced by `a` to `out`.
@@ -90,7 +93,11 @@ pub fn run_symbol_dce(ctx: &mut Context, table: OpId) -> u64 {
         .filter_map(|&c| ctx.symbol_name(c).map(|n| (n.to_string(), c)))
         .collect();
     let mut live: FxHashSet<OpId> = FxHashSet::default();
-    let mut worklist: Vec<OpId> = children.iter().copied().filter(|&c| !is_private_func(ctx, c)).collect();
+    let mut worklist: Vec<OpId> = children
+        .iter()
+        .copied()
+        .filter(|&c| !is_private_func(ctx, c))
+        .collect();
     live.extend(worklist.iter().copied());
     while let Some(op) = worklist.pop() {
         for name in references(ctx, op) {
@@ -115,7 +122,12 @@ impl Pass for SymbolDce {
     fn info(&self) -> &'static PassInfo {
         &SYMBOL_DCE
     }
-    fn run(&mut self, ctx: &mut Context, op: OpId, env: &mut PassEnv<'_>) -> Result<(), Diagnostic> {
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
         let n = run_symbol_dce(ctx, op);
         env.add_stat("num-dce'd", n);
         Ok(())

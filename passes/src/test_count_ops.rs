@@ -29,7 +29,12 @@ impl Pass for TestCountOps {
     fn info(&self) -> &'static PassInfo {
         &TEST_COUNT_OPS
     }
-    fn run(&mut self, ctx: &mut Context, op: OpId, env: &mut PassEnv<'_>) -> Result<(), Diagnostic> {
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
         let mut n = 0u64;
         ctx.walk(op, |_| n += 1);
         env.add_stat("num-funcs", 1);

@@ -33,7 +33,9 @@ pub struct TestOptions {
 impl TestOptions {
     /// An instance recording `options`.
     pub fn new(options: &PassOptions) -> Self {
-        TestOptions { recorded: options.to_option_string() }
+        TestOptions {
+            recorded: options.to_option_string(),
+        }
     }
 }
 
@@ -41,7 +43,12 @@ impl Pass for TestOptions {
     fn info(&self) -> &'static PassInfo {
         &TEST_OPTIONS
     }
-    fn run(&mut self, ctx: &mut Context, op: OpId, _env: &mut PassEnv<'_>) -> Result<(), Diagnostic> {
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        _env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
         let a = ctx.str_attr(&self.recorded);
         ctx.set_attr(op, "test.options", a);
         Ok(())

@@ -18,7 +18,14 @@ fn module(ctx: &mut Context) -> (OpId, BlockId) {
 }
 
 /// A `func.func` (private or public) with an entry block; returns the function and the block.
-fn func(ctx: &mut Context, module_body: BlockId, name: &str, private: bool, args: &[Type], results: &[Type]) -> (OpId, BlockId) {
+fn func(
+    ctx: &mut Context,
+    module_body: BlockId,
+    name: &str,
+    private: bool,
+    args: &[Type],
+    results: &[Type],
+) -> (OpId, BlockId) {
     let fty = ctx.function_type(args.to_vec(), results.to_vec());
     let mut attrs = vec![
         (ctx.ident("sym_name"), ctx.str_attr(name)),
@@ -46,13 +53,18 @@ fn tensor(ctx: &mut Context) -> Type {
 fn run(ctx: &mut Context, m: OpId, pipeline: &str) -> PassManager {
     let mut pm = PassManager::from_pipeline(parse_pipeline(pipeline).unwrap());
     if let Err(d) = pm.run(ctx, m) {
-        panic!("{pipeline}: {:?}", d.iter().map(|d| &d.message).collect::<Vec<_>>());
+        panic!(
+            "{pipeline}: {:?}",
+            d.iter().map(|d| &d.message).collect::<Vec<_>>()
+        );
     }
     pm
 }
 
 fn op_names(ctx: &Context, block: BlockId) -> Vec<String> {
-    ctx.block_ops(block).map(|o| ctx.op_name(o).to_string()).collect()
+    ctx.block_ops(block)
+        .map(|o| ctx.op_name(o).to_string())
+        .collect()
 }
 
 #[test]
@@ -72,12 +84,27 @@ fn cse_merges_equal_pure_ops_and_drops_dead_ones() {
     let r = bld.create_value("compute.mul", &[s, z], t, &[]);
     bld.create("func.return", &[r], &[], &[]);
     let pm = run(&mut ctx, m, "builtin.module(cse)");
-    assert_eq!(op_names(&ctx, entry), ["compute.add", "compute.add", "compute.mul", "compute.mul", "func.return"]);
+    assert_eq!(
+        op_names(&ctx, entry),
+        [
+            "compute.add",
+            "compute.add",
+            "compute.mul",
+            "compute.mul",
+            "func.return"
+        ]
+    );
     let mul = ctx.block_ops(entry).nth(2).unwrap();
     assert_eq!(ctx.operands(mul), [x, x]);
     let report = pm.statistics_report();
-    assert!(report.contains("(S) 1 num-cse'd - Number of operations CSE'd"), "{report}");
-    assert!(report.contains("(S) 1 num-dce'd - Number of operations DCE'd"), "{report}");
+    assert!(
+        report.contains("(S) 1 num-cse'd - Number of operations CSE'd"),
+        "{report}"
+    );
+    assert!(
+        report.contains("(S) 1 num-dce'd - Number of operations DCE'd"),
+        "{report}"
+    );
 }
 
 #[test]
@@ -103,9 +130,12 @@ fn symbol_dce_erases_unreachable_private_functions() {
     let mut ctx = Context::new();
     let (m, body) = module(&mut ctx);
     let t = tensor(&mut ctx);
-    for (name, private, callee) in
-        [("main", false, Some("used")), ("used", true, None), ("dead", true, Some("dead_callee")), ("dead_callee", true, None)]
-    {
+    for (name, private, callee) in [
+        ("main", false, Some("used")),
+        ("used", true, None),
+        ("dead", true, Some("dead_callee")),
+        ("dead_callee", true, None),
+    ] {
         let (_, entry) = func(&mut ctx, body, name, private, &[t], &[t]);
         let a = ctx.block_args(entry)[0];
         let callee_ref = callee.map(|c| ctx.symbol_ref(c));
@@ -117,9 +147,14 @@ fn symbol_dce_erases_unreachable_private_functions() {
         bld.create("func.return", &[r], &[], &[]);
     }
     let pm = run(&mut ctx, m, "builtin.module(symbol-dce)");
-    let names: Vec<_> = ctx.block_ops(body).map(|f| ctx.symbol_name(f).unwrap().to_string()).collect();
+    let names: Vec<_> = ctx
+        .block_ops(body)
+        .map(|f| ctx.symbol_name(f).unwrap().to_string())
+        .collect();
     assert_eq!(names, ["main", "used"]);
-    assert!(pm.statistics_report().contains("(S) 2 num-dce'd - Number of symbols DCE'd"));
+    assert!(pm
+        .statistics_report()
+        .contains("(S) 2 num-dce'd - Number of symbols DCE'd"));
 }
 
 #[test]
@@ -138,8 +173,13 @@ fn strip_debuginfo_makes_every_location_unknown() {
     run(&mut ctx, m, "builtin.module(strip-debuginfo)");
     let mut ops = Vec::new();
     ctx.walk(m, |o| ops.push(o));
-    assert!(ops.iter().all(|&o| matches!(ctx.loc_kind(ctx.op_loc(o)), LocKind::Unknown)));
-    assert!(matches!(ctx.loc_kind(ctx.value_loc(a).unwrap()), LocKind::Unknown));
+    assert!(ops
+        .iter()
+        .all(|&o| matches!(ctx.loc_kind(ctx.op_loc(o)), LocKind::Unknown)));
+    assert!(matches!(
+        ctx.loc_kind(ctx.value_loc(a).unwrap()),
+        LocKind::Unknown
+    ));
     assert!(matches!(ctx.loc_kind(ctx.op_loc(f)), LocKind::Unknown));
 }
 
@@ -147,9 +187,16 @@ fn strip_debuginfo_makes_every_location_unknown() {
 fn test_options_records_parsed_options() {
     let mut ctx = Context::new();
     let (m, _) = module(&mut ctx);
-    run(&mut ctx, m, "builtin.module(test-options{flag count=3 name={a b} list=1,2,3})");
+    run(
+        &mut ctx,
+        m,
+        "builtin.module(test-options{flag count=3 name={a b} list=1,2,3})",
+    );
     let a = ctx.get_attr(m, "test.options").unwrap();
-    assert_eq!(ctx.attr_as_str(a), Some("count=3 flag=true list=1,2,3 name={a b}"));
+    assert_eq!(
+        ctx.attr_as_str(a),
+        Some("count=3 flag=true list=1,2,3 name={a b}")
+    );
     run(&mut ctx, m, "builtin.module(test-options)");
     let a = ctx.get_attr(m, "test.options").unwrap();
     assert_eq!(ctx.attr_as_str(a), Some("count=0 flag=false name="));
@@ -166,8 +213,14 @@ fn test_count_ops_nests_on_functions() {
         Builder::at_end(&mut ctx, entry).create("func.return", &[a], &[], &[]);
     }
     let pm = run(&mut ctx, m, "builtin.module(test-count-ops)");
-    assert_eq!(pm.pipeline().to_pipeline_string(), "builtin.module(func.func(test-count-ops))");
+    assert_eq!(
+        pm.pipeline().to_pipeline_string(),
+        "builtin.module(func.func(test-count-ops))"
+    );
     let report = pm.statistics_report();
-    assert!(report.contains("'func.func' Pipeline\n  TestCountOps\n    (S) 2 num-funcs"), "{report}");
+    assert!(
+        report.contains("'func.func' Pipeline\n  TestCountOps\n    (S) 2 num-funcs"),
+        "{report}"
+    );
     assert!(report.contains("(S) 2 num-ops"), "{report}");
 }

@@ -3,16 +3,19 @@
 //! `--test-options='flag=true count=3'`). LLVM-style single-dash long flags (`-cse`,
 //! `-split-input-file`) are accepted too, since MLIR tests are written that way.
 
-use commlir_ir::pass::{OptionKind, PassInfo, PassRegistry};
 use clap::builder::BoolishValueParser;
 use clap::{Arg, ArgAction, ArgMatches, Command};
+use commlir_ir::pass::{OptionKind, PassInfo, PassRegistry};
 use std::ffi::OsString;
 
 /// The default `--split-input-file` marker, also used between chunks in the output.
 pub const SPLIT_MARKER: &str = "// -----";
 
 fn flag(name: &'static str, help: &'static str) -> Arg {
-    Arg::new(name).long(name).action(ArgAction::SetTrue).help(help)
+    Arg::new(name)
+        .long(name)
+        .action(ArgAction::SetTrue)
+        .help(help)
 }
 
 fn pass_list(name: &'static str, help: &'static str) -> Arg {
@@ -35,7 +38,11 @@ fn pass_help(info: &PassInfo) -> String {
             OptionKind::StringList => "<string>,...".to_string(),
             k => k.placeholder().to_string(),
         };
-        let default = if o.default.is_empty() { String::new() } else { format!(" (default: {})", o.default) };
+        let default = if o.default.is_empty() {
+            String::new()
+        } else {
+            format!(" (default: {})", o.default)
+        };
         s.push_str(&format!("\n  {}={ty} - {}{default}", o.name, o.help));
     }
     s
@@ -107,7 +114,10 @@ fn base_command() -> Command {
 /// The full command: driver flags plus one flag per registered pass (under "Passes").
 pub fn command(registry: &PassRegistry) -> Command {
     let mut cmd = base_command();
-    let taken: Vec<String> = cmd.get_arguments().filter_map(|a| a.get_long().map(str::to_string)).collect();
+    let taken: Vec<String> = cmd
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect();
     for info in registry.passes() {
         // A pass named like a driver flag could not be told apart; it stays usable in
         // --pass-pipeline.
@@ -150,7 +160,10 @@ pub fn normalize_args(cmd: &Command, args: impl IntoIterator<Item = OsString>) -
             continue;
         }
         let single_dash_long = s.len() > 2 && s.starts_with('-') && !s.starts_with("--");
-        let name = s.get(1..).map(|n| n.split_once('=').map_or(n, |(k, _)| k)).unwrap_or("");
+        let name = s
+            .get(1..)
+            .map(|n| n.split_once('=').map_or(n, |(k, _)| k))
+            .unwrap_or("");
         if single_dash_long && longs.contains(&name) {
             out.push(OsString::from(format!("-{s}")));
         } else {
@@ -161,11 +174,18 @@ pub fn normalize_args(cmd: &Command, args: impl IntoIterator<Item = OsString>) -
 }
 
 /// The pass flags in command-line order, each with its option text.
-pub fn pass_flags(matches: &ArgMatches, registry: &PassRegistry) -> Vec<(&'static PassInfo, String)> {
+pub fn pass_flags(
+    matches: &ArgMatches,
+    registry: &PassRegistry,
+) -> Vec<(&'static PassInfo, String)> {
     let mut found: Vec<(usize, &'static PassInfo, String)> = Vec::new();
     for info in registry.passes() {
-        let Ok(Some(values)) = matches.try_get_many::<String>(info.argument) else { continue };
-        let Some(indices) = matches.indices_of(info.argument) else { continue };
+        let Ok(Some(values)) = matches.try_get_many::<String>(info.argument) else {
+            continue;
+        };
+        let Some(indices) = matches.indices_of(info.argument) else {
+            continue;
+        };
         for (idx, v) in indices.zip(values) {
             found.push((idx, info, v.clone()));
         }
@@ -184,8 +204,15 @@ pub fn list_passes(registry: &PassRegistry) -> String {
                 OptionKind::Bool => String::new(),
                 k => format!("={}", k.placeholder()),
             };
-            let default = if o.default.is_empty() { String::new() } else { format!(" (default: {})", o.default) };
-            rows.push((format!("      --{}{value}", o.name), format!("{}{default}", o.help)));
+            let default = if o.default.is_empty() {
+                String::new()
+            } else {
+                format!(" (default: {})", o.default)
+            };
+            rows.push((
+                format!("      --{}{value}", o.name),
+                format!("{}{default}", o.help),
+            ));
         }
     }
     let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
@@ -208,15 +235,37 @@ mod tests {
     #[test]
     fn single_dash_long_flags_are_normalized() {
         let cmd = command(PassRegistry::global());
-        let args: Vec<OsString> =
-            ["commlir-opt", "-split-input-file", "-o", "x", "-", "-verify-each=false", "-zzz", "--", "-cse"]
-                .iter()
-                .map(OsString::from)
-                .collect();
-        let out: Vec<String> = normalize_args(&cmd, args).into_iter().map(|a| a.into_string().unwrap()).collect();
+        let args: Vec<OsString> = [
+            "commlir-opt",
+            "-split-input-file",
+            "-o",
+            "x",
+            "-",
+            "-verify-each=false",
+            "-zzz",
+            "--",
+            "-cse",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        let out: Vec<String> = normalize_args(&cmd, args)
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect();
         assert_eq!(
             out,
-            ["commlir-opt", "--split-input-file", "-o", "x", "-", "--verify-each=false", "-zzz", "--", "-cse"]
+            [
+                "commlir-opt",
+                "--split-input-file",
+                "-o",
+                "x",
+                "-",
+                "--verify-each=false",
+                "-zzz",
+                "--",
+                "-cse"
+            ]
         );
     }
 }

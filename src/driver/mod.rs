@@ -71,16 +71,25 @@ pub fn opt_main_with_args(args: Vec<OsString>) -> ExitCode {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "panic".into());
-        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
         if let Ok(mut slot) = PANIC_MESSAGE.lock() {
             *slot = Some(format!("{msg}{at}"));
         }
     }));
-    let worker = std::thread::Builder::new().stack_size(STACK_SIZE).spawn(move || run(args));
+    let worker = std::thread::Builder::new()
+        .stack_size(STACK_SIZE)
+        .spawn(move || run(args));
     let code = match worker.map(|h| h.join()) {
         Ok(Ok(code)) => code,
         Ok(Err(_)) => {
-            let msg = PANIC_MESSAGE.lock().ok().and_then(|mut m| m.take()).unwrap_or_default();
+            let msg = PANIC_MESSAGE
+                .lock()
+                .ok()
+                .and_then(|mut m| m.take())
+                .unwrap_or_default();
             eprintln!("commlir-opt: error: internal error: {msg}");
             1
         }
@@ -119,7 +128,11 @@ fn run(args: Vec<OsString>) -> u8 {
         }
     };
     if matches.get_flag("show-dialects") {
-        let names: Vec<&str> = Registry::global().dialects().iter().map(|(n, _, _)| *n).collect();
+        let names: Vec<&str> = Registry::global()
+            .dialects()
+            .iter()
+            .map(|(n, _, _)| *n)
+            .collect();
         println!("Available Dialects: {}", names.join(", "));
         return 0;
     }
@@ -129,17 +142,32 @@ fn run(args: Vec<OsString>) -> u8 {
     }
     let flag = |n: &str| matches.get_flag(n);
     let strings = |n: &str| -> Vec<String> {
-        matches.get_many::<String>(n).map(|v| v.cloned().collect()).unwrap_or_default()
+        matches
+            .get_many::<String>(n)
+            .map(|v| v.cloned().collect())
+            .unwrap_or_default()
     };
     let config = Config {
-        input: matches.get_one::<String>("input").cloned().unwrap_or_else(|| "-".into()),
-        output: matches.get_one::<String>("output").cloned().unwrap_or_else(|| "-".into()),
+        input: matches
+            .get_one::<String>("input")
+            .cloned()
+            .unwrap_or_else(|| "-".into()),
+        output: matches
+            .get_one::<String>("output")
+            .cloned()
+            .unwrap_or_else(|| "-".into()),
         split_marker: matches.get_one::<String>("split-input-file").cloned(),
-        output_split_marker: matches.get_one::<String>("output-split-marker").cloned().unwrap_or_default(),
+        output_split_marker: matches
+            .get_one::<String>("output-split-marker")
+            .cloned()
+            .unwrap_or_default(),
         verify_diagnostics: flag("verify-diagnostics"),
         allow_unregistered: flag("allow-unregistered-dialect"),
         verify_after_parse: !flag("mlir-very-unsafe-disable-verifier-on-parsing"),
-        print: PrintOptions { generic: flag("mlir-print-op-generic"), debug_info: flag("mlir-print-debuginfo") },
+        print: PrintOptions {
+            generic: flag("mlir-print-op-generic"),
+            debug_info: flag("mlir-print-debuginfo"),
+        },
         timing: flag("mlir-timing"),
         statistics: flag("mlir-pass-statistics"),
     };
@@ -163,7 +191,11 @@ fn run(args: Vec<OsString>) -> u8 {
             for (info, options) in &pass_flags {
                 if let Err(e) = add_pass_with_options(&mut pm, info, options) {
                     let prefix = format!("--{}=", info.argument);
-                    eprint!("{}", e.shifted(prefix.len()).render(&format!("{prefix}{options}")));
+                    eprint!(
+                        "{}",
+                        e.shifted(prefix.len())
+                            .render(&format!("{prefix}{options}"))
+                    );
                     return 1;
                 }
             }
@@ -187,12 +219,22 @@ fn run(args: Vec<OsString>) -> u8 {
         }
     }
     let mut pm = PassManager::from_pipeline(pipeline);
-    pm.verify_each = matches.get_one::<bool>("verify-each").copied().unwrap_or(true);
+    pm.verify_each = matches
+        .get_one::<bool>("verify-each")
+        .copied()
+        .unwrap_or(true);
     if flag("dump-pass-pipeline") {
-        eprintln!("Pass Manager with {} passes:\n{}", pm.pipeline().len(), pm.pipeline().to_pipeline_string());
+        eprintln!(
+            "Pass Manager with {} passes:\n{}",
+            pm.pipeline().len(),
+            pm.pipeline().to_pipeline_string()
+        );
     }
     if ir_print.is_enabled() {
-        pm.add_instrumentation(Box::new(IrPrinter::new(ir_print, Box::new(|s| eprint!("{s}")))));
+        pm.add_instrumentation(Box::new(IrPrinter::new(
+            ir_print,
+            Box::new(|s| eprint!("{s}")),
+        )));
     }
     let timing = Rc::new(RefCell::new(TimingTree::new()));
     if config.timing {
@@ -214,9 +256,12 @@ fn read_input(path: &str) -> Result<Vec<u8>, String> {
     let res = if path == "-" {
         std::io::stdin().read_to_end(&mut bytes).map(|_| ())
     } else {
-        std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut bytes)).map(|_| ())
+        std::fs::File::open(path)
+            .and_then(|mut f| f.read_to_end(&mut bytes))
+            .map(|_| ())
     };
-    res.map(|_| bytes).map_err(|e| format!("commlir-opt: error: could not open input file '{path}': {e}"))
+    res.map(|_| bytes)
+        .map_err(|e| format!("commlir-opt: error: could not open input file '{path}': {e}"))
 }
 
 /// Processes every chunk of the input; writes the output and returns the exit code.
@@ -228,9 +273,16 @@ fn process_input(config: &Config, pm: &mut PassManager, timing: &Rc<RefCell<Timi
             return 1;
         }
     };
-    let file_name = if config.input == "-" { "<stdin>".to_string() } else { config.input.clone() };
+    let file_name = if config.input == "-" {
+        "<stdin>".to_string()
+    } else {
+        config.input.clone()
+    };
     let mut sm = SourceMgr::default();
-    sm.add(SourceFile::new(file_name.clone(), String::from_utf8_lossy(&input).into_owned()));
+    sm.add(SourceFile::new(
+        file_name.clone(),
+        String::from_utf8_lossy(&input).into_owned(),
+    ));
 
     let chunks = match &config.split_marker {
         Some(marker) => split::split_input(&input, marker),
@@ -244,7 +296,11 @@ fn process_input(config: &Config, pm: &mut PassManager, timing: &Rc<RefCell<Timi
         if config.verify_diagnostics {
             let text = String::from_utf8_lossy(&chunk.bytes);
             let (mut expectations, mut problems) = verify_diagnostics::parse_expectations(&text);
-            problems.extend(verify_diagnostics::check(&mut expectations, &diags, &file_name));
+            problems.extend(verify_diagnostics::check(
+                &mut expectations,
+                &diags,
+                &file_name,
+            ));
             if !problems.is_empty() {
                 failed = true;
                 let mut ctx = Context::new();
@@ -264,15 +320,24 @@ fn process_input(config: &Config, pm: &mut PassManager, timing: &Rc<RefCell<Timi
         }
     }
     let separator = format!("{}\n", config.output_split_marker);
-    let text = timing.borrow_mut().time("Output", || outputs.join(&separator));
+    let text = timing
+        .borrow_mut()
+        .time("Output", || outputs.join(&separator));
     if config.output == "-" {
         let mut out = std::io::stdout().lock();
-        if out.write_all(text.as_bytes()).and_then(|_| out.flush()).is_err() {
+        if out
+            .write_all(text.as_bytes())
+            .and_then(|_| out.flush())
+            .is_err()
+        {
             return 1;
         }
     } else if !failed {
         if let Err(e) = std::fs::write(&config.output, text) {
-            eprintln!("commlir-opt: error: could not write output file '{}': {e}", config.output);
+            eprintln!(
+                "commlir-opt: error: could not write output file '{}': {e}",
+                config.output
+            );
             return 1;
         }
     }
@@ -291,22 +356,32 @@ fn process_chunk(
 ) -> (Option<String>, Vec<PlainDiag>) {
     let mut ctx = Context::new();
     ctx.allow_unregistered = config.allow_unregistered;
-    let plain = |ctx: &Context, ds: &[Diagnostic]| ds.iter().map(|d| PlainDiag::new(ctx, sm, d)).collect::<Vec<_>>();
+    let plain = |ctx: &Context, ds: &[Diagnostic]| {
+        ds.iter()
+            .map(|d| PlainDiag::new(ctx, sm, d))
+            .collect::<Vec<_>>()
+    };
 
-    let parsed = timing.borrow_mut().time("Parser", || parse_source(&mut ctx, file_name, bytes, &ParseOptions::default()));
+    let parsed = timing.borrow_mut().time("Parser", || {
+        parse_source(&mut ctx, file_name, bytes, &ParseOptions::default())
+    });
     let module = match parsed {
         Ok(m) => m,
         Err(d) => return (None, plain(&ctx, &[d])),
     };
     if config.verify_after_parse {
-        let verified = timing.borrow_mut().time("Verifier", || commlir_ir::verify::verify(&ctx, module));
+        let verified = timing
+            .borrow_mut()
+            .time("Verifier", || commlir_ir::verify::verify(&ctx, module));
         if let Err(errors) = verified {
             return (None, plain(&ctx, &errors));
         }
     }
     match pm.run(&mut ctx, module) {
         Ok(diags) => {
-            let text = timing.borrow_mut().time("Output", || print_op(&ctx, module, &config.print));
+            let text = timing
+                .borrow_mut()
+                .time("Output", || print_op(&ctx, module, &config.print));
             (Some(text), plain(&ctx, &diags))
         }
         Err(diags) => (None, plain(&ctx, &diags)),

@@ -12,7 +12,9 @@ pub struct Chunk {
 /// whitespace around it.
 fn is_marker(line: &[u8], marker: &[u8]) -> bool {
     let trimmed = line.trim_ascii();
-    trimmed.strip_prefix(marker).is_some_and(|rest| rest.iter().all(|&b| b == b'-'))
+    trimmed
+        .strip_prefix(marker)
+        .is_some_and(|rest| rest.iter().all(|&b| b == b'-'))
 }
 
 /// Splits `input` at marker lines; without a marker, returns the whole input as one chunk.
@@ -24,7 +26,10 @@ pub fn split_input(input: &[u8], marker: &str) -> Vec<Chunk> {
     let mut line_no = 0usize;
     let mut pos = 0usize;
     while pos < input.len() {
-        let end = input[pos..].iter().position(|&b| b == b'\n').map_or(input.len(), |i| pos + i);
+        let end = input[pos..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(input.len(), |i| pos + i);
         if !marker.is_empty() && is_marker(&input[pos..end], marker) {
             chunks.push(padded(&input[start..pos], start_line));
             start = (end + 1).min(input.len());
@@ -50,13 +55,21 @@ mod tests {
     #[test]
     fn splits_and_pads() {
         let c = split_input(b"a\nb\n// -----\nc\n  // -------  \nd", "// -----");
-        let texts: Vec<_> = c.iter().map(|c| String::from_utf8(c.bytes.clone()).unwrap()).collect();
+        let texts: Vec<_> = c
+            .iter()
+            .map(|c| String::from_utf8(c.bytes.clone()).unwrap())
+            .collect();
         assert_eq!(texts, ["a\nb\n", "\n\n\nc\n", "\n\n\n\n\nd"]);
     }
 
     #[test]
     fn no_marker_is_one_chunk() {
-        assert_eq!(split_input(b"x\n", "// -----"), vec![Chunk { bytes: b"x\n".to_vec() }]);
+        assert_eq!(
+            split_input(b"x\n", "// -----"),
+            vec![Chunk {
+                bytes: b"x\n".to_vec()
+            }]
+        );
         assert_eq!(split_input(b"", "// -----").len(), 1);
         // Marker-like text that is not alone on its line does not split.
         assert_eq!(split_input(b"x // ----- y\n", "// -----").len(), 1);

@@ -62,7 +62,9 @@ fn build_regex(text: &str) -> Result<Regex, String> {
     while let Some(open) = rest.find("{{") {
         pattern.push_str(&regex::escape(&rest[..open]));
         let after = &rest[open + 2..];
-        let close = after.find("}}").ok_or("found start of regex with no end '}}'")?;
+        let close = after
+            .find("}}")
+            .ok_or("found start of regex with no end '}}'")?;
         pattern.push('(');
         pattern.push_str(&after[..close]);
         pattern.push(')');
@@ -98,7 +100,10 @@ pub fn parse_expectations(text: &str) -> (Vec<Expectation>, Vec<Mismatch>) {
             match build_regex(&body) {
                 Ok(r) => Pattern::Regex(r),
                 Err(e) => {
-                    errors.push(Mismatch { at: Some(at), message: e });
+                    errors.push(Mismatch {
+                        at: Some(at),
+                        message: e,
+                    });
                     continue;
                 }
             }
@@ -126,7 +131,14 @@ pub fn parse_expectations(text: &str) -> (Vec<Expectation>, Vec<Mismatch>) {
         if below {
             pending_below.push(out.len());
         }
-        out.push(Expectation { severity, line: target, pattern, text: body, at, matched: false });
+        out.push(Expectation {
+            severity,
+            line: target,
+            pattern,
+            text: body,
+            at,
+            matched: false,
+        });
     }
     (out, errors)
 }
@@ -151,7 +163,11 @@ pub fn check(expectations: &mut [Expectation], diags: &[PlainDiag], file: &str) 
     }
     for d in all {
         // Diagnostics in another file (or without a position) can only match `@unknown`.
-        let line = d.pos.as_ref().filter(|(f, _, _)| f == file).map(|(_, l, _)| *l);
+        let line = d
+            .pos
+            .as_ref()
+            .filter(|(f, _, _)| f == file)
+            .map(|(_, l, _)| *l);
         let candidates: Vec<usize> = (0..expectations.len())
             .filter(|&i| expectations[i].line == line && expectations[i].matches(&d.message))
             .collect();
@@ -176,13 +192,24 @@ pub fn check(expectations: &mut [Expectation], diags: &[PlainDiag], file: &str) 
             });
             continue;
         }
-        let at = d.pos.as_ref().filter(|(f, _, _)| f == file).map(|(_, l, c)| (*l, *c));
-        out.push(Mismatch { at, message: format!("unexpected {}: {}", d.severity.as_str(), d.message) });
+        let at = d
+            .pos
+            .as_ref()
+            .filter(|(f, _, _)| f == file)
+            .map(|(_, l, c)| (*l, *c));
+        out.push(Mismatch {
+            at,
+            message: format!("unexpected {}: {}", d.severity.as_str(), d.message),
+        });
     }
     for e in expectations.iter().filter(|e| !e.matched) {
         out.push(Mismatch {
             at: Some(e.at),
-            message: format!("expected {} \"{}\" was not produced", e.severity.as_str(), e.text),
+            message: format!(
+                "expected {} \"{}\" was not produced",
+                e.severity.as_str(),
+                e.text
+            ),
         });
     }
     out
@@ -214,21 +241,35 @@ mod tests {
 
     #[test]
     fn regex_form() {
-        let (mut exps, errs) = parse_expectations("x // expected-error-re {{value {{[0-9]+}} is}}\n");
+        let (mut exps, errs) =
+            parse_expectations("x // expected-error-re {{value {{[0-9]+}} is}}\n");
         assert!(errs.is_empty());
-        let bad = check(&mut exps, &[diag(Severity::Error, 1, "the value 42 is bad")], "f.mlir");
+        let bad = check(
+            &mut exps,
+            &[diag(Severity::Error, 1, "the value 42 is bad")],
+            "f.mlir",
+        );
         assert!(bad.is_empty(), "{bad:?}");
         let (mut exps, _) = parse_expectations("x // expected-error-re {{value {{[0-9]+}} is}}\n");
-        let bad = check(&mut exps, &[diag(Severity::Error, 1, "the value x is bad")], "f.mlir");
+        let bad = check(
+            &mut exps,
+            &[diag(Severity::Error, 1, "the value x is bad")],
+            "f.mlir",
+        );
         assert_eq!(bad.len(), 2);
         assert_eq!(bad[0].message, "unexpected error: the value x is bad");
-        assert_eq!(bad[1].message, "expected error \"value {{[0-9]+}} is\" was not produced");
+        assert_eq!(
+            bad[1].message,
+            "expected error \"value {{[0-9]+}} is\" was not produced"
+        );
         assert_eq!(bad[1].at, Some((1, 6)));
     }
 
     #[test]
     fn near_miss_and_unknown() {
-        let (mut exps, _) = parse_expectations("x // expected-warning {{oops}}\n// expected-error @unknown {{nowhere}}\n");
+        let (mut exps, _) = parse_expectations(
+            "x // expected-warning {{oops}}\n// expected-error @unknown {{nowhere}}\n",
+        );
         let mut d = diag(Severity::Error, 1, "oops");
         let mut u = diag(Severity::Error, 0, "nowhere to be seen");
         u.pos = None;

@@ -76,8 +76,16 @@ pub struct PassEnv<'a> {
 impl<'a> PassEnv<'a> {
     /// An environment writing into the given statistics and diagnostic list (for running a
     /// pass by hand, e.g. in tests).
-    pub fn new(stats: &'a mut Statistics, diagnostics: &'a mut Vec<Diagnostic>, root: OpId) -> Self {
-        PassEnv { stats, diagnostics, root }
+    pub fn new(
+        stats: &'a mut Statistics,
+        diagnostics: &'a mut Vec<Diagnostic>,
+        root: OpId,
+    ) -> Self {
+        PassEnv {
+            stats,
+            diagnostics,
+            root,
+        }
     }
 
     /// Adds `n` to the declared statistic `name`.
@@ -104,7 +112,8 @@ pub trait Pass {
     fn info(&self) -> &'static PassInfo;
 
     /// Runs on `op`, an op matching the pass's anchor.
-    fn run(&mut self, ctx: &mut Context, op: OpId, env: &mut PassEnv<'_>) -> Result<(), Diagnostic>;
+    fn run(&mut self, ctx: &mut Context, op: OpId, env: &mut PassEnv<'_>)
+        -> Result<(), Diagnostic>;
 }
 
 /// Declares a [`PassInfo`] and registers it globally, so that it is available by name in

@@ -82,7 +82,11 @@ pub struct IrPrinter {
 impl IrPrinter {
     /// Prints into `sink` (the driver passes one writing to stderr).
     pub fn new(config: IrPrintConfig, sink: Box<dyn FnMut(&str)>) -> Self {
-        IrPrinter { config, sink, fingerprints: Vec::new() }
+        IrPrinter {
+            config,
+            sink,
+            fingerprints: Vec::new(),
+        }
     }
 
     fn dump(&mut self, when: &str, pass: PassRef<'_>, ctx: &Context, op: OpId) {
@@ -116,7 +120,11 @@ impl PassInstrumentation for IrPrinter {
     }
 
     fn after_pass(&mut self, pass: PassRef<'_>, ctx: &Context, op: OpId) {
-        let before = if self.config.after_change { self.fingerprints.pop() } else { None };
+        let before = if self.config.after_change {
+            self.fingerprints.pop()
+        } else {
+            None
+        };
         if !self.config.prints_after(pass.info.argument) {
             return;
         }

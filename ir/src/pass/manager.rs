@@ -46,7 +46,11 @@ pub struct OpPassManager {
 impl OpPassManager {
     /// An empty pipeline running on ops named `anchor` (`any` for every op).
     pub fn new(anchor: impl Into<String>) -> Self {
-        OpPassManager { anchor: anchor.into(), elements: Vec::new(), id: 0 }
+        OpPassManager {
+            anchor: anchor.into(),
+            elements: Vec::new(),
+            id: 0,
+        }
     }
 
     /// The op name this pipeline runs on.
@@ -71,7 +75,8 @@ impl OpPassManager {
 
     /// Appends a new nested pipeline on `anchor` and returns it.
     pub fn nest(&mut self, anchor: impl Into<String>) -> &mut OpPassManager {
-        self.elements.push(PipelineElement::Nested(OpPassManager::new(anchor)));
+        self.elements
+            .push(PipelineElement::Nested(OpPassManager::new(anchor)));
         match self.elements.last_mut() {
             Some(PipelineElement::Nested(pm)) => pm,
             _ => unreachable!("just pushed a nested pipeline"),
@@ -91,9 +96,19 @@ impl OpPassManager {
     }
 
     /// Builds a registered pass from `options` and adds it.
-    pub fn add_registered(&mut self, info: &'static PassInfo, options: PassOptions) -> Result<(), String> {
+    pub fn add_registered(
+        &mut self,
+        info: &'static PassInfo,
+        options: PassOptions,
+    ) -> Result<(), String> {
         let pass = (info.create)(&options)?;
-        self.add_entry(PassEntry { info, options, stats: Statistics::new(info.statistics), pass, id: 0 })
+        self.add_entry(PassEntry {
+            info,
+            options,
+            stats: Statistics::new(info.statistics),
+            pass,
+            id: 0,
+        })
     }
 
     fn add_entry(&mut self, entry: PassEntry) -> Result<(), String> {
@@ -216,7 +231,11 @@ impl PassManager {
 
     /// A pass manager around an existing pipeline (e.g. a parsed one).
     pub fn from_pipeline(root: OpPassManager) -> Self {
-        PassManager { root, verify_each: true, instrumentations: Vec::new() }
+        PassManager {
+            root,
+            verify_each: true,
+            instrumentations: Vec::new(),
+        }
     }
 
     /// The root pipeline.
@@ -238,7 +257,11 @@ impl PassManager {
     /// `Err` carries every diagnostic, the errors that failed the run among them.
     pub fn run(&mut self, ctx: &mut Context, op: OpId) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
         if !self.root.matches(ctx.op_name(op)) {
-            let msg = format!("can't run '{}' pass manager on '{}' op", self.root.anchor, ctx.op_name(op));
+            let msg = format!(
+                "can't run '{}' pass manager on '{}' op",
+                self.root.anchor,
+                ctx.op_name(op)
+            );
             return Err(vec![Diagnostic::error(ctx.op_loc(op), msg)]);
         }
         let mut next = 0;
@@ -266,7 +289,12 @@ impl PassManager {
     }
 }
 
-fn run_pipeline(pm: &mut OpPassManager, ctx: &mut Context, op: OpId, st: &mut RunState<'_>) -> bool {
+fn run_pipeline(
+    pm: &mut OpPassManager,
+    ctx: &mut Context,
+    op: OpId,
+    st: &mut RunState<'_>,
+) -> bool {
     for element in &mut pm.elements {
         match element {
             PipelineElement::Pass(entry) => {
@@ -280,7 +308,8 @@ fn run_pipeline(pm: &mut OpPassManager, ctx: &mut Context, op: OpId, st: &mut Ru
                 let mut targets = Vec::new();
                 for &r in ctx.op_regions(op) {
                     for &b in ctx.region_blocks(r) {
-                        targets.extend(ctx.block_ops(b).filter(|&c| nested.matches(ctx.op_name(c))));
+                        targets
+                            .extend(ctx.block_ops(b).filter(|&c| nested.matches(ctx.op_name(c))));
                     }
                 }
                 // Like mlir-opt's multi-threaded default, every target runs even when one
@@ -310,13 +339,27 @@ fn run_pipeline(pm: &mut OpPassManager, ctx: &mut Context, op: OpId, st: &mut Ru
 }
 
 fn run_pass(entry: &mut PassEntry, ctx: &mut Context, op: OpId, st: &mut RunState<'_>) -> bool {
-    let PassEntry { info, options, stats, pass, id } = entry;
-    let pref = PassRef { info, options, id: *id };
+    let PassEntry {
+        info,
+        options,
+        stats,
+        pass,
+        id,
+    } = entry;
+    let pref = PassRef {
+        info,
+        options,
+        id: *id,
+    };
     for i in st.instrumentations.iter_mut() {
         i.before_pass(pref, ctx, op);
     }
     let result = {
-        let mut env = PassEnv { stats, diagnostics: &mut st.diagnostics, root: st.root };
+        let mut env = PassEnv {
+            stats,
+            diagnostics: &mut st.diagnostics,
+            root: st.root,
+        };
         pass.run(ctx, op, &mut env)
     };
     if let Err(d) = result {

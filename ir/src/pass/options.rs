@@ -63,7 +63,12 @@ impl OptionDef {
     /// A boolean option.
     pub const fn bool(name: &'static str, default: bool, help: &'static str) -> Self {
         let default = if default { "true" } else { "false" };
-        OptionDef { name, kind: OptionKind::Bool, default, help }
+        OptionDef {
+            name,
+            kind: OptionKind::Bool,
+            default,
+            help,
+        }
     }
     /// An option of any kind with its default given as text.
     pub const fn new(
@@ -72,7 +77,12 @@ impl OptionDef {
         default: &'static str,
         help: &'static str,
     ) -> Self {
-        OptionDef { name, kind, default, help }
+        OptionDef {
+            name,
+            kind,
+            default,
+            help,
+        }
     }
 
     /// The default value, parsed. Definitions are static data, so a malformed default is a
@@ -152,7 +162,9 @@ impl OptionValue {
 /// Strings with a space, comma or brace are wrapped in braces so that they read back as one
 /// value (MLIR's textual pipeline escaping).
 fn print_string(out: &mut String, s: &str) {
-    let needs_braces = s.chars().any(|c| c.is_whitespace() || c == ',' || c == '{' || c == '}');
+    let needs_braces = s
+        .chars()
+        .any(|c| c.is_whitespace() || c == ',' || c == '{' || c == '}');
     if needs_braces {
         out.push('{');
         out.push_str(s);
@@ -194,7 +206,10 @@ pub fn parse_value(kind: OptionKind, text: &str) -> Result<OptionValue, String> 
         },
         OptionKind::Int => parse_i64(text).map(OptionValue::Int).ok_or_else(bad),
         OptionKind::UInt => parse_u64(text).map(OptionValue::UInt).ok_or_else(bad),
-        OptionKind::Float => text.parse::<f64>().map(OptionValue::Float).map_err(|_| bad()),
+        OptionKind::Float => text
+            .parse::<f64>()
+            .map(OptionValue::Float)
+            .map_err(|_| bad()),
         OptionKind::String => Ok(OptionValue::String(unquote(text).to_string())),
         OptionKind::Enum(allowed) => {
             let t = unquote(text);
@@ -210,7 +225,10 @@ pub fn parse_value(kind: OptionKind, text: &str) -> Result<OptionValue, String> 
             .collect::<Result<Vec<_>, _>>()
             .map(OptionValue::IntList),
         OptionKind::StringList => Ok(OptionValue::StringList(
-            split_list(text).into_iter().map(|s| unquote(s).to_string()).collect(),
+            split_list(text)
+                .into_iter()
+                .map(|s| unquote(s).to_string())
+                .collect(),
         )),
     }
 }
@@ -341,9 +359,19 @@ pub fn split_options(text: &str) -> Result<Vec<RawOption<'_>>, (usize, String)> 
             if depth != 0 {
                 return Err((value_at, "unbalanced '{' in option value".into()));
             }
-            out.push(RawOption { key, key_at, value: Some(&text[value_at..i]), value_at });
+            out.push(RawOption {
+                key,
+                key_at,
+                value: Some(&text[value_at..i]),
+                value_at,
+            });
         } else {
-            out.push(RawOption { key, key_at, value: None, value_at: i });
+            out.push(RawOption {
+                key,
+                key_at,
+                value: None,
+                value_at: i,
+            });
         }
     }
     Ok(out)
@@ -360,7 +388,10 @@ pub struct PassOptions {
 impl PassOptions {
     /// Every declared option at its default.
     pub fn defaults(defs: &'static [OptionDef]) -> Self {
-        PassOptions { values: defs.iter().map(|d| (d, d.default_value())).collect(), assigned: Vec::new() }
+        PassOptions {
+            values: defs.iter().map(|d| (d, d.default_value())).collect(),
+            assigned: Vec::new(),
+        }
     }
 
     /// Sets option `key` from its text; a missing value means `true` for a boolean. A list
@@ -380,7 +411,9 @@ impl PassOptions {
         let first = !self.assigned.contains(&def.name);
         match (&mut slot.1, parsed) {
             (OptionValue::IntList(old), OptionValue::IntList(new)) if !first => old.extend(new),
-            (OptionValue::StringList(old), OptionValue::StringList(new)) if !first => old.extend(new),
+            (OptionValue::StringList(old), OptionValue::StringList(new)) if !first => {
+                old.extend(new)
+            }
             (_, _) if !first => return Err(format!("option '{key}' given more than once")),
             (s, p) => *s = p,
         }
@@ -390,7 +423,10 @@ impl PassOptions {
 
     /// The value of option `name`, if declared.
     pub fn get(&self, name: &str) -> Option<&OptionValue> {
-        self.values.iter().find(|(d, _)| d.name == name).map(|(_, v)| v)
+        self.values
+            .iter()
+            .find(|(d, _)| d.name == name)
+            .map(|(_, v)| v)
     }
     /// A boolean option (false if undeclared or of another kind).
     pub fn get_bool(&self, name: &str) -> bool {
@@ -450,7 +486,11 @@ impl PassOptions {
     /// The options as MLIR prints them inside `{...}`: every option with its value, sorted by
     /// name, separated by spaces (empty lists are left out).
     pub fn to_option_string(&self) -> String {
-        let mut sorted: Vec<_> = self.values.iter().filter(|(_, v)| !v.is_empty_list()).collect();
+        let mut sorted: Vec<_> = self
+            .values
+            .iter()
+            .filter(|(_, v)| !v.is_empty_list())
+            .collect();
         sorted.sort_by_key(|(d, _)| d.name);
         let mut out = String::new();
         for (i, (d, v)) in sorted.iter().enumerate() {
@@ -480,7 +520,10 @@ mod tests {
     #[test]
     fn defaults_print_sorted() {
         let o = PassOptions::defaults(&DEFS);
-        assert_eq!(o.to_option_string(), "count=0 flag=false name= ratio=5.000000e-01");
+        assert_eq!(
+            o.to_option_string(),
+            "count=0 flag=false name= ratio=5.000000e-01"
+        );
     }
 
     #[test]
@@ -493,7 +536,10 @@ mod tests {
         assert_eq!(o.get_int("count"), -3);
         assert_eq!(o.get_str("name"), "a b");
         assert_eq!(o.get_int_list("list"), &[1, 2, 16]);
-        assert_eq!(o.to_option_string(), "count=-3 flag=true list=1,2,16 name={a b} ratio=5.000000e-01");
+        assert_eq!(
+            o.to_option_string(),
+            "count=-3 flag=true list=1,2,16 name={a b} ratio=5.000000e-01"
+        );
     }
 
     #[test]
@@ -508,11 +554,23 @@ mod tests {
     #[test]
     fn errors() {
         let mut o = PassOptions::defaults(&DEFS);
-        assert!(o.set("nope", Some("1")).unwrap_err().contains("no such option 'nope'"));
-        assert!(o.set("count", None).unwrap_err().contains("requires a value"));
-        assert!(o.set("flag", Some("yes")).unwrap_err().contains("not a boolean"));
+        assert!(o
+            .set("nope", Some("1"))
+            .unwrap_err()
+            .contains("no such option 'nope'"));
+        assert!(o
+            .set("count", None)
+            .unwrap_err()
+            .contains("requires a value"));
+        assert!(o
+            .set("flag", Some("yes"))
+            .unwrap_err()
+            .contains("not a boolean"));
         o.set("count", Some("1")).unwrap();
-        assert!(o.set("count", Some("2")).unwrap_err().contains("more than once"));
+        assert!(o
+            .set("count", Some("2"))
+            .unwrap_err()
+            .contains("more than once"));
         o.set("list", Some("1")).unwrap();
         o.set("list", Some("2,3")).unwrap();
         assert_eq!(o.get_int_list("list"), &[1, 2, 3]);

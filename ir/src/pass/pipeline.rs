@@ -35,7 +35,11 @@ pub enum PipelineError {
     #[error("missing closing '}}' for the options of pass '{pass}'")]
     UnterminatedOptions { pass: String, at: usize },
     #[error("pass '{pass}': {message}")]
-    BadOption { pass: String, message: String, at: usize },
+    BadOption {
+        pass: String,
+        message: String,
+        at: usize,
+    },
     #[error("{message}")]
     Invalid { message: String, at: usize },
     #[error("unexpected text after the pass pipeline")]
@@ -88,7 +92,11 @@ impl PipelineError {
 /// Parses a whole pipeline, which must be wrapped in its anchor (`builtin.module(...)`,
 /// `func.func(...)` or `any(...)`). An empty string is an empty `any()` pipeline.
 pub fn parse_pipeline(text: &str) -> Result<OpPassManager, PipelineError> {
-    let mut p = Parser { text, pos: 0, registry: PassRegistry::global() };
+    let mut p = Parser {
+        text,
+        pos: 0,
+        registry: PassRegistry::global(),
+    };
     p.skip_ws();
     if p.at_end() {
         return Ok(OpPassManager::new("any"));
@@ -112,7 +120,11 @@ pub fn parse_pipeline(text: &str) -> Result<OpPassManager, PipelineError> {
 /// Parses `elements` (a comma-separated element list without an anchor, such as
 /// `cse,func.func(dce)`) and adds them to `pm`.
 pub fn parse_elements_into(pm: &mut OpPassManager, elements: &str) -> Result<(), PipelineError> {
-    let mut p = Parser { text: elements, pos: 0, registry: PassRegistry::global() };
+    let mut p = Parser {
+        text: elements,
+        pos: 0,
+        registry: PassRegistry::global(),
+    };
     p.skip_ws();
     if p.at_end() {
         return Ok(());
@@ -137,13 +149,21 @@ pub fn add_pass_with_options(
 ) -> Result<(), PipelineError> {
     let mut opts = info.default_options();
     let pass = || info.argument.to_string();
-    let raw = split_options(options)
-        .map_err(|(at, message)| PipelineError::BadOption { pass: pass(), message, at })?;
+    let raw = split_options(options).map_err(|(at, message)| PipelineError::BadOption {
+        pass: pass(),
+        message,
+        at,
+    })?;
     for r in raw {
         opts.set(r.key, r.value)
-            .map_err(|message| PipelineError::BadOption { pass: pass(), message, at: r.key_at })?;
+            .map_err(|message| PipelineError::BadOption {
+                pass: pass(),
+                message,
+                at: r.key_at,
+            })?;
     }
-    pm.add_registered(info, opts).map_err(|message| PipelineError::Invalid { message, at: 0 })
+    pm.add_registered(info, opts)
+        .map_err(|message| PipelineError::Invalid { message, at: 0 })
 }
 
 struct Parser<'a> {
@@ -216,17 +236,22 @@ impl<'a> Parser<'a> {
         let mut options_at = self.pos;
         if self.peek() == Some(b'{') {
             let open = self.pos;
-            let close = self.matching_brace(open).ok_or_else(|| PipelineError::UnterminatedOptions {
-                pass: name.clone(),
-                at: open,
-            })?;
+            let close =
+                self.matching_brace(open)
+                    .ok_or_else(|| PipelineError::UnterminatedOptions {
+                        pass: name.clone(),
+                        at: open,
+                    })?;
             options_at = open + 1;
             options = &self.text[open + 1..close];
             self.pos = close + 1;
         }
         add_pass_with_options(pm, info, options).map_err(|e| match e {
             // A pass that cannot be added is reported at its name, bad options at the option.
-            PipelineError::Invalid { message, .. } => PipelineError::Invalid { message, at: name_at },
+            PipelineError::Invalid { message, .. } => PipelineError::Invalid {
+                message,
+                at: name_at,
+            },
             e => e.shifted(options_at),
         })
     }

@@ -26,7 +26,9 @@ pub struct Statistics {
 impl Statistics {
     /// Every declared statistic at zero.
     pub fn new(defs: &[StatisticDef]) -> Self {
-        Statistics { counters: defs.iter().map(|d| (*d, 0)).collect() }
+        Statistics {
+            counters: defs.iter().map(|d| (*d, 0)).collect(),
+        }
     }
 
     /// Adds `n` to statistic `name`. An undeclared name is added on the fly (a pass author's
@@ -44,7 +46,10 @@ impl Statistics {
 
     /// The value of statistic `name` (0 if undeclared).
     pub fn get(&self, name: &str) -> u64 {
-        self.counters.iter().find(|(d, _)| d.name == name).map_or(0, |(_, v)| *v)
+        self.counters
+            .iter()
+            .find(|(d, _)| d.name == name)
+            .map_or(0, |(_, v)| *v)
     }
 
     /// All counters in declaration order.
@@ -60,9 +65,17 @@ impl Statistics {
     /// The counters as MLIR prints them under a pass, one per line, values right-aligned:
     /// `{indent}(S) {value} {name} - {description}`.
     pub fn render(&self, indent: usize, out: &mut String) {
-        let width = self.counters.iter().map(|(_, v)| v.to_string().len()).max().unwrap_or(1);
+        let width = self
+            .counters
+            .iter()
+            .map(|(_, v)| v.to_string().len())
+            .max()
+            .unwrap_or(1);
         for (d, v) in &self.counters {
-            out.push_str(&format!("{:indent$}(S) {v:>width$} {} - {}\n", "", d.name, d.description));
+            out.push_str(&format!(
+                "{:indent$}(S) {v:>width$} {} - {}\n",
+                "", d.name, d.description
+            ));
         }
     }
 }
@@ -80,7 +93,10 @@ mod tests {
 
     #[test]
     fn counts_and_renders_aligned() {
-        let mut s = Statistics::new(&[StatisticDef::new("a", "first"), StatisticDef::new("b", "second")]);
+        let mut s = Statistics::new(&[
+            StatisticDef::new("a", "first"),
+            StatisticDef::new("b", "second"),
+        ]);
         s.add("a", 3);
         s.add("b", 120);
         s.add("a", 1);
@@ -95,6 +111,9 @@ mod tests {
         let b = report_banner("... Pass statistics report ...");
         let lines: Vec<_> = b.lines().collect();
         assert_eq!(lines[0].len(), 79);
-        assert_eq!(lines[1], format!("{}... Pass statistics report ...", " ".repeat(25)));
+        assert_eq!(
+            lines[1],
+            format!("{}... Pass statistics report ...", " ".repeat(25))
+        );
     }
 }

@@ -10,74 +10,87 @@ use crate::entity::OpId;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-crate::register_pass!(TEST_MODULE = PassInfo {
-    argument: "test-pm-module",
-    name: "TestPmModule",
-    summary: "module pass with options of every kind",
-    description: "",
-    anchor: Anchor::MODULE,
-    options: &[
-        OptionDef::bool("b", false, "bool"),
-        OptionDef::new("i", OptionKind::Int, "-1", "int"),
-        OptionDef::new("u", OptionKind::UInt, "7", "uint"),
-        OptionDef::new("f", OptionKind::Float, "0.25", "float"),
-        OptionDef::new("s", OptionKind::String, "", "string"),
-        OptionDef::new("e", OptionKind::Enum(&["x", "y"]), "x", "enum"),
-        OptionDef::new("l", OptionKind::IntList, "", "int list"),
-        OptionDef::new("sl", OptionKind::StringList, "", "string list"),
-    ],
-    statistics: &[],
-    create: |o| {
-        if o.get_int("i") == 13 {
-            return Err("i must not be 13".into());
-        }
-        Ok(Box::new(Nop(&TEST_MODULE)))
-    },
-});
+crate::register_pass!(
+    TEST_MODULE = PassInfo {
+        argument: "test-pm-module",
+        name: "TestPmModule",
+        summary: "module pass with options of every kind",
+        description: "",
+        anchor: Anchor::MODULE,
+        options: &[
+            OptionDef::bool("b", false, "bool"),
+            OptionDef::new("i", OptionKind::Int, "-1", "int"),
+            OptionDef::new("u", OptionKind::UInt, "7", "uint"),
+            OptionDef::new("f", OptionKind::Float, "0.25", "float"),
+            OptionDef::new("s", OptionKind::String, "", "string"),
+            OptionDef::new("e", OptionKind::Enum(&["x", "y"]), "x", "enum"),
+            OptionDef::new("l", OptionKind::IntList, "", "int list"),
+            OptionDef::new("sl", OptionKind::StringList, "", "string list"),
+        ],
+        statistics: &[],
+        create: |o| {
+            if o.get_int("i") == 13 {
+                return Err("i must not be 13".into());
+            }
+            Ok(Box::new(Nop(&TEST_MODULE)))
+        },
+    }
+);
 
-crate::register_pass!(TEST_FUNC = PassInfo {
-    argument: "test-pm-func",
-    name: "TestPmFunc",
-    summary: "function pass counting its runs",
-    description: "",
-    anchor: Anchor::FUNC,
-    options: &[],
-    statistics: &[StatisticDef::new("visited", "Functions visited"), StatisticDef::new("big", "A big number")],
-    create: |_| Ok(Box::new(CountFuncs)),
-});
+crate::register_pass!(
+    TEST_FUNC = PassInfo {
+        argument: "test-pm-func",
+        name: "TestPmFunc",
+        summary: "function pass counting its runs",
+        description: "",
+        anchor: Anchor::FUNC,
+        options: &[],
+        statistics: &[
+            StatisticDef::new("visited", "Functions visited"),
+            StatisticDef::new("big", "A big number")
+        ],
+        create: |_| Ok(Box::new(CountFuncs)),
+    }
+);
 
-crate::register_pass!(TEST_ANY = PassInfo {
-    argument: "test-pm-any",
-    name: "TestPmAny",
-    summary: "op-agnostic pass doing nothing",
-    description: "",
-    anchor: Anchor::Any,
-    options: &[],
-    statistics: &[],
-    create: |_| Ok(Box::new(Nop(&TEST_ANY))),
-});
+crate::register_pass!(
+    TEST_ANY = PassInfo {
+        argument: "test-pm-any",
+        name: "TestPmAny",
+        summary: "op-agnostic pass doing nothing",
+        description: "",
+        anchor: Anchor::Any,
+        options: &[],
+        statistics: &[],
+        create: |_| Ok(Box::new(Nop(&TEST_ANY))),
+    }
+);
 
-crate::register_pass!(TEST_FAIL = PassInfo {
-    argument: "test-pm-fail",
-    name: "TestPmFail",
-    summary: "function pass failing on @bad",
-    description: "",
-    anchor: Anchor::FUNC,
-    options: &[],
-    statistics: &[],
-    create: |_| Ok(Box::new(FailOnBad)),
-});
+crate::register_pass!(
+    TEST_FAIL = PassInfo {
+        argument: "test-pm-fail",
+        name: "TestPmFail",
+        summary: "function pass failing on @bad",
+        description: "",
+        anchor: Anchor::FUNC,
+        options: &[],
+        statistics: &[],
+        create: |_| Ok(Box::new(FailOnBad)),
+    }
+);
 
-crate::register_pass!(TEST_BREAK = PassInfo {
-    argument: "test-pm-break",
-    name: "TestPmBreak",
-    summary: "function pass that leaves invalid IR (a use before its definition)",
-    description: "",
-    anchor: Anchor::FUNC,
-    options: &[],
-    statistics: &[],
-    create: |_| Ok(Box::new(Break)),
-});
+crate::register_pass!(
+    TEST_BREAK = PassInfo {
+        argument: "test-pm-break",
+        name: "TestPmBreak",
+        summary: "function pass that leaves invalid IR (a use before its definition)",
+        description: "",
+        anchor: Anchor::FUNC,
+        options: &[],
+        statistics: &[],
+        create: |_| Ok(Box::new(Break)),
+    }
+);
 
 struct Nop(&'static PassInfo);
 impl Pass for Nop {
@@ -106,8 +119,16 @@ impl Pass for FailOnBad {
     fn info(&self) -> &'static PassInfo {
         &TEST_FAIL
     }
-    fn run(&mut self, ctx: &mut Context, op: OpId, env: &mut PassEnv<'_>) -> Result<(), Diagnostic> {
-        env.emit(Diagnostic::remark(ctx.op_loc(op), format!("visiting @{}", ctx.symbol_name(op).unwrap_or(""))));
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
+        env.emit(Diagnostic::remark(
+            ctx.op_loc(op),
+            format!("visiting @{}", ctx.symbol_name(op).unwrap_or("")),
+        ));
         if ctx.symbol_name(op) == Some("bad") {
             return Err(ctx.op_error(op, "is bad"));
         }
@@ -123,7 +144,9 @@ impl Pass for Break {
     fn run(&mut self, ctx: &mut Context, op: OpId, _: &mut PassEnv<'_>) -> Result<(), Diagnostic> {
         // A use before its definition: the dominance check fails, registered or not.
         let body = ctx.region_blocks(ctx.op_regions(op)[0])[0];
-        let Some(first) = ctx.block_first(body) else { return Ok(()) };
+        let Some(first) = ctx.block_first(body) else {
+            return Ok(());
+        };
         let ty = ctx.index_type();
         let v = Builder::before(ctx, first).create_value("test.def", &[], ty, &[]);
         let user = Builder::before(ctx, first).create("test.use", &[v], &[], &[]);
@@ -158,7 +181,9 @@ fn module_with_funcs(ctx: &mut Context, names: &[&str]) -> OpId {
 }
 
 fn canonical(text: &str) -> String {
-    parse_pipeline(text).unwrap_or_else(|e| panic!("{text}: {e}")).to_pipeline_string()
+    parse_pipeline(text)
+        .unwrap_or_else(|e| panic!("{text}: {e}"))
+        .to_pipeline_string()
 }
 
 #[test]
@@ -178,7 +203,10 @@ fn pipelines_round_trip_in_canonical_form() {
         canonical("builtin.module(func.func(test-pm-func),test-pm-module{b i=3 s={a b} l=1,2 f=1.5 e=y})"),
         "builtin.module(func.func(test-pm-func),test-pm-module{b=true e=y f=1.500000e+00 i=3 l=1,2 s={a b} u=7})"
     );
-    assert_eq!(canonical(" any ( test-pm-any , func.func( ) ) "), "any(test-pm-any,func.func())");
+    assert_eq!(
+        canonical(" any ( test-pm-any , func.func( ) ) "),
+        "any(test-pm-any,func.func())"
+    );
     assert_eq!(canonical("builtin.module()"), "builtin.module()");
     assert_eq!(canonical(""), "any()");
     assert_eq!(
@@ -199,26 +227,60 @@ fn passes_nest_implicitly_on_their_anchor() {
         canonical("builtin.module(test-pm-func,test-pm-func,test-pm-any,test-pm-func)"),
         "builtin.module(func.func(test-pm-func,test-pm-func),test-pm-any,func.func(test-pm-func))"
     );
-    assert_eq!(canonical("any(test-pm-func)"), "any(func.func(test-pm-func))");
+    assert_eq!(
+        canonical("any(test-pm-func)"),
+        "any(func.func(test-pm-func))"
+    );
     let err = parse_pipeline("builtin.module(func.func(test-pm-module))").unwrap_err();
     assert_eq!(err.offset(), 25);
-    assert!(err.to_string().contains("restricted to 'builtin.module'"), "{err}");
+    assert!(
+        err.to_string().contains("restricted to 'builtin.module'"),
+        "{err}"
+    );
 }
 
 #[test]
 fn errors_point_at_their_column() {
     let cases: &[(&str, usize, &str)] = &[
         ("test-pm-any", 0, "wrapped with the anchor operation type"),
-        ("builtin.module(nope)", 15, "'nope' does not refer to a registered pass"),
-        ("builtin.module(test-pm-any test-pm-any)", 27, "expected ',' or ')'"),
+        (
+            "builtin.module(nope)",
+            15,
+            "'nope' does not refer to a registered pass",
+        ),
+        (
+            "builtin.module(test-pm-any test-pm-any)",
+            27,
+            "expected ',' or ')'",
+        ),
         ("builtin.module(test-pm-any", 26, "expected ',' or ')'"),
         ("builtin.module(,)", 15, "expected a pass or pipeline name"),
         ("builtin.module(test-pm-module{b", 29, "missing closing '}'"),
-        ("builtin.module(test-pm-module{b i=x})", 32, "'x' is not an integer"),
-        ("builtin.module(test-pm-module{zz=1})", 30, "no such option 'zz'"),
-        ("builtin.module(test-pm-module{e=z})", 30, "'z' is not one of x, y"),
-        ("builtin.module(test-pm-module{s=\"ab})", 29, "missing closing '}'"),
-        ("builtin.module(test-pm-module{i=13})", 15, "i must not be 13"),
+        (
+            "builtin.module(test-pm-module{b i=x})",
+            32,
+            "'x' is not an integer",
+        ),
+        (
+            "builtin.module(test-pm-module{zz=1})",
+            30,
+            "no such option 'zz'",
+        ),
+        (
+            "builtin.module(test-pm-module{e=z})",
+            30,
+            "'z' is not one of x, y",
+        ),
+        (
+            "builtin.module(test-pm-module{s=\"ab})",
+            29,
+            "missing closing '}'",
+        ),
+        (
+            "builtin.module(test-pm-module{i=13})",
+            15,
+            "i must not be 13",
+        ),
         ("builtin.module() x", 17, "unexpected text"),
     ];
     for (text, at, msg) in cases {
@@ -226,7 +288,9 @@ fn errors_point_at_their_column() {
         assert_eq!(e.offset(), *at, "{text}: {e}");
         assert!(e.to_string().contains(msg), "{text}: {e}");
     }
-    let rendered = parse_pipeline("builtin.module(nope)").unwrap_err().render("builtin.module(nope)");
+    let rendered = parse_pipeline("builtin.module(nope)")
+        .unwrap_err()
+        .render("builtin.module(nope)");
     assert_eq!(
         rendered,
         "MLIR Textual PassPipeline Parser:1:16: error: 'nope' does not refer to a registered pass or pass pipeline\n\
@@ -238,7 +302,9 @@ fn errors_point_at_their_column() {
 fn statistics_accumulate_over_functions() {
     let mut ctx = Context::new();
     let m = module_with_funcs(&mut ctx, &["a", "b", "c"]);
-    let mut pm = PassManager::from_pipeline(parse_pipeline("builtin.module(test-pm-func,test-pm-any)").unwrap());
+    let mut pm = PassManager::from_pipeline(
+        parse_pipeline("builtin.module(test-pm-func,test-pm-any)").unwrap(),
+    );
     pm.run(&mut ctx, m).unwrap();
     let report = pm.statistics_report();
     let body: Vec<&str> = report.lines().skip(3).collect();
@@ -258,26 +324,46 @@ fn statistics_accumulate_over_functions() {
 fn failures_stop_the_pipeline_and_keep_diagnostics() {
     let mut ctx = Context::new();
     let m = module_with_funcs(&mut ctx, &["a", "bad", "c"]);
-    let mut pm = PassManager::from_pipeline(parse_pipeline("builtin.module(test-pm-fail,test-pm-func)").unwrap());
+    let mut pm = PassManager::from_pipeline(
+        parse_pipeline("builtin.module(test-pm-fail,test-pm-func)").unwrap(),
+    );
     let diags = pm.run(&mut ctx, m).unwrap_err();
     let msgs: Vec<_> = diags.iter().map(|d| d.message.as_str()).collect();
     // Every function runs (as with mlir-opt's threads), then the pipeline stops; the two
     // passes share one nested pipeline, so the second one ran on @a and @c only.
-    assert_eq!(msgs, ["visiting @a", "visiting @bad", "'func.func' op is bad", "visiting @c"]);
-    assert!(pm.statistics_report().contains("(S)    2 visited"), "{}", pm.statistics_report());
+    assert_eq!(
+        msgs,
+        [
+            "visiting @a",
+            "visiting @bad",
+            "'func.func' op is bad",
+            "visiting @c"
+        ]
+    );
+    assert!(
+        pm.statistics_report().contains("(S)    2 visited"),
+        "{}",
+        pm.statistics_report()
+    );
 }
 
 #[test]
 fn verify_each_catches_broken_ir_unless_disabled() {
     let mut ctx = Context::new();
     let m = module_with_funcs(&mut ctx, &["a"]);
-    let mut pm = PassManager::from_pipeline(parse_pipeline("builtin.module(test-pm-break)").unwrap());
+    let mut pm =
+        PassManager::from_pipeline(parse_pipeline("builtin.module(test-pm-break)").unwrap());
     let diags = pm.run(&mut ctx, m).unwrap_err();
-    assert!(diags[0].message.contains("does not dominate"), "{}", diags[0].message);
+    assert!(
+        diags[0].message.contains("does not dominate"),
+        "{}",
+        diags[0].message
+    );
 
     let mut ctx = Context::new();
     let m = module_with_funcs(&mut ctx, &["a"]);
-    let mut pm = PassManager::from_pipeline(parse_pipeline("builtin.module(test-pm-break)").unwrap());
+    let mut pm =
+        PassManager::from_pipeline(parse_pipeline("builtin.module(test-pm-break)").unwrap());
     pm.verify_each = false;
     assert!(pm.run(&mut ctx, m).unwrap().is_empty());
 }
@@ -288,7 +374,10 @@ fn root_anchor_must_match() {
     let m = module_with_funcs(&mut ctx, &[]);
     let mut pm = PassManager::from_pipeline(parse_pipeline("func.func(test-pm-any)").unwrap());
     let d = pm.run(&mut ctx, m).unwrap_err();
-    assert_eq!(d[0].message, "can't run 'func.func' pass manager on 'builtin.module' op");
+    assert_eq!(
+        d[0].message,
+        "can't run 'func.func' pass manager on 'builtin.module' op"
+    );
 }
 
 #[derive(Default)]
@@ -301,13 +390,19 @@ impl PassInstrumentation for Recorder {
         self.0.borrow_mut().push(format!("leave {anchor}"));
     }
     fn before_pass(&mut self, p: PassRef<'_>, ctx: &Context, op: OpId) {
-        self.0.borrow_mut().push(format!("before {} on {}", p.info.argument, ctx.op_name(op)));
+        self.0
+            .borrow_mut()
+            .push(format!("before {} on {}", p.info.argument, ctx.op_name(op)));
     }
     fn after_pass(&mut self, p: PassRef<'_>, _: &Context, _: OpId) {
-        self.0.borrow_mut().push(format!("after {}", p.info.argument));
+        self.0
+            .borrow_mut()
+            .push(format!("after {}", p.info.argument));
     }
     fn after_pass_failed(&mut self, p: PassRef<'_>, _: &Context, _: OpId) {
-        self.0.borrow_mut().push(format!("failed {}", p.info.argument));
+        self.0
+            .borrow_mut()
+            .push(format!("failed {}", p.info.argument));
     }
     fn before_verify(&mut self, _: &Context, _: OpId) {
         self.0.borrow_mut().push("verify".into());
@@ -319,7 +414,9 @@ fn instrumentation_sees_every_event_in_order() {
     let mut ctx = Context::new();
     let m = module_with_funcs(&mut ctx, &["a", "bad"]);
     let log = Rc::new(RefCell::new(Vec::new()));
-    let mut pm = PassManager::from_pipeline(parse_pipeline("builtin.module(test-pm-any,test-pm-fail)").unwrap());
+    let mut pm = PassManager::from_pipeline(
+        parse_pipeline("builtin.module(test-pm-any,test-pm-fail)").unwrap(),
+    );
     pm.add_instrumentation(Box::new(Recorder(log.clone())));
     let _ = pm.run(&mut ctx, m);
     assert_eq!(
@@ -353,11 +450,21 @@ fn ir_printing_after_change_skips_unchanged_passes() {
         before: vec!["test-pm-break".into()],
         ..IrPrintConfig::default()
     };
-    let mut pm = PassManager::from_pipeline(parse_pipeline("builtin.module(test-pm-func,test-pm-break)").unwrap());
+    let mut pm = PassManager::from_pipeline(
+        parse_pipeline("builtin.module(test-pm-func,test-pm-break)").unwrap(),
+    );
     pm.verify_each = false;
-    pm.add_instrumentation(Box::new(IrPrinter::new(config, Box::new(move |s| sink.borrow_mut().push_str(s)))));
+    pm.add_instrumentation(Box::new(IrPrinter::new(
+        config,
+        Box::new(move |s| sink.borrow_mut().push_str(s)),
+    )));
     pm.run(&mut ctx, m).unwrap();
-    let headers: Vec<String> = out.borrow().lines().filter(|l| l.starts_with("// -----//")).map(String::from).collect();
+    let headers: Vec<String> = out
+        .borrow()
+        .lines()
+        .filter(|l| l.starts_with("// -----//"))
+        .map(String::from)
+        .collect();
     assert_eq!(
         headers,
         [

@@ -37,16 +37,34 @@ impl Default for TimingTree {
 impl TimingTree {
     /// An empty tree; the total time counts from now.
     pub fn new() -> Self {
-        let root = Node { key: String::new(), name: "Total".into(), total: Duration::ZERO, children: Vec::new() };
-        TimingTree { nodes: vec![root], open: Vec::new(), created: Instant::now() }
+        let root = Node {
+            key: String::new(),
+            name: "Total".into(),
+            total: Duration::ZERO,
+            children: Vec::new(),
+        };
+        TimingTree {
+            nodes: vec![root],
+            open: Vec::new(),
+            created: Instant::now(),
+        }
     }
 
     /// Starts timer `key` (displayed as `name`) under the innermost open one.
     pub fn start(&mut self, key: &str, name: &str) {
         let parent = self.open.last().map_or(0, |(n, _)| *n);
-        let existing = self.nodes[parent].children.iter().copied().find(|&c| self.nodes[c].key == key);
+        let existing = self.nodes[parent]
+            .children
+            .iter()
+            .copied()
+            .find(|&c| self.nodes[c].key == key);
         let node = existing.unwrap_or_else(|| {
-            self.nodes.push(Node { key: key.into(), name: name.into(), total: Duration::ZERO, children: Vec::new() });
+            self.nodes.push(Node {
+                key: key.into(),
+                name: name.into(),
+                total: Duration::ZERO,
+                children: Vec::new(),
+            });
             let id = self.nodes.len() - 1;
             self.nodes[parent].children.push(id);
             id
@@ -77,16 +95,34 @@ impl TimingTree {
         out.push_str(&format!("  Total Execution Time: {secs:.4} seconds\n\n"));
         out.push_str("  ----Wall Time----  ----Name----\n");
         let line = |out: &mut String, d: Duration, depth: usize, name: &str| {
-            let pct = if secs > 0.0 { d.as_secs_f64() / secs * 100.0 } else { 0.0 };
-            out.push_str(&format!("  {:8.4} ({pct:5.1}%)  {:indent$}{name}\n", d.as_secs_f64(), "", indent = depth * 2));
+            let pct = if secs > 0.0 {
+                d.as_secs_f64() / secs * 100.0
+            } else {
+                0.0
+            };
+            out.push_str(&format!(
+                "  {:8.4} ({pct:5.1}%)  {:indent$}{name}\n",
+                d.as_secs_f64(),
+                "",
+                indent = depth * 2
+            ));
         };
         // Iterative pre-order walk (children in first-start order).
-        let mut stack: Vec<(usize, usize)> = self.nodes[0].children.iter().rev().map(|&c| (c, 0)).collect();
+        let mut stack: Vec<(usize, usize)> = self.nodes[0]
+            .children
+            .iter()
+            .rev()
+            .map(|&c| (c, 0))
+            .collect();
         while let Some((n, depth)) = stack.pop() {
             line(&mut out, self.nodes[n].total, depth, &self.nodes[n].name);
             stack.extend(self.nodes[n].children.iter().rev().map(|&c| (c, depth + 1)));
         }
-        let measured: Duration = self.nodes[0].children.iter().map(|&c| self.nodes[c].total).sum();
+        let measured: Duration = self.nodes[0]
+            .children
+            .iter()
+            .map(|&c| self.nodes[c].total)
+            .sum();
         line(&mut out, total.saturating_sub(measured), 0, "Rest");
         line(&mut out, total, 0, "Total");
         out
@@ -108,13 +144,17 @@ impl TimingInstrumentation {
 
 impl PassInstrumentation for TimingInstrumentation {
     fn before_pipeline(&mut self, anchor: &str, id: usize, _ctx: &Context, _op: OpId) {
-        self.tree.borrow_mut().start(&format!("pipeline{id}"), &format!("'{anchor}' Pipeline"));
+        self.tree
+            .borrow_mut()
+            .start(&format!("pipeline{id}"), &format!("'{anchor}' Pipeline"));
     }
     fn after_pipeline(&mut self, _anchor: &str, _id: usize, _ctx: &Context, _op: OpId) {
         self.tree.borrow_mut().stop();
     }
     fn before_pass(&mut self, pass: PassRef<'_>, _ctx: &Context, _op: OpId) {
-        self.tree.borrow_mut().start(&format!("pass{}", pass.id), pass.info.name);
+        self.tree
+            .borrow_mut()
+            .start(&format!("pass{}", pass.id), pass.info.name);
     }
     fn after_pass(&mut self, _pass: PassRef<'_>, _ctx: &Context, _op: OpId) {
         self.tree.borrow_mut().stop();
@@ -146,7 +186,17 @@ mod tests {
         t.time("Output", || ());
         let r = t.report();
         let names: Vec<&str> = r.lines().skip(6).map(|l| l[21..].trim_end()).collect();
-        assert_eq!(names, ["Parser", "'func.func' Pipeline", "  CSE", "Output", "Rest", "Total"]);
+        assert_eq!(
+            names,
+            [
+                "Parser",
+                "'func.func' Pipeline",
+                "  CSE",
+                "Output",
+                "Rest",
+                "Total"
+            ]
+        );
         assert!(r.contains("... Execution time report ..."));
         assert!(r.contains("  Total Execution Time: "));
     }

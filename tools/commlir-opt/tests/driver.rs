@@ -13,7 +13,12 @@ fn opt(args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("commlir-opt runs");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
@@ -30,8 +35,14 @@ fn list_passes_shows_passes_and_options() {
     assert!(o.status.success());
     let out = stdout(&o);
     assert!(out.starts_with("Available passes:\n"), "{out}");
-    assert!(out.contains("--cse ") && out.contains("- Eliminate common sub-expressions"), "{out}");
-    assert!(out.contains("--count=<long>") && out.contains("An integer option (default: 0)"), "{out}");
+    assert!(
+        out.contains("--cse ") && out.contains("- Eliminate common sub-expressions"),
+        "{out}"
+    );
+    assert!(
+        out.contains("--count=<long>") && out.contains("An integer option (default: 0)"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -50,7 +61,15 @@ fn help_lists_every_pass_with_options_and_version_works() {
     let o = opt(&["--help"], "");
     assert!(o.status.success());
     let out = stdout(&o);
-    for s in ["--split-input-file", "--verify-diagnostics", "--mlir-print-ir-after-change", "Passes:", "--symbol-dce", "--test-options", "flag=<bool>"] {
+    for s in [
+        "--split-input-file",
+        "--verify-diagnostics",
+        "--mlir-print-ir-after-change",
+        "Passes:",
+        "--symbol-dce",
+        "--test-options",
+        "flag=<bool>",
+    ] {
         assert!(out.contains(s), "missing {s} in\n{out}");
     }
     let o = opt(&["--version"], "");
@@ -61,8 +80,21 @@ fn help_lists_every_pass_with_options_and_version_works() {
 #[test]
 fn dump_pass_pipeline_prints_canonical_form() {
     let o = opt(&["--dump-pass-pipeline"], "");
-    assert!(stderr(&o).starts_with("Pass Manager with 0 passes:\nbuiltin.module()\n"), "{}", stderr(&o));
-    let o = opt(&["-dump-pass-pipeline", "-cse", "--test-count-ops", "--test-options=flag count=2", "--dce"], "");
+    assert!(
+        stderr(&o).starts_with("Pass Manager with 0 passes:\nbuiltin.module()\n"),
+        "{}",
+        stderr(&o)
+    );
+    let o = opt(
+        &[
+            "-dump-pass-pipeline",
+            "-cse",
+            "--test-count-ops",
+            "--test-options=flag count=2",
+            "--dce",
+        ],
+        "",
+    );
     assert!(
         stderr(&o).starts_with(
             "Pass Manager with 4 passes:\nbuiltin.module(cse,func.func(test-count-ops),test-options{count=2 flag=true name=},dce)\n"
@@ -70,8 +102,18 @@ fn dump_pass_pipeline_prints_canonical_form() {
         "{}",
         stderr(&o)
     );
-    let o = opt(&["--dump-pass-pipeline", "--pass-pipeline=builtin.module(func.func(cse, dce))"], "");
-    assert!(stderr(&o).contains("builtin.module(func.func(cse,dce))"), "{}", stderr(&o));
+    let o = opt(
+        &[
+            "--dump-pass-pipeline",
+            "--pass-pipeline=builtin.module(func.func(cse, dce))",
+        ],
+        "",
+    );
+    assert!(
+        stderr(&o).contains("builtin.module(func.func(cse,dce))"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -85,10 +127,16 @@ fn pipeline_syntax_errors_are_diagnostics() {
     );
     let o = opt(&["--pass-pipeline=cse"], "");
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("1:1: error: expected pass pipeline to be wrapped with the anchor operation type"));
+    assert!(stderr(&o).contains(
+        "1:1: error: expected pass pipeline to be wrapped with the anchor operation type"
+    ));
     let o = opt(&["--test-options=count=x"], "");
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("1:16: error: pass 'test-options': invalid value for option 'count'"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1:16: error: pass 'test-options': invalid value for option 'count'"),
+        "{}",
+        stderr(&o)
+    );
     let o = opt(&["--pass-pipeline=builtin.module(cse)", "--dce"], "");
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("can't be used with individual pass options"));
@@ -96,7 +144,11 @@ fn pipeline_syntax_errors_are_diagnostics() {
 
 #[test]
 fn bad_flags_and_missing_files_exit_1_without_panicking() {
-    for args in [&["--no-such-flag"][..], &["/no/such/file.mlir"], &["--mlir-print-ir-after=nope"]] {
+    for args in [
+        &["--no-such-flag"][..],
+        &["/no/such/file.mlir"],
+        &["--mlir-print-ir-after=nope"],
+    ] {
         let o = opt(args, "");
         assert_eq!(o.status.code(), Some(1), "{args:?}");
         assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
@@ -116,7 +168,10 @@ const MODULE: &str = "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
 #[test]
 #[ignore = "needs the parser/printer merge"]
 fn cse_through_flags_and_pipelines() {
-    for args in [&["--cse"][..], &["--pass-pipeline=builtin.module(func.func(cse))"]] {
+    for args in [
+        &["--cse"][..],
+        &["--pass-pipeline=builtin.module(func.func(cse))"],
+    ] {
         let o = opt(args, MODULE);
         assert!(o.status.success(), "{}", stderr(&o));
         let out = stdout(&o);
@@ -127,10 +182,17 @@ fn cse_through_flags_and_pipelines() {
 #[test]
 #[ignore = "needs the parser/printer merge"]
 fn split_input_file_keeps_line_numbers_and_joins_outputs() {
-    let input = format!("{MODULE}// -----\n{MODULE}// -----\nfunc.func @g() {{\n  return %nope : i32\n}}\n");
+    let input = format!(
+        "{MODULE}// -----\n{MODULE}// -----\nfunc.func @g() {{\n  return %nope : i32\n}}\n"
+    );
     let o = opt(&["--split-input-file"], &input);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(stdout(&o).matches("// -----\n").count(), 2, "{}", stdout(&o));
+    assert_eq!(
+        stdout(&o).matches("// -----\n").count(),
+        2,
+        "{}",
+        stdout(&o)
+    );
     assert!(stderr(&o).contains("<stdin>:15:"), "{}", stderr(&o));
 }
 
@@ -148,28 +210,66 @@ fn verify_diagnostics_matches_expected_errors() {
 ";
     let o = opt(&["--split-input-file", "--verify-diagnostics"], input);
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = opt(&["--verify-diagnostics"], "// expected-error {{never}}\nmodule {}\n");
+    let o = opt(
+        &["--verify-diagnostics"],
+        "// expected-error {{never}}\nmodule {}\n",
+    );
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("<stdin>:1:4: error: expected error \"never\" was not produced"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("<stdin>:1:4: error: expected error \"never\" was not produced"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 #[ignore = "needs the parser/printer merge"]
 fn options_statistics_and_timing_reports() {
-    let o = opt(&["--test-options=flag=true count=3 list=1,2", "--mlir-pass-statistics", "--mlir-timing", "--cse"], MODULE);
+    let o = opt(
+        &[
+            "--test-options=flag=true count=3 list=1,2",
+            "--mlir-pass-statistics",
+            "--mlir-timing",
+            "--cse",
+        ],
+        MODULE,
+    );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("test.options = \"count=3 flag=true list=1,2 name=\""), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("test.options = \"count=3 flag=true list=1,2 name=\""),
+        "{}",
+        stdout(&o)
+    );
     let err = stderr(&o);
-    assert!(err.contains("... Pass statistics report ...") && err.contains("(S) 1 num-cse'd"), "{err}");
-    assert!(err.contains("... Execution time report ...") && err.contains("Parser") && err.contains("CSE"), "{err}");
+    assert!(
+        err.contains("... Pass statistics report ...") && err.contains("(S) 1 num-cse'd"),
+        "{err}"
+    );
+    assert!(
+        err.contains("... Execution time report ...")
+            && err.contains("Parser")
+            && err.contains("CSE"),
+        "{err}"
+    );
 }
 
 #[test]
 #[ignore = "needs the parser/printer merge"]
 fn print_ir_after_change_only_prints_changing_passes() {
-    let o = opt(&["--mlir-print-ir-after-all", "--mlir-print-ir-after-change", "--test-count-ops", "--cse"], MODULE);
+    let o = opt(
+        &[
+            "--mlir-print-ir-after-all",
+            "--mlir-print-ir-after-change",
+            "--test-count-ops",
+            "--cse",
+        ],
+        MODULE,
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
-    assert!(err.contains("// -----// IR Dump After CSE (cse) //----- //"), "{err}");
+    assert!(
+        err.contains("// -----// IR Dump After CSE (cse) //----- //"),
+        "{err}"
+    );
     assert!(!err.contains("IR Dump After TestCountOps"), "{err}");
 }
