@@ -1,0 +1,439 @@
+//! One rank's interpreter: a stack of function frames, each with an environment mapping SSA
+//! values to runtime slots, and a cursor on the next op. It runs until it must block (see
+//! [`RankTask`]); per-dialect semantics live in `compute`, `coll` and `comm`.
+
+use super::collective::{CollKind, CollSpec};
+use super::compute;
+use super::engine::{CollId, Engine};
+use super::groups::{group_op_of, Communicator, GroupLayout};
+use super::memory::{Memory, StorageId};
+use super::scheduler::{Progress, RankTask};
+use crate::error::SimError;
+use crate::tensor::{Data, Tensor, TensorType};
+use commlir_ir::{Context, OpId, Value};
+use std::collections::{HashMap, HashSet};
+
+/// Calls nested deeper than this are reported (the frames live on the heap, so this guards
+/// against runaway recursion, not against the native stack).
+const MAX_CALL_DEPTH: usize = 10_000;
+
+/// What an SSA value is bound to at run time.
+#[derive(Clone, Debug)]
+pub(super) enum Slot {
+    /// A tensor in the rank's memory (possibly shared with aliases).
+    Tensor(StorageId),
+    /// Result `index` of a `coll` collective, readable only through `coll.wait_tensor`.
+    InFlight { coll: CollId, index: usize },
+    /// A `!comm.work` handle; on completion, the outputs are written to `dests`.
+    Work { coll: CollId, dests: Vec<StorageId> },
+}
+
+struct Frame {
+    func: OpId,
+    env: HashMap<Value, Slot>,
+    next: Option<OpId>,
+    /// The `func.call` that created this frame (none for the entry function).
+    call_site: Option<OpId>,
+}
+
+/// How execution continues after an op.
+pub(super) enum Flow {
+    /// Go to the next op of the current frame.
+    Next,
+    /// The op moved the cursor itself (call, return).
+    Jumped,
+    /// Stay on this op until the collective completes, then execute it again.
+    Block(CollId),
+    /// The entry function returned.
+    Done,
+}
+
+/// The interpreter state of one rank.
+pub struct RankInterp<'c> {
+    pub(super) ctx: &'c Context,
+    pub(super) rank: usize,
+    n_ranks: usize,
+    pub(super) mem: Memory,
+    frames: Vec<Frame>,
+    layouts: HashMap<OpId, GroupLayout>,
+    /// A blocking collective issued at an op, not yet complete (so re-executing the op after
+    /// the block does not issue it again).
+    blocking: Option<(OpId, CollId)>,
+    /// `comm` collectives whose outputs were written to their destination buffers.
+    pub(super) applied: HashSet<CollId>,
+    /// The entry function's `func.return` and its operands, once it returned.
+    returned: Option<(OpId, Vec<Slot>)>,
+}
+
+impl<'c> RankInterp<'c> {
+    /// Rank `rank` of `n_ranks`, about to run `entry` on `args`.
+    pub fn new(
+        ctx: &'c Context,
+        rank: usize,
+        n_ranks: usize,
+        entry: OpId,
+        args: Vec<Tensor>,
+    ) -> Result<Self, SimError> {
+        let mut interp = RankInterp {
+            ctx,
+            rank,
+            n_ranks,
+            mem: Memory::default(),
+            frames: Vec::new(),
+            layouts: HashMap::new(),
+            blocking: None,
+            applied: HashSet::new(),
+            returned: None,
+        };
+        let slots = args
+            .into_iter()
+            .map(|t| Slot::Tensor(interp.mem.alloc(t)))
+            .collect();
+        interp.push_frame(entry, slots, None)?;
+        Ok(interp)
+    }
+
+    /// The entry function's results, after it returned.
+    pub fn results(&self) -> Result<Vec<Tensor>, SimError> {
+        let Some((ret, slots)) = &self.returned else {
+            return Err(SimError::Setup(format!(
+                "rank {} did not finish",
+                self.rank
+            )));
+        };
+        slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| match s {
+                Slot::Tensor(id) => Ok(self.mem.read(*id).clone()),
+                _ => Err(SimError::op(
+                    self.ctx,
+                    *ret,
+                    format!("returns operand #{i}, which is not a completed tensor"),
+                )),
+            })
+            .collect()
+    }
+
+    fn push_frame(
+        &mut self,
+        func: OpId,
+        args: Vec<Slot>,
+        call_site: Option<OpId>,
+    ) -> Result<(), SimError> {
+        let ctx = self.ctx;
+        let at = call_site.unwrap_or(func);
+        if self.frames.len() >= MAX_CALL_DEPTH {
+            return Err(SimError::op(
+                ctx,
+                at,
+                format!("exceeds the maximum call depth ({MAX_CALL_DEPTH})"),
+            ));
+        }
+        let blocks = ctx
+            .op_regions(func)
+            .first()
+            .map(|r| ctx.region_blocks(*r))
+            .unwrap_or(&[]);
+        let entry = match blocks {
+            [b] => *b,
+            [] => return Err(SimError::op(ctx, at, "calls a function without a body")),
+            _ => {
+                return Err(SimError::op(
+                    ctx,
+                    func,
+                    "has several blocks; the sim backend runs single-block functions",
+                ))
+            }
+        };
+        let params = ctx.block_args(entry);
+        if params.len() != args.len() {
+            return Err(SimError::op(
+                ctx,
+                at,
+                format!(
+                    "passes {} arguments to a function of {}",
+                    args.len(),
+                    params.len()
+                ),
+            ));
+        }
+        let env = params.iter().copied().zip(args).collect();
+        self.frames.push(Frame {
+            func,
+            env,
+            next: ctx.block_first(entry),
+            call_site,
+        });
+        Ok(())
+    }
+
+    fn frame(&self) -> &Frame {
+        self.frames.last().expect("a running rank has a frame")
+    }
+
+    // ----- value access ---------------------------------------------------------------------
+
+    pub(super) fn slot(&self, op: OpId, v: Value) -> Result<&Slot, SimError> {
+        self.frame().env.get(&v).ok_or_else(|| {
+            SimError::op(self.ctx, op, "uses a value that has no run-time definition")
+        })
+    }
+
+    pub(super) fn bind(&mut self, v: Value, s: Slot) {
+        self.frames
+            .last_mut()
+            .expect("a running rank has a frame")
+            .env
+            .insert(v, s);
+    }
+
+    /// The storage of operand `i` of `op`, which must be a completed tensor.
+    pub(super) fn storage(&self, op: OpId, i: usize) -> Result<StorageId, SimError> {
+        let v = *self
+            .ctx
+            .operands(op)
+            .get(i)
+            .ok_or_else(|| SimError::op(self.ctx, op, format!("has no operand #{i}")))?;
+        match self.slot(op, v)? {
+            Slot::Tensor(id) => Ok(*id),
+            Slot::InFlight { .. } => Err(SimError::op(
+                self.ctx,
+                op,
+                format!("reads operand #{i} while it is in flight (before its 'coll.wait_tensor')"),
+            )),
+            Slot::Work { .. } => Err(SimError::op(
+                self.ctx,
+                op,
+                format!("expects a tensor for operand #{i}, got a work handle"),
+            )),
+        }
+    }
+
+    /// Operand `i` of `op` as a tensor.
+    pub(super) fn tensor(&self, op: OpId, i: usize) -> Result<&Tensor, SimError> {
+        Ok(self.mem.read(self.storage(op, i)?))
+    }
+
+    /// The runtime type of result `i` of `op`.
+    pub(super) fn result_type(&self, op: OpId, i: usize) -> Result<TensorType, SimError> {
+        let v = *self
+            .ctx
+            .results(op)
+            .get(i)
+            .ok_or_else(|| SimError::op(self.ctx, op, format!("has no result #{i}")))?;
+        TensorType::from_type(self.ctx, self.ctx.value_type(v)).ok_or_else(|| {
+            SimError::op(self.ctx, op, format!("result #{i} is not a statically shaped tensor of a type the sim backend supports"))
+        })
+    }
+
+    /// Binds result `i` of `op` to a new storage holding `t`, after checking its type.
+    pub(super) fn define(&mut self, op: OpId, i: usize, t: Tensor) -> Result<(), SimError> {
+        let want = self.result_type(op, i)?;
+        if t.ty != want {
+            return Err(SimError::op(
+                self.ctx,
+                op,
+                format!("produces {} for result #{i}, whose type is {want}", t.ty),
+            ));
+        }
+        let id = self.mem.alloc(t);
+        self.bind(self.ctx.result(op, i), Slot::Tensor(id));
+        Ok(())
+    }
+
+    // ----- collectives ----------------------------------------------------------------------
+
+    /// The communicator this rank uses for the group of collective `op`.
+    fn communicator(&mut self, op: OpId) -> Result<Communicator, SimError> {
+        let ctx = self.ctx;
+        let g = group_op_of(ctx, op)?;
+        if !self.layouts.contains_key(&g) {
+            let layout = GroupLayout::resolve(ctx, g, self.n_ranks, op)?;
+            self.layouts.insert(g, layout);
+        }
+        let layout = &self.layouts[&g];
+        layout
+            .communicator_of(self.rank)
+            .ok_or_else(|| SimError::RankNotInGroup {
+                op,
+                name: ctx.op_name(op).to_string(),
+                rank: self.rank,
+                group: layout.name.clone(),
+            })
+    }
+
+    /// Issues the collective of `op` with this rank's `inputs`.
+    pub(super) fn issue(
+        &mut self,
+        engine: &mut Engine,
+        op: OpId,
+        kind: CollKind,
+        inputs: Vec<Tensor>,
+    ) -> Result<CollId, SimError> {
+        let comm = self.communicator(op)?;
+        let spec = CollSpec {
+            kind,
+            inputs: inputs.iter().map(|t| t.ty.clone()).collect(),
+        };
+        engine.issue(self.ctx, self.rank, &comm, spec, op, inputs)
+    }
+
+    /// A blocking collective: issued the first time `op` executes (with what `make` returns),
+    /// then polled each time the rank resumes at `op`. Returns the collective and whether it
+    /// has completed.
+    pub(super) fn issue_blocking(
+        &mut self,
+        engine: &mut Engine,
+        op: OpId,
+        make: impl FnOnce(&Self) -> Result<(CollKind, Vec<Tensor>), SimError>,
+    ) -> Result<(CollId, bool), SimError> {
+        let coll = match self.blocking {
+            Some((o, c)) if o == op => c,
+            _ => {
+                let (kind, inputs) = make(self)?;
+                let c = self.issue(engine, op, kind, inputs)?;
+                self.blocking = Some((op, c));
+                c
+            }
+        };
+        let done = engine.is_complete(coll);
+        if done {
+            self.blocking = None;
+        }
+        Ok((coll, done))
+    }
+
+    // ----- execution ------------------------------------------------------------------------
+
+    fn exec(&mut self, op: OpId, engine: &mut Engine) -> Result<Flow, SimError> {
+        let ctx = self.ctx;
+        let name = ctx.op_name(op);
+        match name {
+            "func.return" => self.exec_return(op),
+            "func.call" => self.exec_call(op),
+            _ if name.starts_with("compute.") => self.exec_compute(op),
+            _ if name.starts_with("coll.") => self.exec_coll(op, engine),
+            _ if name.starts_with("comm.") || name.starts_with("symm.") => {
+                self.exec_comm(op, engine)
+            }
+            _ => Err(SimError::Unsupported {
+                op,
+                name: name.to_string(),
+            }),
+        }
+    }
+
+    fn exec_compute(&mut self, op: OpId) -> Result<Flow, SimError> {
+        let ctx = self.ctx;
+        let inputs = (0..ctx.operands(op).len())
+            .map(|i| self.tensor(op, i))
+            .collect::<Result<Vec<_>, _>>()?;
+        if ctx.results(op).len() != 1 {
+            return Err(SimError::op(ctx, op, "expects exactly one result"));
+        }
+        let result = self.result_type(op, 0)?;
+        let out = compute::execute(ctx, op, &inputs, &result)
+            .map_err(|m| SimError::op(ctx, op, m))?
+            .ok_or_else(|| SimError::Unsupported {
+                op,
+                name: ctx.op_name(op).to_string(),
+            })?;
+        self.define(op, 0, out)?;
+        Ok(Flow::Next)
+    }
+
+    fn exec_call(&mut self, op: OpId) -> Result<Flow, SimError> {
+        let ctx = self.ctx;
+        let callee_name = ctx
+            .inherent_attr(op, "callee")
+            .and_then(|a| ctx.attr_as_symbol(a))
+            .ok_or_else(|| SimError::op(ctx, op, "requires a 'callee' symbol"))?;
+        let callee = ctx
+            .lookup_symbol(op, callee_name)
+            .filter(|f| ctx.op_name(*f) == "func.func")
+            .ok_or_else(|| {
+                SimError::op(
+                    ctx,
+                    op,
+                    format!("'{callee_name}' does not reference a function"),
+                )
+            })?;
+        let args = ctx
+            .operands(op)
+            .iter()
+            .map(|v| self.slot(op, *v).cloned())
+            .collect::<Result<Vec<_>, _>>()?;
+        // The caller resumes after the call once the callee returns.
+        self.frames.last_mut().expect("frame").next = ctx.next_op(op);
+        self.push_frame(callee, args, Some(op))?;
+        Ok(Flow::Jumped)
+    }
+
+    fn exec_return(&mut self, op: OpId) -> Result<Flow, SimError> {
+        let ctx = self.ctx;
+        let slots = ctx
+            .operands(op)
+            .iter()
+            .map(|v| self.slot(op, *v).cloned())
+            .collect::<Result<Vec<_>, _>>()?;
+        let frame = self.frames.pop().expect("frame");
+        match frame.call_site {
+            None => {
+                self.returned = Some((op, slots));
+                Ok(Flow::Done)
+            }
+            Some(call) => {
+                let results = ctx.results(call);
+                if results.len() != slots.len() {
+                    return Err(SimError::op(
+                        ctx,
+                        op,
+                        format!(
+                            "returns {} values to a call expecting {}",
+                            slots.len(),
+                            results.len()
+                        ),
+                    ));
+                }
+                for (r, s) in results.iter().zip(slots) {
+                    self.bind(*r, s);
+                }
+                Ok(Flow::Jumped)
+            }
+        }
+    }
+}
+
+impl RankTask for RankInterp<'_> {
+    fn resume(&mut self, engine: &mut Engine) -> Result<Progress, SimError> {
+        loop {
+            let frame = self.frame();
+            let Some(op) = frame.next else {
+                return Err(SimError::op(
+                    self.ctx,
+                    frame.func,
+                    "body ends without 'func.return'",
+                ));
+            };
+            match self.exec(op, engine)? {
+                Flow::Next => self.frames.last_mut().expect("frame").next = self.ctx.next_op(op),
+                Flow::Jumped => {}
+                Flow::Block(on) => return Ok(Progress::Blocked { at: op, on }),
+                Flow::Done => return Ok(Progress::Finished),
+            }
+        }
+    }
+}
+
+/// The contents of a freshly allocated, uninitialized comm buffer: NaN for floats and a
+/// 0x5A byte pattern for integers, so a read before the collective wrote it shows in digests.
+pub(super) fn garbage(ty: TensorType) -> Tensor {
+    let n = ty.numel();
+    let data = match ty.elem {
+        crate::tensor::ElemType::F64 => Data::F64(vec![f64::NAN; n]),
+        e if e.is_float() => Data::F32(vec![f32::NAN; n]),
+        e => Data::Int(vec![e.wrap(0x5a5a_5a5a_5a5a_5a5a); n]),
+    };
+    Tensor { ty, data }
+}
