@@ -3,13 +3,19 @@
 
 // RUN: commlir-opt %s -o /dev/null --mlir-print-ir-after-all --mlir-print-ir-after-change --test-count-ops --cse 2>&1 | FileCheck %s
 // CHECK-NOT: IR Dump After TestCountOps
+// CSE is op-agnostic, so as a flag it runs on (and dumps) the module.
 // CHECK: // -----// IR Dump After CSE (cse) //----- //
+// CHECK-NEXT: module {
 // CHECK-NEXT: func.func @f
 // CHECK-NOT: compute.neg
 
-// RUN: commlir-opt %s -o /dev/null --mlir-print-ir-before=cse --mlir-print-ir-module-scope --cse 2>&1 | FileCheck %s --check-prefix=BEFORE
+// RUN: commlir-opt %s -o /dev/null --mlir-print-ir-before=cse --pass-pipeline='builtin.module(func.func(cse))' 2>&1 | FileCheck %s --check-prefix=BEFORE
 // BEFORE: // -----// IR Dump Before CSE (cse) //----- //
-// BEFORE-NEXT: module
+// BEFORE-NEXT: func.func @f
+
+// RUN: commlir-opt %s -o /dev/null --mlir-print-ir-before=cse --mlir-print-ir-module-scope --pass-pipeline='builtin.module(func.func(cse))' 2>&1 | FileCheck %s --check-prefix=SCOPE
+// SCOPE: // -----// IR Dump Before CSE (cse) //----- //
+// SCOPE-NEXT: module
 
 // RUN: commlir-opt %s -o /dev/null --mlir-pass-statistics --mlir-timing --cse 2>&1 | FileCheck %s --check-prefix=REPORTS
 // REPORTS: ... Pass statistics report ...

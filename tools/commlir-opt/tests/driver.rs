@@ -193,7 +193,11 @@ fn split_input_file_keeps_line_numbers_and_joins_outputs() {
         "{}",
         stdout(&o)
     );
-    assert!(stderr(&o).contains("<stdin>:15:"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("<stdin>:16:10: error: "),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
