@@ -107,7 +107,7 @@ impl Prog {
     /// Starts `func.func @name(args)`; returns its arguments.
     pub fn func(&mut self, name: &str, args: &[Type]) -> Vec<Value> {
         let fty = self.ctx.function_type(args.to_vec(), vec![]);
-        let attrs = vec![
+        let attrs = [
             ("sym_name", self.s(name)),
             ("function_type", self.ctx.type_attr(fty)),
         ];
