@@ -1,4 +1,5 @@
 //! commlir analyses and passes, one file per pass.
+pub mod analysis;
 pub mod coll_to_comm;
 pub mod cse;
 pub mod dce;
