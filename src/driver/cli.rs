@@ -90,6 +90,12 @@ fn base_command() -> Command {
             "Do not verify the IR after parsing it",
         ))
         .arg(
+            Arg::new("comm-report")
+                .long("comm-report")
+                .value_name("FILE")
+                .help("Write the communication report (JSON: peak memory, exposed communication, collectives, pools) of the IR after the pipeline"),
+        )
+        .arg(
             Arg::new("pass-pipeline")
                 .long("pass-pipeline")
                 .value_name("PIPELINE")

@@ -114,6 +114,7 @@ struct Config {
     print: PrintOptions,
     timing: bool,
     statistics: bool,
+    comm_report: Option<String>,
 }
 
 fn run(args: Vec<OsString>) -> u8 {
@@ -157,6 +158,7 @@ fn run(args: Vec<OsString>) -> u8 {
             .cloned()
             .unwrap_or_else(|| "-".into()),
         split_marker: matches.get_one::<String>("split-input-file").cloned(),
+        comm_report: matches.get_one::<String>("comm-report").cloned(),
         output_split_marker: matches
             .get_one::<String>("output-split-marker")
             .cloned()
@@ -290,8 +292,9 @@ fn process_input(config: &Config, pm: &mut PassManager, timing: &Rc<RefCell<Timi
     };
     let mut outputs: Vec<String> = Vec::new();
     let mut failed = false;
+    let mut report = commlir_passes::analysis::report::Report { functions: Vec::new() };
     for chunk in &chunks {
-        let (output, diags) = process_chunk(config, pm, &file_name, &chunk.bytes, &sm, timing);
+        let (output, diags) = process_chunk(config, pm, &file_name, &chunk.bytes, &sm, timing, &mut report);
         outputs.push(output.clone().unwrap_or_default());
         if config.verify_diagnostics {
             let text = String::from_utf8_lossy(&chunk.bytes);
@@ -341,6 +344,12 @@ fn process_input(config: &Config, pm: &mut PassManager, timing: &Rc<RefCell<Timi
             return 1;
         }
     }
+    if let Some(path) = &config.comm_report {
+        if let Err(e) = std::fs::write(path, report.to_json() + "\n") {
+            eprintln!("commlir-opt: error: could not write comm report '{path}': {e}");
+            return 1;
+        }
+    }
     u8::from(failed)
 }
 
@@ -353,6 +362,7 @@ fn process_chunk(
     bytes: &[u8],
     sm: &SourceMgr,
     timing: &Rc<RefCell<TimingTree>>,
+    report: &mut commlir_passes::analysis::report::Report,
 ) -> (Option<String>, Vec<PlainDiag>) {
     let mut ctx = Context::new();
     ctx.allow_unregistered = config.allow_unregistered;
@@ -379,6 +389,14 @@ fn process_chunk(
     }
     match pm.run(&mut ctx, module) {
         Ok(diags) => {
+            if config.comm_report.is_some() {
+                let r = commlir_passes::analysis::report::build(
+                    &ctx,
+                    &commlir_passes::analysis::cost::H200_NVLINK,
+                    module,
+                );
+                report.functions.extend(r.functions);
+            }
             let text = timing
                 .borrow_mut()
                 .time("Output", || print_op(&ctx, module, &config.print));
