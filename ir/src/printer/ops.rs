@@ -610,11 +610,11 @@ impl<'c, 'o> OpPrinter<'c, 'o> {
     fn return_op(&mut self, op: OpId) {
         let ctx = self.ctx;
         let name = ctx.op_name(op);
+        // Inside a function printed in its custom form the func dialect is the default one,
+        // so MLIR drops the prefix (a generic `"func.func"` sets no default dialect).
         let in_func = ctx
             .parent_op(op)
-            .and_then(|p| ctx.op_def(p))
-            .is_some_and(|d| d.syntax == Syntax::Func);
-        // Inside a function the func dialect is the default one, so MLIR drops the prefix.
+            .is_some_and(|p| self.form(p) == Form::Func);
         let short = name.strip_prefix("func.").filter(|_| in_func);
         self.out.push_str(short.unwrap_or(name));
         let rest = self.merged_attrs(op, &[]);
