@@ -118,7 +118,7 @@ fn large_flat_program() {
     let (m, body) = module(&mut ctx, loc);
     let bf16 = ctx.float_type(FloatKind::BF16);
     let t = ctx.tensor_type(&[8, 1024], bf16);
-    let (_, entry) = printer_common::func(&mut ctx, body, "big", &[t], &[t], &[], false, 1);
+    let (_, entry) = printer_common::func(&mut ctx, body, "big", (&[t], &[t]), &[], false, 1);
     let entry = entry.unwrap();
     let mut v = ctx.block_args(entry)[0];
     let tp = ctx.symbol_ref("tp");

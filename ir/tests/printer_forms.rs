@@ -85,8 +85,7 @@ fn edge_module(ctx: &mut Context) -> OpId {
         ctx,
         body,
         "res_attrs",
-        &[],
-        &[i32t],
+        (&[], &[i32t]),
         &[
             ("res_attrs", res_attrs),
             ("sym_visibility", nested),
@@ -98,11 +97,11 @@ fn edge_module(ctx: &mut Context) -> OpId {
     let c = op(ctx, e1.unwrap(), "compute.fill", &[], &[i32t], &[], 11);
     let c = ctx.result(c, 0);
     op(ctx, e1.unwrap(), "func.return", &[c], &[], &[], 12);
-    let (_, e2) = func(ctx, body, "returns_fn", &[fn_t], &[fn_t], &[], false, 13);
+    let (_, e2) = func(ctx, body, "returns_fn", (&[fn_t], &[fn_t]), &[], false, 13);
     let p = ctx.block_args(e2.unwrap())[0];
     op(ctx, e2.unwrap(), "func.return", &[p], &[], &[], 14);
     // No results, several blocks: entry label hidden, others labelled.
-    let (_, e3) = func(ctx, body, "blocks", &[i32t], &[], &[], false, 15);
+    let (_, e3) = func(ctx, body, "blocks", (&[i32t], &[]), &[], false, 15);
     let e3 = e3.unwrap();
     let region = ctx.block_parent(e3).unwrap();
     let tail = ctx.new_block(&[i32t]);
@@ -115,7 +114,7 @@ fn edge_module(ctx: &mut Context) -> OpId {
     ctx.append_op(e3, brop);
     op(ctx, tail, "func.return", &[], &[], &[], 16);
     // Entry arguments that disagree with the signature: generic.
-    let (_, e4) = func(ctx, body, "mismatch", &[i32t], &[], &[], false, 17);
+    let (_, e4) = func(ctx, body, "mismatch", (&[i32t], &[]), &[], false, 17);
     ctx.add_block_arg(e4.unwrap(), f32t, None);
     op(ctx, e4.unwrap(), "func.return", &[], &[], &[], 18);
     // A call with an extra attribute.
@@ -176,7 +175,7 @@ fn numbering_follows_mlir() {
     let top = op(&mut ctx, body, "x.a", &[], &[i32t], &[], 1);
     let _ = top;
     for _ in 0..2 {
-        let (_, e) = func(&mut ctx, body, "f", &[i32t], &[], &[], false, 2);
+        let (_, e) = func(&mut ctx, body, "f", (&[i32t], &[]), &[], false, 2);
         op(&mut ctx, e.unwrap(), "x.b", &[], &[i32t], &[], 3);
         op(&mut ctx, e.unwrap(), "func.return", &[], &[], &[], 4);
     }

@@ -242,7 +242,7 @@ mod tests {
             5e-324,
             f64::MAX,
             f64::MIN_POSITIVE,
-            3.141592653589793,
+            std::f64::consts::PI,
             2.5e15,
         ] {
             let s = f(v, FloatKind::F64);

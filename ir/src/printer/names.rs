@@ -69,6 +69,8 @@ pub(crate) struct Names {
     /// Predecessors of each block that has some, one entry per successor use (as MLIR
     /// counts them), for the `// N preds:` comments.
     preds: FxHashMap<BlockId, Vec<BlockId>>,
+    /// Number of ops numbered (nested in the root), to size the output buffer.
+    pub(crate) num_ops: usize,
 }
 
 impl Names {
@@ -79,6 +81,7 @@ impl Names {
             values: SlotMap::new(dense, ctx.num_value_slots()),
             blocks: SlotMap::new(dense, ctx.blocks.len()),
             preds: FxHashMap::default(),
+            num_ops: 0,
         };
         let mut next_value = 0u32;
         let mut next_arg = 0u32;
@@ -107,6 +110,7 @@ impl Names {
                     }
                 }
                 for op in ctx.block_ops(b) {
+                    names.num_ops += 1;
                     names.number_results(ctx, op, &mut next_value);
                     for &s in ctx.successors(op) {
                         names.preds.entry(s).or_default().push(b);

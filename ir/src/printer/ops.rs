@@ -13,7 +13,7 @@ use super::terms::TermPrinter;
 use super::PrintOptions;
 use crate::attrs::AttrKind;
 use crate::context::Context;
-use crate::entity::{Attr, BlockId, Ident, OpId, RegionId, Type};
+use crate::entity::{Attr, BlockId, Ident, OpId, RegionId, Type, Value};
 use crate::opdef::Syntax;
 use crate::types::TypeKind;
 use std::borrow::Cow;
@@ -87,6 +87,8 @@ pub(crate) struct OpPrinter<'c, 'o> {
     terms: TermPrinter<'c>,
     frames: Vec<Frame>,
     level: usize,
+    /// The interned `sym_name`, looked up once (absent: no op can have one).
+    sym_name_key: Option<Ident>,
 }
 
 impl<'c, 'o> OpPrinter<'c, 'o> {
@@ -96,14 +98,19 @@ impl<'c, 'o> OpPrinter<'c, 'o> {
         root: OpId,
         out: &'o mut String,
     ) -> Self {
+        let names = Names::number(ctx, root, opts.generic);
+        // Typical ops print to 50-100 bytes; growing a 20 MB string by doubling would copy
+        // it several times over.
+        out.reserve(64 * (names.num_ops + 1));
         OpPrinter {
             ctx,
             opts,
             out,
-            names: Names::number(ctx, root, opts.generic),
+            names,
             terms: TermPrinter::new(ctx),
             frames: Vec::new(),
             level: 0,
+            sym_name_key: ctx.find_ident("sym_name"),
         }
     }
 
@@ -206,9 +213,7 @@ impl<'c, 'o> OpPrinter<'c, 'o> {
                 let (_, attrs) = self.split_inherent(op);
                 self.dict(attrs.iter().copied(), " {");
                 self.out.push_str(" : ");
-                let ins = self.value_types(self.ctx.operands(op));
-                let outs = self.value_types(self.ctx.results(op));
-                self.terms.function_type(self.out, &ins, &outs);
+                self.value_function_type(op);
             }
             Form::Uniform => {
                 if has_regions {
@@ -421,24 +426,28 @@ impl<'c, 'o> OpPrinter<'c, 'o> {
         let ctx = self.ctx;
         self.results_def(op);
         self.out.push_str(ctx.op_name(op));
-        // `@symbol` stands for the `sym_name` string, wherever the op keeps it.
-        let sym_key = ctx.find_ident("sym_name");
+        // `@symbol` stands for the `sym_name` string, wherever the op keeps it (properties
+        // first, as `inherent_attr` looks them up).
+        let sym_key = self.sym_name_key;
         let is_sym = |k: Ident| Some(k) == sym_key;
-        let mut sym_in_props = false;
-        let mut sym_in_attrs = false;
-        let sym = match ctx.get_prop(op, "sym_name") {
-            Some(a) if matches!(ctx.attr_kind(a), AttrKind::String(_)) => {
-                sym_in_props = true;
-                Some(a)
-            }
-            _ => match ctx.get_attr(op, "sym_name") {
-                Some(a) if matches!(ctx.attr_kind(a), AttrKind::String(_)) => {
-                    sym_in_attrs = true;
-                    Some(a)
-                }
-                _ => None,
-            },
+        let string_entry = |entries: &[(Ident, Attr)]| {
+            entries
+                .iter()
+                .find(|(k, v)| is_sym(*k) && matches!(ctx.attr_kind(*v), AttrKind::String(_)))
+                .map(|(_, v)| *v)
         };
+        let prop_entries: &[(Ident, Attr)] = match ctx.properties(op).map(|p| ctx.attr_kind(p)) {
+            Some(AttrKind::Dict(entries)) => entries,
+            _ => &[],
+        };
+        let sym_from_props = string_entry(prop_entries);
+        let sym_from_attrs = if sym_from_props.is_none() {
+            string_entry(ctx.attrs(op))
+        } else {
+            None
+        };
+        let (sym_in_props, sym_in_attrs) = (sym_from_props.is_some(), sym_from_attrs.is_some());
+        let sym = sym_from_props.or(sym_from_attrs);
         if let Some(AttrKind::String(name)) = sym.map(|a| ctx.attr_kind(a)) {
             self.out.push_str(" @");
             match std::str::from_utf8(name) {
@@ -490,9 +499,7 @@ impl<'c, 'o> OpPrinter<'c, 'o> {
         if types.all(|t| t == first) && !self.terms.is_function_type(first) {
             self.terms.ty(self.out, first);
         } else {
-            let ins = self.value_types(ctx.operands(op));
-            let outs = self.value_types(ctx.results(op));
-            self.terms.function_type(self.out, &ins, &outs);
+            self.value_function_type(op);
         }
     }
 
@@ -647,9 +654,7 @@ impl<'c, 'o> OpPrinter<'c, 'o> {
         let rest = self.merged_attrs(op, &["callee"]);
         self.dict(rest.into_iter(), " {");
         self.out.push_str(" : ");
-        let ins = self.value_types(ctx.operands(op));
-        let outs = self.value_types(ctx.results(op));
-        self.terms.function_type(self.out, &ins, &outs);
+        self.value_function_type(op);
     }
 
     /// Properties and discardable attributes together, sorted, minus `elided`: the
@@ -729,7 +734,7 @@ impl<'c, 'o> OpPrinter<'c, 'o> {
 
     /// ` loc(...)` of a block argument under debug info; an argument without a location has
     /// the unknown one, as every MLIR value does.
-    fn arg_loc(&mut self, arg: crate::entity::Value) {
+    fn arg_loc(&mut self, arg: Value) {
         if self.opts.debug_info {
             let l = self
                 .ctx
@@ -747,7 +752,7 @@ impl<'c, 'o> OpPrinter<'c, 'o> {
         }
     }
 
-    fn values(&mut self, vals: &[crate::entity::Value]) {
+    fn values(&mut self, vals: &[Value]) {
         for (i, &v) in vals.iter().enumerate() {
             if i > 0 {
                 self.out.push_str(", ");
@@ -756,8 +761,12 @@ impl<'c, 'o> OpPrinter<'c, 'o> {
         }
     }
 
-    fn value_types(&self, vals: &[crate::entity::Value]) -> Vec<Type> {
-        vals.iter().map(|v| self.ctx.value_type(*v)).collect()
+    /// `(operand types) -> result types` of an op.
+    fn value_function_type(&mut self, op: OpId) {
+        let ctx = self.ctx;
+        let types = |vals: &'c [Value]| vals.iter().map(|v| ctx.value_type(*v));
+        self.terms
+            .function_type(self.out, types(ctx.operands(op)), types(ctx.results(op)));
     }
 
     /// `open` + entries + `}` when there is at least one entry.

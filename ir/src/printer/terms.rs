@@ -92,24 +92,29 @@ impl<'c> TermPrinter<'c> {
     }
 
     /// Appends `(T, ...) -> R` with MLIR's rules for the result list.
-    pub(crate) fn function_type(&mut self, out: &mut String, inputs: &[Type], results: &[Type]) {
+    pub(crate) fn function_type(
+        &mut self,
+        out: &mut String,
+        inputs: impl Iterator<Item = Type>,
+        results: impl ExactSizeIterator<Item = Type> + Clone,
+    ) {
         out.push('(');
-        for (i, t) in inputs.iter().enumerate() {
+        for (i, t) in inputs.enumerate() {
             if i > 0 {
                 out.push_str(", ");
             }
-            self.ty(out, *t);
+            self.ty(out, t);
         }
         out.push_str(") -> ");
-        let paren = self.results_need_parens(results);
+        let paren = results.len() != 1 || results.clone().any(|t| self.is_function_type(t));
         if paren {
             out.push('(');
         }
-        for (i, t) in results.iter().enumerate() {
+        for (i, t) in results.enumerate() {
             if i > 0 {
                 out.push_str(", ");
             }
-            self.ty(out, *t);
+            self.ty(out, t);
         }
         if paren {
             out.push(')');

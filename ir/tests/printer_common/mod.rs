@@ -101,8 +101,7 @@ pub fn func(
     ctx: &mut Context,
     block: commlir_ir::BlockId,
     name: &str,
-    inputs: &[Type],
-    results: &[Type],
+    (inputs, results): (&[Type], &[Type]),
     extra: &[(&str, commlir_ir::Attr)],
     declaration: bool,
     line: u32,
@@ -450,8 +449,7 @@ pub fn sample_module(ctx: &mut Context) -> OpId {
         ctx,
         body,
         "mlp",
-        &[x_t, w_t],
-        &[y_t],
+        (&[x_t, w_t], &[y_t]),
         &[("arg_attrs", donated)],
         false,
         3,
@@ -553,13 +551,20 @@ pub fn sample_module(ctx: &mut Context) -> OpId {
         ctx,
         body,
         "decl",
-        &[i32t],
-        &[i32t],
+        (&[i32t], &[i32t]),
         &[("sym_visibility", priv_)],
         true,
         20,
     );
-    let (_, e2) = func(ctx, body, "caller", &[i32t], &[i32t, f32t], &[], false, 21);
+    let (_, e2) = func(
+        ctx,
+        body,
+        "caller",
+        (&[i32t], &[i32t, f32t]),
+        &[],
+        false,
+        21,
+    );
     let e2 = e2.unwrap();
     let a = ctx.block_args(e2)[0];
     let callee = ctx.symbol_ref("decl");
