@@ -10,10 +10,10 @@
 //! Printing is deterministic and a fixed point of parse-then-print. It never recurses on the
 //! IR's nesting, so arbitrarily deep IR, types and attributes cannot overflow the stack.
 //!
-//! Layout: [`literals`] (escaping, numbers), `terms` (types, attributes, locations), `names`
+//! Layout: `literals` (escaping, numbers), `terms` (types, attributes, locations), `names`
 //! (SSA numbering), `ops` (operations, regions and blocks).
 
-pub mod literals;
+mod literals;
 mod names;
 mod ops;
 mod terms;
