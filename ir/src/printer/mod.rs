@@ -1,6 +1,24 @@
-//! The printer: custom (default) and generic forms.
+//! The printer: the MLIR textual format, in the custom (default) and generic forms.
 //!
-//! STUB: the real printer replaces this file (same public signatures).
+//! - [`print_op`] prints an op (usually a module) and everything nested in it; the generic
+//!   form is what `mlir-opt --allow-unregistered-dialect` reads back, the custom form is the
+//!   uniform `dialect.op` syntax plus MLIR's own syntax for `module`, `func.func`, `return`
+//!   and `func.call`.
+//! - [`type_to_string`], [`attr_to_string`] and [`loc_body`] print one type, attribute or
+//!   location (used by diagnostics).
+//!
+//! Printing is deterministic and a fixed point of parse-then-print. It never recurses on the
+//! IR's nesting, so arbitrarily deep IR, types and attributes cannot overflow the stack.
+//!
+//! Layout: `literals` (escaping, numbers), `terms` (types, attributes, locations), `names`
+//! (SSA numbering), `ops` (operations, regions and blocks).
+
+mod literals;
+mod names;
+mod ops;
+mod terms;
+
+pub use ops::MAX_INDENT_LEVELS;
 
 use crate::context::Context;
 use crate::entity::{Attr, Loc, OpId, Type};
@@ -16,19 +34,33 @@ pub struct PrintOptions {
 
 /// Prints `op` (usually a module) and everything nested in it, with a trailing newline.
 pub fn print_op(ctx: &Context, op: OpId, opts: &PrintOptions) -> String {
-    let _ = (ctx, op, opts);
-    String::new()
+    let mut out = String::new();
+    print_op_into(ctx, op, opts, &mut out);
+    out
+}
+
+/// Like [`print_op`], appending to `out` (lets callers reuse one buffer).
+pub fn print_op_into(ctx: &Context, op: OpId, opts: &PrintOptions, out: &mut String) {
+    ops::OpPrinter::new(ctx, opts, op, out).print(op);
 }
 
 /// The text inside `loc(...)` for a location.
-pub fn loc_body(_ctx: &Context, _l: Loc) -> String {
-    String::new()
+pub fn loc_body(ctx: &Context, l: Loc) -> String {
+    let mut out = String::new();
+    terms::TermPrinter::new(ctx).loc_body(&mut out, l);
+    out
 }
+
 /// A type in MLIR syntax.
-pub fn type_to_string(_ctx: &Context, _t: Type) -> String {
-    String::new()
+pub fn type_to_string(ctx: &Context, t: Type) -> String {
+    let mut out = String::new();
+    terms::TermPrinter::new(ctx).ty(&mut out, t);
+    out
 }
+
 /// An attribute in MLIR syntax.
-pub fn attr_to_string(_ctx: &Context, _a: Attr) -> String {
-    String::new()
+pub fn attr_to_string(ctx: &Context, a: Attr) -> String {
+    let mut out = String::new();
+    terms::TermPrinter::new(ctx).attr(&mut out, a);
+    out
 }
