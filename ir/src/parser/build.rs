@@ -60,6 +60,15 @@ struct BlockScope<'a> {
     blocks: FxHashMap<&'a str, BlockEntry>,
 }
 
+/// One argument of a `func.func` signature.
+struct FuncArg<'a> {
+    name: Option<&'a str>,
+    pos: usize,
+    ty: Type,
+    attrs: Option<Attr>,
+    loc: Option<Loc>,
+}
+
 /// A parsed `%name#index` use.
 #[derive(Clone, Copy)]
 pub(super) struct UseRef<'a> {
@@ -484,25 +493,22 @@ impl<'a, 'c> Builder<'a, 'c> {
         let mut explicit_loc = None;
         for c in p.into_inner() {
             match c.as_rule() {
-                Rule::op_results => {
-                    for d in c.into_inner() {
-                        let dpos = self.off(&d);
-                        let text = d.as_str();
-                        let (name, count) = match text.split_once(':') {
-                            None => (text, 1),
-                            Some((name, n)) => match n.parse::<u32>() {
-                                Ok(n) if n >= 1 => (name, n),
-                                _ => {
-                                    return Err(self.err(dpos, "expected integer number of results"))
-                                }
-                            },
-                        };
-                        num_defs += count as u64;
-                        if num_defs > MAX_RESULTS {
-                            return Err(self.err(dpos, "too many results"));
-                        }
-                        defs.push((name, count, dpos));
+                Rule::value_def => {
+                    let d = c;
+                    let dpos = self.off(&d);
+                    let text = d.as_str();
+                    let (name, count) = match text.split_once(':') {
+                        None => (text, 1),
+                        Some((name, n)) => match n.parse::<u32>() {
+                            Ok(n) if n >= 1 => (name, n),
+                            _ => return Err(self.err(dpos, "expected integer number of results")),
+                        },
+                    };
+                    num_defs += count as u64;
+                    if num_defs > MAX_RESULTS {
+                        return Err(self.err(dpos, "too many results"));
                     }
+                    defs.push((name, count, dpos));
                 }
                 Rule::location => explicit_loc = Some(c),
                 _ => body = Some(c),
@@ -522,12 +528,9 @@ impl<'a, 'c> Builder<'a, 'c> {
         };
         let nres = self.ctx.results(op).len() as u64;
         if !defs.is_empty() && nres != num_defs {
-            let name = self.ctx.op_name(op).to_string();
             return Err(self.err(
                 pos,
-                format!(
-                    "operation '{name}' defines {nres} results but was provided {num_defs} to bind"
-                ),
+                format!("operation defines {nres} results but was provided {num_defs} to bind"),
             ));
         }
         let mut next = 0usize;
@@ -864,8 +867,7 @@ impl<'a, 'c> Builder<'a, 'c> {
         let mut props: Vec<(Ident, Attr)> = Vec::new();
         let mut attrs = Vec::new();
         let mut body = None;
-        // (name, name offset, type, attribute dict, location)
-        let mut args: Vec<(Option<&'a str>, usize, Type, Option<Attr>, Option<Loc>)> = Vec::new();
+        let mut args: Vec<FuncArg<'a>> = Vec::new();
         let mut results: Vec<(Type, Option<Attr>)> = Vec::new();
         for c in p.into_inner() {
             match c.as_rule() {
@@ -896,7 +898,13 @@ impl<'a, 'c> Builder<'a, 'c> {
                         let Some(ty) = ty else {
                             return Err(self.err(apos, "expected type"));
                         };
-                        args.push((name, apos, ty, dict, aloc));
+                        args.push(FuncArg {
+                            name,
+                            pos: apos,
+                            ty,
+                            attrs: dict,
+                            loc: aloc,
+                        });
                     }
                 }
                 Rule::func_results => {
@@ -915,7 +923,7 @@ impl<'a, 'c> Builder<'a, 'c> {
                 _ => {}
             }
         }
-        let inputs: Vec<Type> = args.iter().map(|a| a.2).collect();
+        let inputs: Vec<Type> = args.iter().map(|a| a.ty).collect();
         let outs: Vec<Type> = results.iter().map(|r| r.0).collect();
         let fty = self.ctx.function_type(inputs, outs);
         let k = self.ctx.ident("function_type");
@@ -923,10 +931,10 @@ impl<'a, 'c> Builder<'a, 'c> {
         props.push((k, v));
         if args
             .iter()
-            .any(|a| a.3.is_some_and(|d| !self.is_empty_dict(d)))
+            .any(|a| a.attrs.is_some_and(|d| !self.is_empty_dict(d)))
         {
             let empty = self.ctx.dict_attr(Vec::new());
-            let items = args.iter().map(|a| a.3.unwrap_or(empty)).collect();
+            let items = args.iter().map(|a| a.attrs.unwrap_or(empty)).collect();
             let k = self.ctx.ident("arg_attrs");
             let v = self.ctx.attr(AttrKind::Array(items));
             props.push((k, v));
@@ -952,7 +960,14 @@ impl<'a, 'c> Builder<'a, 'c> {
             let region = self.ctx.op_regions(op)[0];
             self.enter_region(true);
             let entry = self.ctx.new_block(&[]);
-            for (name, apos, ty, _, aloc) in &args {
+            for FuncArg {
+                name,
+                pos: apos,
+                ty,
+                loc: aloc,
+                ..
+            } in &args
+            {
                 let Some(name) = name else {
                     return Err(self.err(*apos, "expected SSA identifier"));
                 };

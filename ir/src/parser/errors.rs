@@ -15,17 +15,11 @@ pub(crate) struct SyntaxError {
 
 /// Reads a readable message and the error offset out of a pest error.
 pub(crate) fn describe(err: &Error<Rule>) -> SyntaxError {
-    let pos = match err.location {
+    let mut pos = match err.location {
         InputLocation::Pos(p) => p,
         InputLocation::Span((s, _)) => s,
     };
-    let mut words: Vec<String> = Vec::new();
-    let mut push = |w: String| {
-        if !words.contains(&w) {
-            words.push(w);
-        }
-    };
-    match &err.variant {
+    let positives = match &err.variant {
         ErrorVariant::CustomError { message } => {
             let message = if message.contains("stack limit") || message.contains("call limit") {
                 "input too complex: nesting or backtracking limit reached".to_string()
@@ -34,21 +28,45 @@ pub(crate) fn describe(err: &Error<Rule>) -> SyntaxError {
             };
             return SyntaxError { pos, message };
         }
-        ErrorVariant::ParsingError { positives, .. } => {
-            for r in positives {
-                if let Some(w) = rule_word(*r) {
-                    push(w.to_string());
+        ErrorVariant::ParsingError { positives, .. } => positives,
+    };
+    // pest places the error at the furthest *rule* it tried; with error detail on it also
+    // knows the furthest literal token it tried, which is where the input really went wrong.
+    let mut tokens: Vec<String> = Vec::new();
+    let mut token_pos = 0;
+    if let Some(a) = err.parse_attempts() {
+        token_pos = a.max_position;
+        // pest does not export its token type; its Display gives the literal text.
+        for t in a.expected_tokens() {
+            if let Some(w) = token_word(&t.to_string()) {
+                if !tokens.contains(&w) {
+                    tokens.push(w);
                 }
             }
         }
     }
-    if let Some(attempts) = err.parse_attempts() {
-        // pest does not export its token type; its Display gives the literal text.
-        for t in attempts.expected_tokens() {
-            if let Some(w) = token_word(&t.to_string()) {
-                push(w);
+    let mut words: Vec<String> = Vec::new();
+    if token_pos > pos && !tokens.is_empty() {
+        pos = token_pos;
+    } else {
+        for r in positives {
+            if let Some(w) = rule_word(*r) {
+                if !words.iter().any(|x| x == w) {
+                    words.push(w.to_string());
+                }
             }
         }
+        if token_pos != pos {
+            tokens.clear();
+        }
+    }
+    // Rule words already cover the literal tokens that start them (`loc` → "location").
+    if words.is_empty() {
+        words = tokens;
+    }
+    // A string literal is one way to start a location or an attribute; name the whole thing.
+    if words.len() > 1 {
+        words.retain(|w| w != "string literal");
     }
     let message = match words.len() {
         0 => "unexpected token".to_string(),
@@ -86,8 +104,8 @@ fn rule_word(r: Rule) -> Option<&'static str> {
         location | loc_unknown | loc_callsite | loc_fused | loc_file | loc_name | loc_alias => {
             "location"
         }
-        operation | op_results | generic_op | custom_op | module_op | func_op | return_op
-        | call_op | op_name | kw_module | kw_func | kw_return | kw_call => "operation",
+        operation | generic_op | custom_op | module_op | func_op | return_op | call_op
+        | op_name | kw_module | kw_func | kw_return | kw_call => "operation",
         region => "'{'",
         func_args => "'('",
         func_arg | block_arg => "argument",

@@ -123,7 +123,7 @@ pub(crate) fn unescape(token: &str) -> Result<Cow<'_, [u8]>, usize> {
             c if c.is_ascii_hexdigit() && esc(i + 2).is_ascii_hexdigit() => {
                 let hex = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
                 out.push(hex(c) * 16 + hex(esc(i + 2)));
-                i += 4;
+                i += 3;
                 continue;
             }
             _ => return Err(i + 1),

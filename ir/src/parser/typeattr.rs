@@ -233,7 +233,9 @@ impl<'a> Builder<'a, '_> {
             }
             _ => return Err(self.err(pos, "expected type")),
         };
-        Ok(self.ctx.ty(kind))
+        let t = self.ctx.ty(kind);
+        self.type_text.entry(t).or_insert(text);
+        Ok(t)
     }
 
     // ----- attributes -------------------------------------------------------------------------
@@ -288,7 +290,8 @@ impl<'a> Builder<'a, '_> {
     /// Builds an attribute from one of the attribute rules.
     pub(super) fn build_attr(&mut self, p: Pair<'a, Rule>) -> PResult<Attr> {
         let pos = self.off(&p);
-        let text = p.as_str();
+        // A normal rule ending in an optional part spans the whitespace after it.
+        let text = p.as_str().trim_end();
         let kind = match p.as_rule() {
             Rule::number_attr => {
                 let mut it = p.into_inner();
