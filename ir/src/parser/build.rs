@@ -401,6 +401,19 @@ impl<'a, 'c> Builder<'a, 'c> {
         Ok(v)
     }
 
+    /// Resolves uses against the inputs of function type `fn_ty` (no copy of the type list).
+    fn resolve_uses_of_fn(&mut self, uses: &[UseRef<'a>], fn_ty: Type) -> PResult<Vec<Value>> {
+        let mut out = Vec::with_capacity(uses.len());
+        for (i, u) in uses.iter().enumerate() {
+            let t = match self.ctx.type_kind(fn_ty) {
+                TypeKind::Function { inputs, .. } => inputs[i],
+                _ => return Err(self.err(u.pos, "expected function type")),
+            };
+            out.push(self.resolve_use(*u, t)?);
+        }
+        Ok(out)
+    }
+
     fn resolve_uses(&mut self, uses: &[UseRef<'a>], types: &[Type]) -> PResult<Vec<Value>> {
         uses.iter()
             .zip(types)
@@ -510,7 +523,7 @@ impl<'a, 'c> Builder<'a, 'c> {
                     }
                     defs.push((name, count, dpos));
                 }
-                Rule::location => explicit_loc = Some(c),
+                r if super::typeattr::is_loc_rule(r) => explicit_loc = Some(c),
                 _ => body = Some(c),
             }
         }
@@ -542,7 +555,7 @@ impl<'a, 'c> Builder<'a, 'c> {
             }
         }
         if let Some(l) = explicit_loc {
-            let loc = self.build_location(l)?;
+            let loc = self.loc_inner(l, 0)?;
             self.ctx.set_op_loc(op, loc);
         }
         self.ctx.append_op(block, op);
@@ -638,7 +651,7 @@ impl<'a, 'c> Builder<'a, 'c> {
                     let default_loc = self.loc_at(npos);
                     let ty = self.type_token(self.child(&mut a)?)?;
                     let loc = match a.next() {
-                        Some(l) => self.build_location(l)?,
+                        Some(l) => self.loc_inner(l, 0)?,
                         None => default_loc,
                     };
                     let v = self.ctx.add_block_arg(b, ty, Some(loc));
@@ -692,17 +705,17 @@ impl<'a, 'c> Builder<'a, 'c> {
         let sig_pos = self.off(&sig);
         let ty = self.type_token(sig)?;
         let (inputs, results) = match self.ctx.type_kind(ty) {
-            TypeKind::Function { inputs, results } => (inputs.clone(), results.clone()),
+            TypeKind::Function { inputs, results } => (inputs.len(), results.clone()),
             _ => return Err(self.err(sig_pos, "expected function type")),
         };
-        if inputs.len() != uses.len() {
+        if inputs != uses.len() {
             let plural = if uses.len() == 1 { "" } else { "s" };
             return Err(self.err(
                 sig_pos,
                 format!(
                     "expected {} operand type{plural} but had {}",
                     uses.len(),
-                    inputs.len()
+                    inputs
                 ),
             ));
         }
@@ -715,7 +728,7 @@ impl<'a, 'c> Builder<'a, 'c> {
                 ),
             ));
         }
-        let operands = self.resolve_uses(&uses, &inputs)?;
+        let operands = self.resolve_uses_of_fn(&uses, ty)?;
         let mut st = OpState::new(name, loc);
         st.operands = operands;
         st.result_types = results;
@@ -891,7 +904,9 @@ impl<'a, 'c> Builder<'a, 'c> {
                                 Rule::value_name => name = Some(x.as_str()),
                                 Rule::r#type => ty = Some(self.type_token(x)?),
                                 Rule::dict_attr => dict = Some(self.build_attr(x)?),
-                                Rule::location => aloc = Some(self.build_location(x)?),
+                                r if super::typeattr::is_loc_rule(r) => {
+                                    aloc = Some(self.loc_inner(x, 0)?)
+                                }
                                 _ => {}
                             }
                         }

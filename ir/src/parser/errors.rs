@@ -97,10 +97,9 @@ fn rule_word(r: Rule) -> Option<&'static str> {
         | layout_rest | tuple_type | opaque_type | dialect_type | func_result | func_results => {
             "type"
         }
-        attr_tree | number_attr | string_attr | array_attr | hash_attr | bool_attr | unit_attr
-        | dense_array | opaque_attr | opaque_body | type_attr | attr_key | dict_entry => {
-            "attribute value"
-        }
+        attr_tree | typed_number | typed_string | array_attr | hash_attr | bool_attr
+        | unit_attr | dense_array | opaque_attr | opaque_body | type_attr | attr_key
+        | dict_entry => "attribute value",
         location | loc_unknown | loc_callsite | loc_fused | loc_file | loc_name | loc_alias => {
             "location"
         }

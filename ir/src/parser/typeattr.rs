@@ -31,6 +31,19 @@ const SMALL_FLOATS: &[&str] = &[
     "f8E8M0FNU",
 ];
 
+/// Whether a rule is one of the location forms (the children of `loc(...)`).
+pub(super) fn is_loc_rule(r: Rule) -> bool {
+    matches!(
+        r,
+        Rule::loc_unknown
+            | Rule::loc_callsite
+            | Rule::loc_fused
+            | Rule::loc_file
+            | Rule::loc_name
+            | Rule::loc_alias
+    )
+}
+
 impl<'a> Builder<'a, '_> {
     // ----- literals ---------------------------------------------------------------------------
 
@@ -293,29 +306,22 @@ impl<'a> Builder<'a, '_> {
         // A normal rule ending in an optional part spans the whitespace after it.
         let text = p.as_str().trim_end();
         let kind = match p.as_rule() {
-            Rule::number_attr => {
+            Rule::number => return self.number_attr(text, pos, None),
+            Rule::typed_number => {
                 let mut it = p.into_inner();
                 let num = self.child(&mut it)?;
-                let ty = match it.next() {
-                    Some(t) => {
-                        let tpos = self.off(&t);
-                        Some((self.type_token(t)?, tpos))
-                    }
-                    None => None,
-                };
-                return self.number_attr(num.as_str(), pos, ty);
+                let t = self.child(&mut it)?;
+                let tpos = self.off(&t);
+                let ty = self.type_token(t)?;
+                return self.number_attr(num.as_str(), pos, Some((ty, tpos)));
             }
-            Rule::string_attr => {
+            Rule::string => AttrKind::String(self.string_bytes(&p)?),
+            Rule::typed_string => {
                 let mut it = p.into_inner();
                 let s = self.child(&mut it)?;
-                let bytes = self.string_bytes(&s)?;
-                match it.next() {
-                    Some(t) => {
-                        self.type_token(t)?;
-                        AttrKind::Opaque(text.to_string())
-                    }
-                    None => AttrKind::String(bytes),
-                }
+                self.string_bytes(&s)?;
+                self.type_token(self.child(&mut it)?)?;
+                AttrKind::Opaque(text.to_string())
             }
             Rule::symbol_ref => {
                 let mut names = Vec::new();
@@ -580,7 +586,7 @@ impl<'a> Builder<'a, '_> {
         self.loc_inner(inner, depth)
     }
 
-    fn loc_inner(&mut self, p: Pair<'a, Rule>, depth: usize) -> PResult<Loc> {
+    pub(super) fn loc_inner(&mut self, p: Pair<'a, Rule>, depth: usize) -> PResult<Loc> {
         let pos = self.off(&p);
         let kind = match p.as_rule() {
             Rule::loc_unknown => return Ok(self.ctx.unknown_loc()),
