@@ -507,9 +507,8 @@ impl<'a, 'c> Builder<'a, 'c> {
         for c in p.into_inner() {
             match c.as_rule() {
                 Rule::value_def => {
-                    let d = c;
-                    let dpos = self.off(&d);
-                    let text = d.as_str();
+                    let dpos = self.off(&c);
+                    let text = c.as_str();
                     let (name, count) = match text.split_once(':') {
                         None => (text, 1),
                         Some((name, n)) => match n.parse::<u32>() {
