@@ -1,14 +1,35 @@
-//! The MLIR textual format parser (pest).
+//! The MLIR textual format parser (DESIGN.md §3): generic form, the uniform custom form, the
+//! structural ops (`module`, `func.func`, `return`, `func.call`), types, attributes,
+//! locations and aliases.
 //!
-//! STUB: the real parser replaces this file (same public signatures).
+//! The grammar is `mlir.pest` (pest); [`build`] walks the parse tree into the [`Context`].
+//! Robustness on hostile input comes from three layers: the input is checked to be UTF-8 and
+//! pre-scanned for nesting deeper than [`ParseOptions::max_nesting`] before pest runs (pest
+//! recurses per nesting level); the parse and the build run on a thread with a large stack;
+//! and pest's own stack guard turns any remaining exhaustion into an error.
+
+mod build;
+mod errors;
+mod grammar;
+mod lex;
+mod typeattr;
 
 use crate::context::Context;
 use crate::diag::Diagnostic;
-use crate::entity::OpId;
+use crate::entity::{Attr, OpId, Type};
+use crate::location::LocKind;
+use build::{Builder, PResult};
+use grammar::{MlirParser, Rule};
+use pest::iterators::Pairs;
+use pest::Parser as _;
 
 /// Default limit on bracket/region nesting depth; deeper input is rejected with a diagnostic
 /// instead of risking the stack.
 pub const DEFAULT_MAX_NESTING: usize = 1000;
+
+/// Stack of the parsing thread: deep enough for `DEFAULT_MAX_NESTING` levels of the recursive
+/// grammar even in debug builds. Only touched pages are committed.
+const PARSE_STACK_BYTES: usize = 256 << 20;
 
 /// Parser options.
 #[derive(Clone, Debug)]
@@ -19,7 +40,9 @@ pub struct ParseOptions {
 
 impl Default for ParseOptions {
     fn default() -> Self {
-        ParseOptions { max_nesting: DEFAULT_MAX_NESTING }
+        ParseOptions {
+            max_nesting: DEFAULT_MAX_NESTING,
+        }
     }
 }
 
@@ -32,6 +55,107 @@ pub fn parse_source(
     bytes: &[u8],
     opts: &ParseOptions,
 ) -> Result<OpId, Diagnostic> {
-    let _ = (file_name, bytes, opts);
-    Err(Diagnostic::error(ctx.unknown_loc(), "parser not implemented yet"))
+    let src = checked_source(ctx, file_name, bytes, opts)?;
+    on_big_stack(ctx, |ctx| {
+        let mut b = Builder::new(ctx, src, file_name, opts.max_nesting);
+        let file = match run_pest(Rule::file, src) {
+            Ok(mut pairs) => pairs.next(),
+            Err(e) => return Err(b.err(e.pos, e.message)),
+        };
+        match file {
+            Some(f) => b.build_file(f),
+            None => Err(b.err(0, "expected operation")),
+        }
+    })
+}
+
+/// Parses a type written in MLIR syntax (`tensor<4x?xf32>`, `(i32) -> f32`, `!d.t<...>`).
+pub fn parse_type(ctx: &mut Context, text: &str) -> Result<Type, Diagnostic> {
+    let opts = ParseOptions::default();
+    let src = checked_source(ctx, "<string>", text.as_bytes(), &opts)?;
+    on_big_stack(ctx, |ctx| {
+        let mut b = Builder::new(ctx, src, "<string>", opts.max_nesting);
+        b.type_from_text(src)
+    })
+}
+
+/// Parses an attribute written in MLIR syntax (`42 : i32`, `{a = 1, b}`, `#d.a<...>`,
+/// `loc("f":1:2)`, a type, ...).
+pub fn parse_attr(ctx: &mut Context, text: &str) -> Result<Attr, Diagnostic> {
+    let opts = ParseOptions::default();
+    let src = checked_source(ctx, "<string>", text.as_bytes(), &opts)?;
+    on_big_stack(ctx, |ctx| {
+        let mut b = Builder::new(ctx, src, "<string>", opts.max_nesting);
+        b.attr_from_text(src)
+    })
+}
+
+/// Checks the input is UTF-8 and not nested too deeply; returns it as text.
+fn checked_source<'a>(
+    ctx: &mut Context,
+    file_name: &str,
+    bytes: &'a [u8],
+    opts: &ParseOptions,
+) -> Result<&'a str, Diagnostic> {
+    let src = match lex::check_utf8(bytes) {
+        Ok(s) => s,
+        Err(at) => {
+            let (line, col) = lex::line_col_of_bytes(bytes, at);
+            let l = ctx.file_loc(file_name, line, col);
+            return Err(Diagnostic::error(l, "invalid UTF-8"));
+        }
+    };
+    if let Some(at) = lex::find_nesting_overflow(src, opts.max_nesting) {
+        let (line, col) = lex::line_col_of_bytes(bytes, at);
+        let file = ctx.ident(file_name);
+        let l = ctx.loc(LocKind::FileLineCol { file, line, col });
+        return Err(Diagnostic::error(
+            l,
+            format!(
+                "nesting too deep: exceeds the limit of {} levels",
+                opts.max_nesting
+            ),
+        ));
+    }
+    Ok(src)
+}
+
+/// Runs `f` on a thread with a large stack (pest and the IR walk recurse per nesting level).
+/// Falls back to the current thread if the thread cannot be created.
+fn on_big_stack<T: Send>(
+    ctx: &mut Context,
+    f: impl FnOnce(&mut Context) -> PResult<T> + Send,
+) -> PResult<T> {
+    let unknown = ctx.unknown_loc();
+    std::thread::scope(|s| {
+        let spawned = std::thread::Builder::new()
+            .name("commlir-parse".into())
+            .stack_size(PARSE_STACK_BYTES)
+            .spawn_scoped(s, || f(&mut *ctx));
+        match spawned {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(Diagnostic::error(unknown, "internal parser error"))),
+            Err(_) => Err(Diagnostic::error(unknown, "cannot start the parser thread")),
+        }
+    })
+}
+
+/// Runs the grammar from `rule` over `text`. On failure the parse is repeated with pest's
+/// error detail on (it costs time, so only the failing path pays) to learn which literal
+/// tokens were expected.
+pub(crate) fn run_pest(rule: Rule, text: &str) -> Result<Pairs<'_, Rule>, errors::SyntaxError> {
+    match MlirParser::parse(rule, text) {
+        Ok(p) => Ok(p),
+        Err(plain) => {
+            // The detail switch is process-wide: serialize the detailed re-parses.
+            static DETAIL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+            let guard = DETAIL.lock().unwrap_or_else(|e| e.into_inner());
+            pest::set_error_detail(true);
+            let detailed = MlirParser::parse(rule, text).err();
+            pest::set_error_detail(false);
+            drop(guard);
+            Err(errors::describe(detailed.as_ref().unwrap_or(&plain)))
+        }
+    }
 }

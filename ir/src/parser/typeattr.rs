@@ -1,0 +1,690 @@
+//! Building types, attributes and locations from the parse tree.
+//!
+//! Types arrive as single atomic tokens; a type's text is parsed into structure (with the
+//! `type_tree` rule) only the first time it is seen and then served from a cache keyed by the
+//! source text, because the same few types repeat on every op of a large program.
+
+use super::build::{Builder, PResult};
+use super::grammar::Rule;
+use super::lex::{is_hex_literal, parse_int_literal, unescape};
+use crate::attrs::{AttrKind, DenseElem, FloatValue, IntValue};
+use crate::entity::{Attr, Ident, Loc, Type};
+use crate::location::LocKind;
+use crate::types::{FloatKind, Signedness, TypeKind, DYNAMIC};
+use pest::iterators::Pair;
+
+/// MLIR's limit on integer type widths.
+const MAX_INT_WIDTH: u32 = 16_777_215;
+
+/// The small-float spellings MLIR knows (kept by name as [`FloatKind::Other`]).
+const SMALL_FLOATS: &[&str] = &[
+    "f4E2M1FN",
+    "f6E2M3FN",
+    "f6E3M2FN",
+    "f8E3M4",
+    "f8E4M3",
+    "f8E4M3B11FNUZ",
+    "f8E4M3FN",
+    "f8E4M3FNUZ",
+    "f8E5M2",
+    "f8E5M2FNUZ",
+    "f8E8M0FNU",
+];
+
+/// Whether a rule is one of the location forms (the children of `loc(...)`).
+pub(super) fn is_loc_rule(r: Rule) -> bool {
+    matches!(
+        r,
+        Rule::loc_unknown
+            | Rule::loc_callsite
+            | Rule::loc_fused
+            | Rule::loc_file
+            | Rule::loc_name
+            | Rule::loc_alias
+    )
+}
+
+impl<'a> Builder<'a, '_> {
+    // ----- literals ---------------------------------------------------------------------------
+
+    /// The bytes of a string token.
+    pub(super) fn string_bytes(&mut self, p: &Pair<'a, Rule>) -> PResult<Vec<u8>> {
+        self.string_bytes_of(p.as_str())
+    }
+
+    fn string_bytes_of(&mut self, text: &'a str) -> PResult<Vec<u8>> {
+        match unescape(text) {
+            Ok(b) => Ok(b.into_owned()),
+            Err(at) => {
+                let pos = self.off_str(text) + at;
+                Err(self.err(pos, "unknown escape in string literal"))
+            }
+        }
+    }
+
+    /// A string token interned as an identifier (op names, keys, file names).
+    pub(super) fn string_ident(&mut self, p: &Pair<'a, Rule>) -> PResult<Ident> {
+        let text = p.as_str();
+        if !text.contains('\\') {
+            return Ok(self.ctx.ident(&text[1..text.len() - 1]));
+        }
+        let b = self.string_bytes(p)?;
+        Ok(self.ctx.ident(&String::from_utf8_lossy(&b)))
+    }
+
+    /// The name of a `@symbol` token (quoted names unescaped).
+    pub(super) fn symbol_name(&mut self, p: &Pair<'a, Rule>) -> PResult<String> {
+        let text = &p.as_str()[1..];
+        if text.starts_with('"') {
+            let b = self.string_bytes_of(text)?;
+            Ok(String::from_utf8_lossy(&b).into_owned())
+        } else {
+            Ok(text.to_string())
+        }
+    }
+
+    // ----- types ------------------------------------------------------------------------------
+
+    /// The type of a `type` token, through the text cache.
+    pub(super) fn type_token(&mut self, p: Pair<'a, Rule>) -> PResult<Type> {
+        let text = p.as_str();
+        if let Some(&t) = self.type_cache.get(text) {
+            return Ok(t);
+        }
+        let t = self.type_from_text(text)?;
+        self.type_cache.insert(text, t);
+        self.type_text.entry(t).or_insert(text);
+        Ok(t)
+    }
+
+    /// Parses a type's text (a slice of the source) into structure.
+    pub(super) fn type_from_text(&mut self, text: &'a str) -> PResult<Type> {
+        let tree = self.sub_parse(Rule::type_tree, text)?;
+        let body = tree.into_inner().find(|p| p.as_rule() != Rule::EOI);
+        match body {
+            Some(b) => self.build_type(b),
+            None => {
+                let pos = self.off_str(text);
+                Err(self.err(pos, "expected type"))
+            }
+        }
+    }
+
+    /// Runs the grammar on a slice of the source, mapping errors to source positions.
+    pub(super) fn sub_parse(&mut self, rule: Rule, text: &'a str) -> PResult<Pair<'a, Rule>> {
+        match super::run_pest(rule, text) {
+            Ok(mut pairs) => match pairs.next() {
+                Some(p) => Ok(p),
+                None => {
+                    let pos = self.off_str(text);
+                    Err(self.err(pos, "expected type"))
+                }
+            },
+            Err(e) => {
+                let pos = self.off_str(text) + e.pos;
+                Err(self.err(pos, e.message))
+            }
+        }
+    }
+
+    fn build_type(&mut self, p: Pair<'a, Rule>) -> PResult<Type> {
+        let pos = self.off(&p);
+        let text = p.as_str();
+        let kind = match p.as_rule() {
+            Rule::int_type => {
+                let (signedness, digits) = if let Some(d) = text.strip_prefix("si") {
+                    (Signedness::Signed, d)
+                } else if let Some(d) = text.strip_prefix("ui") {
+                    (Signedness::Unsigned, d)
+                } else {
+                    (Signedness::Signless, &text[1..])
+                };
+                match digits.parse::<u32>() {
+                    Ok(width) if width <= MAX_INT_WIDTH => TypeKind::Integer { width, signedness },
+                    _ => return Err(self.err(pos, "integer bitwidth is limited to 16777215 bits")),
+                }
+            }
+            Rule::float_type => TypeKind::Float(match text {
+                "f16" => FloatKind::F16,
+                "bf16" => FloatKind::BF16,
+                "f32" => FloatKind::F32,
+                "f64" => FloatKind::F64,
+                "f80" => FloatKind::F80,
+                "f128" => FloatKind::F128,
+                "tf32" => FloatKind::TF32,
+                _ if SMALL_FLOATS.contains(&text) => FloatKind::Other(self.ctx.ident(text)),
+                _ => return Err(self.err(pos, format!("unknown float type '{text}'"))),
+            }),
+            Rule::index_type => TypeKind::Index,
+            Rule::none_type => TypeKind::None,
+            Rule::tensor_type | Rule::memref_type => {
+                let is_tensor = p.as_rule() == Rule::tensor_type;
+                let mut it = p.into_inner();
+                let first = self.child(&mut it)?;
+                let elem = self.child(&mut it)?;
+                let elem = self.build_type(elem)?;
+                let rest = it.next();
+                if first.as_rule() == Rule::unranked {
+                    if !is_tensor {
+                        return Ok(self.ctx.ty(TypeKind::Opaque(text.to_string())));
+                    }
+                    if rest.is_some() {
+                        return Err(self.err(pos, "unranked tensors cannot have an encoding"));
+                    }
+                    TypeKind::UnrankedTensor { elem }
+                } else {
+                    let mut shape = Vec::new();
+                    for d in first.into_inner() {
+                        let s = d.as_str();
+                        if s == "?" {
+                            shape.push(DYNAMIC);
+                        } else {
+                            match s.parse::<i64>() {
+                                Ok(v) => shape.push(v),
+                                Err(_) => {
+                                    let dpos = self.off(&d);
+                                    return Err(self.err(dpos, "invalid dimension"));
+                                }
+                            }
+                        }
+                    }
+                    if is_tensor {
+                        let encoding = match rest {
+                            Some(e) => Some(self.attr_from_text(e.as_str())?),
+                            None => None,
+                        };
+                        TypeKind::Tensor {
+                            shape,
+                            elem,
+                            encoding,
+                        }
+                    } else {
+                        TypeKind::MemRef {
+                            shape,
+                            elem,
+                            rest: rest.map(|r| r.as_str().trim().to_string()),
+                        }
+                    }
+                }
+            }
+            Rule::function_type => {
+                let mut inputs = Vec::new();
+                let mut results = Vec::new();
+                for c in p.into_inner() {
+                    if c.as_rule() == Rule::fn_results {
+                        for r in c.into_inner() {
+                            results.push(self.build_type(r)?);
+                        }
+                    } else {
+                        inputs.push(self.build_type(c)?);
+                    }
+                }
+                TypeKind::Function { inputs, results }
+            }
+            Rule::tuple_type => {
+                let mut elems = Vec::new();
+                for c in p.into_inner() {
+                    elems.push(self.build_type(c)?);
+                }
+                TypeKind::Tuple(elems)
+            }
+            Rule::opaque_type => TypeKind::Opaque(text.to_string()),
+            Rule::dialect_type => {
+                let body = &text[1..];
+                if !body.contains('.') && !body.contains('<') {
+                    return match self.type_aliases.get(body) {
+                        Some(&t) => Ok(t),
+                        None => Err(self.err(pos, format!("undefined symbol alias id '{body}'"))),
+                    };
+                }
+                let end = body.find(['.', '<']).unwrap_or(body.len());
+                let dialect = self.ctx.ident(&body[..end]);
+                TypeKind::Dialect {
+                    dialect,
+                    text: body.to_string(),
+                }
+            }
+            _ => return Err(self.err(pos, "expected type")),
+        };
+        let t = self.ctx.ty(kind);
+        self.type_text.entry(t).or_insert(text);
+        Ok(t)
+    }
+
+    // ----- attributes -------------------------------------------------------------------------
+
+    /// Parses an attribute's text (a slice of the source), through a cache; used for tensor
+    /// encodings, which live inside type tokens.
+    pub(super) fn attr_from_text(&mut self, text: &'a str) -> PResult<Attr> {
+        if let Some(&a) = self.attr_cache.get(text) {
+            return Ok(a);
+        }
+        let tree = self.sub_parse(Rule::attr_tree, text)?;
+        let body = tree.into_inner().find(|p| p.as_rule() != Rule::EOI);
+        let a = match body {
+            Some(b) => self.build_attr(b)?,
+            None => {
+                let pos = self.off_str(text);
+                return Err(self.err(pos, "expected attribute value"));
+            }
+        };
+        self.attr_cache.insert(text, a);
+        Ok(a)
+    }
+
+    /// The entries of a `dict_attr` pair, in source order; duplicate keys are an error.
+    pub(super) fn named_attrs(&mut self, p: Pair<'a, Rule>) -> PResult<Vec<(Ident, Attr)>> {
+        let mut out: Vec<(Ident, Attr)> = Vec::new();
+        for e in p.into_inner() {
+            let epos = self.off(&e);
+            let mut it = e.into_inner();
+            let key = self.child(&mut it)?;
+            let k = if key.as_str().starts_with('"') {
+                self.string_ident(&key)?
+            } else {
+                self.ctx.ident(key.as_str())
+            };
+            let v = match it.next() {
+                Some(v) => self.build_attr(v)?,
+                None => self.ctx.unit_attr(),
+            };
+            if out.iter().any(|(x, _)| *x == k) {
+                let name = self.ctx.ident_str(k).to_string();
+                return Err(self.err(
+                    epos,
+                    format!("duplicate key '{name}' in dictionary attribute"),
+                ));
+            }
+            out.push((k, v));
+        }
+        Ok(out)
+    }
+
+    /// Builds an attribute from one of the attribute rules.
+    pub(super) fn build_attr(&mut self, p: Pair<'a, Rule>) -> PResult<Attr> {
+        let pos = self.off(&p);
+        // A normal rule ending in an optional part spans the whitespace after it.
+        let text = p.as_str().trim_end();
+        let kind = match p.as_rule() {
+            Rule::number => return self.number_attr(text, pos, None),
+            Rule::typed_number => {
+                let mut it = p.into_inner();
+                let num = self.child(&mut it)?;
+                let t = self.child(&mut it)?;
+                let tpos = self.off(&t);
+                let ty = self.type_token(t)?;
+                return self.number_attr(num.as_str(), pos, Some((ty, tpos)));
+            }
+            Rule::string => AttrKind::String(self.string_bytes(&p)?),
+            Rule::typed_string => {
+                let mut it = p.into_inner();
+                let s = self.child(&mut it)?;
+                self.string_bytes(&s)?;
+                self.type_token(self.child(&mut it)?)?;
+                AttrKind::Opaque(text.to_string())
+            }
+            Rule::symbol_ref => {
+                let mut names = Vec::new();
+                for s in p.into_inner() {
+                    let n = self.symbol_name(&s)?;
+                    names.push(self.ctx.ident(&n));
+                }
+                let mut names = names.into_iter();
+                let Some(root) = names.next() else {
+                    return Err(self.err(pos, "expected symbol reference"));
+                };
+                AttrKind::SymbolRef {
+                    root,
+                    nested: names.collect(),
+                }
+            }
+            Rule::array_attr => {
+                let mut items = Vec::new();
+                for c in p.into_inner() {
+                    items.push(self.build_attr(c)?);
+                }
+                AttrKind::Array(items)
+            }
+            Rule::dict_attr => {
+                let entries = self.named_attrs(p)?;
+                return Ok(self.ctx.dict_attr(entries));
+            }
+            Rule::hash_attr => {
+                let body = &text[1..];
+                if !body.contains('.') && !body.contains('<') {
+                    return self.attr_alias(body, pos, 0);
+                }
+                let end = body.find(['.', '<']).unwrap_or(body.len());
+                let dialect = self.ctx.ident(&body[..end]);
+                AttrKind::Dialect {
+                    dialect,
+                    text: body.to_string(),
+                }
+            }
+            Rule::bool_attr => AttrKind::Bool(text.starts_with('t')),
+            Rule::unit_attr => AttrKind::Unit,
+            Rule::dense_array => {
+                let mut it = p.into_inner();
+                let tp = self.child(&mut it)?;
+                let tpos = self.off(&tp);
+                let elem = self.type_token(tp)?;
+                let mut values = Vec::new();
+                for e in it {
+                    let epos = self.off(&e);
+                    let v = self.dense_elem(e.as_str(), epos, elem, tpos)?;
+                    values.push(v);
+                }
+                AttrKind::DenseArray { elem, values }
+            }
+            Rule::opaque_attr => {
+                let mut it = p.into_inner();
+                let body = self.child(&mut it)?;
+                let ty = match it.next() {
+                    Some(t) => Some(self.type_token(t)?),
+                    None => None,
+                };
+                let b = body.as_str();
+                match (b.strip_prefix("dense<"), ty) {
+                    (Some(inner), Some(ty)) => AttrKind::Dense {
+                        body: inner[..inner.len() - 1].to_string(),
+                        ty,
+                    },
+                    _ => AttrKind::Opaque(text.to_string()),
+                }
+            }
+            Rule::location => AttrKind::Location(self.build_location(p)?),
+            Rule::type_attr => {
+                let t = self.child(&mut p.into_inner())?;
+                AttrKind::Type(self.type_token(t)?)
+            }
+            _ => return Err(self.err(pos, "expected attribute value")),
+        };
+        Ok(self.ctx.attr(kind))
+    }
+
+    /// Resolves `#name`: an attribute alias, or a location alias defined later in the file.
+    fn attr_alias(&mut self, name: &'a str, pos: usize, depth: usize) -> PResult<Attr> {
+        if let Some(&a) = self.attr_aliases.get(name) {
+            return Ok(a);
+        }
+        if depth > self.max_nesting {
+            return Err(self.err(pos, "alias chain too deep"));
+        }
+        if let Some(def) = self.lazy_locs.remove(name) {
+            let l = self.location_inner_of(def, depth + 1)?;
+            let a = self.ctx.attr(AttrKind::Location(l));
+            self.attr_aliases.insert(name, a);
+            self.lazily_built.insert(name);
+            return Ok(a);
+        }
+        Err(self.err(pos, format!("undefined symbol alias id '{name}'")))
+    }
+
+    /// An integer or float literal with an optional type (`42`, `-3 : i8`, `1.5 : f32`,
+    /// `0x7FC00000 : f32`).
+    fn number_attr(&mut self, text: &str, pos: usize, ty: Option<(Type, usize)>) -> PResult<Attr> {
+        let is_float = text.contains('.');
+        let (ty, tpos) = match ty {
+            Some(t) => t,
+            None if is_float => (self.ctx.float_type(FloatKind::F64), pos),
+            None => (self.ctx.int_type(64), pos),
+        };
+        let kind = match self.ctx.type_kind(ty).clone() {
+            TypeKind::Float(_) => AttrKind::Float {
+                value: self.float_value(text, pos)?,
+                ty,
+            },
+            TypeKind::Integer { width, signedness } => {
+                if is_float {
+                    return Err(self.err(pos, "floating point value not valid for specified type"));
+                }
+                AttrKind::Integer {
+                    value: self.int_value(text, pos, width, signedness)?,
+                    ty,
+                }
+            }
+            TypeKind::Index => {
+                if is_float {
+                    return Err(self.err(pos, "floating point value not valid for specified type"));
+                }
+                AttrKind::Integer {
+                    value: self.int_value(text, pos, 64, Signedness::Signless)?,
+                    ty,
+                }
+            }
+            _ => {
+                let what = if is_float {
+                    "floating point"
+                } else {
+                    "integer"
+                };
+                return Err(self.err(tpos, format!("{what} literal not valid for specified type")));
+            }
+        };
+        Ok(self.ctx.attr(kind))
+    }
+
+    fn float_value(&mut self, text: &str, pos: usize) -> PResult<FloatValue> {
+        if is_hex_literal(text) {
+            if text.starts_with('-') {
+                return Err(self.err(
+                    pos,
+                    "hexadecimal float literal should not have a leading minus",
+                ));
+            }
+            return Ok(FloatValue::Hex(text.to_string()));
+        }
+        match text.parse::<f64>() {
+            Ok(v) => Ok(FloatValue::Bits(v.to_bits())),
+            Err(_) => Err(self.err(pos, "invalid floating point literal")),
+        }
+    }
+
+    /// An integer literal checked against a `width`-bit type. Signless and signed values are
+    /// stored sign-extended (as MLIR prints them: `0xFFFFFFFF : i32` is `-1 : i32`).
+    fn int_value(
+        &mut self,
+        text: &str,
+        pos: usize,
+        width: u32,
+        sign: Signedness,
+    ) -> PResult<IntValue> {
+        let (neg, mag) = parse_int_literal(text);
+        if neg && sign == Signedness::Unsigned && mag != Some(0) {
+            return Err(self.err(
+                pos,
+                "negative integer literal not valid for unsigned integer type",
+            ));
+        }
+        let Some(m) = mag else {
+            if width > 128 {
+                return Ok(IntValue::Big(text.to_string()));
+            }
+            return Err(self.err(pos, "integer constant out of range for attribute"));
+        };
+        if width > 128 {
+            let limit = 1u128 << 127;
+            return Ok(match (neg, m) {
+                (true, m) if m <= limit => IntValue::Small((m as i128).wrapping_neg()),
+                (false, m) if m < limit => IntValue::Small(m as i128),
+                _ => IntValue::Big(text.to_string()),
+            });
+        }
+        let pow = |w: u32| {
+            if w >= 128 {
+                u128::MAX
+            } else {
+                (1u128 << w) - 1
+            }
+        };
+        // Largest magnitude for positive / negative values.
+        let (max_pos, max_neg) = match sign {
+            Signedness::Signed if width == 0 => (0, 0),
+            Signedness::Signed => (pow(width - 1), pow(width - 1) + 1),
+            Signedness::Unsigned => (pow(width), 0),
+            Signedness::Signless if width == 0 => (0, 0),
+            Signedness::Signless => (pow(width), pow(width - 1) + 1),
+        };
+        if (neg && m > max_neg) || (!neg && m > max_pos) {
+            return Err(self.err(pos, "integer constant out of range for attribute"));
+        }
+        let raw = if neg {
+            (m as i128).wrapping_neg()
+        } else {
+            m as i128
+        };
+        let v = match sign {
+            Signedness::Unsigned => raw,
+            _ if width <= 1 || width >= 128 => raw,
+            _ => {
+                let shift = 128 - width;
+                (raw << shift) >> shift
+            }
+        };
+        Ok(IntValue::Small(v))
+    }
+
+    fn dense_elem(
+        &mut self,
+        text: &str,
+        pos: usize,
+        elem: Type,
+        tpos: usize,
+    ) -> PResult<DenseElem> {
+        match self.ctx.type_kind(elem).clone() {
+            TypeKind::Integer { width, signedness } => {
+                if text == "true" || text == "false" {
+                    return Ok(DenseElem::Int(IntValue::Small((text == "true") as i128)));
+                }
+                if text.contains('.') {
+                    return Err(self.err(pos, "floating point value not valid for specified type"));
+                }
+                Ok(DenseElem::Int(
+                    self.int_value(text, pos, width, signedness)?,
+                ))
+            }
+            TypeKind::Index => Ok(DenseElem::Int(self.int_value(
+                text,
+                pos,
+                64,
+                Signedness::Signless,
+            )?)),
+            TypeKind::Float(_) => Ok(DenseElem::Float(self.float_value(text, pos)?)),
+            _ => Err(self.err(tpos, "expected integer or float type")),
+        }
+    }
+
+    // ----- locations --------------------------------------------------------------------------
+
+    /// Builds a `location` pair (`loc(...)`).
+    pub(super) fn build_location(&mut self, p: Pair<'a, Rule>) -> PResult<Loc> {
+        self.location_inner_of(p, 0)
+    }
+
+    fn location_inner_of(&mut self, p: Pair<'a, Rule>, depth: usize) -> PResult<Loc> {
+        let inner = self.child(&mut p.into_inner())?;
+        self.loc_inner(inner, depth)
+    }
+
+    pub(super) fn loc_inner(&mut self, p: Pair<'a, Rule>, depth: usize) -> PResult<Loc> {
+        let pos = self.off(&p);
+        let kind = match p.as_rule() {
+            Rule::loc_unknown => return Ok(self.ctx.unknown_loc()),
+            Rule::loc_callsite => {
+                let mut it = p.into_inner();
+                let callee = self.child(&mut it)?;
+                let callee = self.loc_inner(callee, depth)?;
+                let caller = self.child(&mut it)?;
+                let caller = self.loc_inner(caller, depth)?;
+                LocKind::CallSite { callee, caller }
+            }
+            Rule::loc_fused => {
+                let mut metadata = None;
+                let mut locs = Vec::new();
+                for c in p.into_inner() {
+                    match c.as_rule() {
+                        Rule::loc_unknown
+                        | Rule::loc_callsite
+                        | Rule::loc_fused
+                        | Rule::loc_file
+                        | Rule::loc_name
+                        | Rule::loc_alias => locs.push(self.loc_inner(c, depth)?),
+                        _ => metadata = Some(self.build_attr(c)?),
+                    }
+                }
+                LocKind::Fused { metadata, locs }
+            }
+            Rule::loc_file => return self.file_loc(p.as_str(), pos),
+            Rule::loc_name => {
+                let mut it = p.into_inner();
+                let name = self.child(&mut it)?;
+                let name = self.string_ident(&name)?;
+                let child = match it.next() {
+                    Some(c) => Some(self.loc_inner(c, depth)?),
+                    None => None,
+                };
+                LocKind::Name { name, child }
+            }
+            Rule::loc_alias => {
+                let name = &p.as_str()[1..];
+                let a = self.attr_alias(name, pos, depth)?;
+                return match self.ctx.attr_kind(a) {
+                    AttrKind::Location(l) => Ok(*l),
+                    _ => Err(self.err(
+                        pos,
+                        format!("expected location, but '#{name}' is not a location alias"),
+                    )),
+                };
+            }
+            _ => return Err(self.err(pos, "expected location")),
+        };
+        Ok(self.ctx.loc(kind))
+    }
+
+    /// `"file":line[:col] [to [line]:col | to line]`, one token.
+    fn file_loc(&mut self, text: &'a str, pos: usize) -> PResult<Loc> {
+        // End of the string literal: the first unescaped quote after the opening one.
+        let b = text.as_bytes();
+        let mut i = 1;
+        while i < b.len() && b[i] != b'"' {
+            i += if b[i] == b'\\' { 2 } else { 1 };
+        }
+        let file_bytes = self.string_bytes_of(&text[..(i + 1).min(text.len())])?;
+        let file = self.ctx.ident(&String::from_utf8_lossy(&file_bytes));
+        let rest = text.get(i + 2..).unwrap_or("");
+        let (head, tail) = match rest.split_once("to") {
+            Some((h, t)) => (h.trim(), Some(t.trim())),
+            None => (rest.trim(), None),
+        };
+        let num = |s: &str| s.parse::<u32>().ok();
+        let bad = |this: &mut Self| this.err(pos, "invalid line or column number in location");
+        let (line, col) = match head.split_once(':') {
+            Some((l, c)) => (num(l), num(c)),
+            None => (num(head), Some(0)),
+        };
+        let (Some(line), Some(col)) = (line, col) else {
+            return Err(bad(self));
+        };
+        let kind = match tail {
+            None => LocKind::FileLineCol { file, line, col },
+            Some(t) => {
+                let (end_line, end_col) = match t.split_once(':') {
+                    Some(("", c)) => (Some(line), num(c)),
+                    Some((l, c)) => (num(l), num(c)),
+                    None => (num(t), Some(col)),
+                };
+                let (Some(end_line), Some(end_col)) = (end_line, end_col) else {
+                    return Err(bad(self));
+                };
+                LocKind::FileRange {
+                    file,
+                    line,
+                    col,
+                    end_line,
+                    end_col,
+                }
+            }
+        };
+        Ok(self.ctx.loc(kind))
+    }
+}
