@@ -118,6 +118,7 @@ func.func @shard_dim(%x: tensor<4x16xf32>) -> tensor<8x16xf32> {
 
 // -----
 
+// expected-note @below {{see existing symbol definition here}}
 coll.group @tp {size = 2 : i64}
 // expected-error @below {{redefinition of symbol named 'tp'}}
 coll.group @tp {size = 4 : i64}

@@ -18,8 +18,8 @@ func.func @all_ops(%x: tensor<8x16xbf16>, %y: tensor<4x16xf32>) -> tensor<8x16xb
   // CHECK: coll.reduce_scatter_tensor %{{.*}} {group = @tp, reduce_op = "max"} : (tensor<8x16xf32>) -> tensor<4x16xf32>
   %s = coll.reduce_scatter_tensor %b {reduce_op = "max", group = @tp} : (tensor<8x16xf32>) -> tensor<4x16xf32>
   %c = coll.wait_tensor %s : tensor<4x16xf32>
-  // CHECK: coll.all_to_all_single %{{.*}} {group = @tp, input_split_sizes = [array<i64: 1, 3>, array<i64: 2, 2>], output_split_sizes = [array<i64: 1, 2>, array<i64: 3, 2>]} : tensor<4x16xf32>
-  %t = coll.all_to_all_single %c {group = @tp, input_split_sizes = [array<i64: 1, 3>, array<i64: 2, 2>], output_split_sizes = [array<i64: 1, 2>, array<i64: 3, 2>]} : tensor<4x16xf32>
+  // CHECK: coll.all_to_all_single %{{.*}} {group = @tp, input_split_sizes = [array<i64: 1, 3>, array<i64: 3, 1>], output_split_sizes = [array<i64: 1, 3>, array<i64: 3, 1>]} : tensor<4x16xf32>
+  %t = coll.all_to_all_single %c {group = @tp, input_split_sizes = [array<i64: 1, 3>, array<i64: 3, 1>], output_split_sizes = [array<i64: 1, 3>, array<i64: 3, 1>]} : tensor<4x16xf32>
   %d = coll.wait_tensor %t : tensor<4x16xf32>
   // CHECK: coll.broadcast %{{.*}} {group = @tp, src = 1 : i64} : tensor<4x16xf32>
   %u = coll.broadcast %d {src = 1 : i64, group = @tp} : tensor<4x16xf32>

@@ -24,7 +24,7 @@ func.func @compute(%a: tensor<8x16xbf16>, %b: tensor<16x4xbf16>, %c: tensor<2x8x
   %u6 = compute.sqrt %u5 : tensor<8x4xbf16>
   %u7 = compute.rsqrt %u6 : tensor<8x4xbf16>
   %u8 = compute.clone %u7 : tensor<8x4xbf16>
-  // CHECK: compute.scale %{{.*}} {factor = 5.000000e-01 : f64} : tensor<8x4xbf16>
+  // CHECK: compute.scale %{{.*}} {factor = 0.5 : f64} : tensor<8x4xbf16>
   %sc = compute.scale %u8 {factor = 0.5 : f64} : tensor<8x4xbf16>
   // CHECK: compute.softmax %{{.*}} {dim = 1 : i64} : tensor<8x4xbf16>
   %sm = compute.softmax %sc {dim = 1 : i64} : tensor<8x4xbf16>
@@ -40,7 +40,7 @@ func.func @compute(%a: tensor<8x16xbf16>, %b: tensor<16x4xbf16>, %c: tensor<2x8x
   %cc = compute.concat %sl, %sl {dim = 0 : i64} : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<8x4xbf16>
   // CHECK: compute.cast %{{.*}} : (tensor<8x4xbf16>) -> tensor<8x4xf32>
   %ca = compute.cast %cc : (tensor<8x4xbf16>) -> tensor<8x4xf32>
-  // CHECK: compute.fill {value = 1.000000e+00 : f64} : tensor<8x4xbf16>
+  // CHECK: compute.fill {value = 1.0 : f64} : tensor<8x4xbf16>
   %f = compute.fill {value = 1.0 : f64} : tensor<8x4xbf16>
   return %cc : tensor<8x4xbf16>
 }
