@@ -117,13 +117,22 @@ fn create(ctx: &mut Context, before: OpId, name: &str, operands: &[Value], resul
 }
 
 /// Whether every user of `v` tolerates a comm-buffer encoding on its type: ops of our
-/// communication dialects do (their verifiers compare types modulo encoding); `func.return`
-/// and `func.call` need exact types, and so do ops we do not know.
+/// communication dialects do (their verifiers compare types modulo encoding), and so does an
+/// op that declares the operand as a comm-buffer operand; `func.return` and `func.call` need
+/// exact types, and so do ops we do not know.
 fn users_accept_encoding(ctx: &Context, v: Value) -> bool {
-    ctx.uses(v).iter().all(|u| {
-        let d = ctx.op_name(u.op).split('.').next().unwrap_or("");
-        matches!(d, "compute" | "coll" | "comm" | "symm") && ctx.op_def(u.op).is_some()
-    })
+    ctx.uses(v).iter().all(|u| accepts_encoding(ctx, u.op, u.index as usize))
+}
+
+fn accepts_encoding(ctx: &Context, op: OpId, operand: usize) -> bool {
+    let Some(def) = ctx.op_def(op) else { return false };
+    if matches!(def.dialect(), "compute" | "coll" | "comm" | "symm") {
+        return true;
+    }
+    // Only unambiguous operand layouts (no variadic slots) map an index to a declared name.
+    let fixed = def.operands.iter().all(|a| a.arity == commlir_ir::Arity::One);
+    fixed
+        && def.operands.get(operand).is_some_and(|a| def.comm_buffer_operands.iter().any(|c| c.operand == a.name))
 }
 
 /// Whether `v` can be realized directly as a comm buffer: a compute op produced it (so its
@@ -281,8 +290,7 @@ impl Lowering<'_> {
         let uses = ctx.uses(old).to_vec();
         let mut copy: Option<Value> = None;
         for u in uses {
-            let d = ctx.op_name(u.op).split('.').next().unwrap_or("");
-            let tolerant = matches!(d, "compute" | "coll" | "comm" | "symm") && ctx.op_def(u.op).is_some();
+            let tolerant = accepts_encoding(ctx, u.op, u.index as usize);
             let target = if tolerant || ctx.value_type(old) == ctx.value_type(buf) {
                 buf
             } else {

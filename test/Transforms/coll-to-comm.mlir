@@ -88,6 +88,19 @@ func.func @coalesced(%a: tensor<4xf32>, %b: tensor<8xf32>) -> (tensor<4xf32>, te
   // CHECK-NEXT: %[[Y:.*]]:2 = comm.wait %[[W]], %[[A]], %[[B]]
   %y1 = coll.wait_tensor %r#1 : tensor<8xf32>
   %y0 = coll.wait_tensor %r#0 : tensor<4xf32>
-  // CHECK-NOT: coll.
+  // CHECK-NOT: coll.wait_tensor
   return %y0, %y1 : tensor<4xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Declared comm-buffer operands (here symm.one_shot_all_reduce's `input`) written at the
+// input level are realized generically: an argument is cloned into symmetric memory.
+coll.group @tp {size = 2 : i64, symm_mem}
+// CHECK-LABEL: func.func @registered
+func.func @registered(%x: tensor<8xbf16>) -> tensor<8xbf16> {
+  // CHECK: %[[B:.*]] = compute.clone %arg0 : (tensor<8xbf16>) -> tensor<8xbf16, #comm.buffer<symm_mem, @tp>>
+  // CHECK-NEXT: symm.one_shot_all_reduce %[[B]]
+  %y = symm.one_shot_all_reduce %x {reduce_op = "sum", group = @tp} : (tensor<8xbf16>) -> tensor<8xbf16>
+  return %y : tensor<8xbf16>
 }

@@ -43,8 +43,9 @@ register_op!(
     }
 );
 
-/// Checks the declared comm-buffer operands of any op: each must carry the declared kind and
-/// the group named by the declared attribute (used by every op declaring such operands).
+/// Checks the declared comm-buffer operands of any op: each is either a plain tensor (which
+/// `coll-to-comm` will realize as a comm buffer) or already a comm buffer of the declared kind
+/// and of the group named by the declared attribute.
 pub fn verify_comm_buffer_operands(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let Some(def) = ctx.op_def(op) else { return Ok(()) };
     for cb in def.comm_buffer_operands {
@@ -53,8 +54,9 @@ pub fn verify_comm_buffer_operands(ctx: &Context, op: OpId) -> Result<(), Diagno
         let group = ctx.inherent_attr(op, cb.group_attr).and_then(|a| ctx.attr_as_symbol(a)).unwrap_or("");
         let t = ctx.value_type(v);
         match buffer_encoding(ctx, t) {
+            None => {}
             Some(enc) if enc.kind == cb.kind && enc.group == group => {}
-            _ => {
+            Some(_) => {
                 return Err(ctx.op_error(
                     op,
                     format!(

@@ -1,9 +1,9 @@
 // RUN: commlir-opt %s --split-input-file --verify-diagnostics
 
 coll.group @tp {size = 2 : i64, symm_mem}
-func.func @not_symm(%x: tensor<8xbf16>) -> tensor<8xbf16> {
-  // expected-error @below {{operand 'input' must be a #comm.buffer<symm_mem, @tp> tensor, got tensor<8xbf16>}}
-  %y = symm.one_shot_all_reduce %x {reduce_op = "sum", group = @tp} : (tensor<8xbf16>) -> tensor<8xbf16>
+func.func @not_symm(%x: tensor<8xbf16, #comm.buffer<nccl, @tp>>) -> tensor<8xbf16> {
+  // expected-error @below {{operand 'input' must be a #comm.buffer<symm_mem, @tp> tensor, got tensor<8xbf16, #comm.buffer<nccl, @tp>>}}
+  %y = symm.one_shot_all_reduce %x {reduce_op = "sum", group = @tp} : (tensor<8xbf16, #comm.buffer<nccl, @tp>>) -> tensor<8xbf16>
   return %y : tensor<8xbf16>
 }
 
