@@ -28,6 +28,29 @@ pub enum FloatValue {
 }
 
 impl FloatValue {
+    /// The value rounded to the precision of `kind` (round to nearest, ties to even), as MLIR
+    /// stores a float attribute in its type's semantics: `1.1 : f32` is the f32 nearest 1.1.
+    pub fn rounded_to(self, kind: crate::types::FloatKind) -> FloatValue {
+        use crate::types::FloatKind;
+        let b = match self {
+            FloatValue::Bits(b) => b,
+            // A bit pattern that is not a NaN is just a value: canonicalize it, so that
+            // `0x7C00 : f16` and the infinity it denotes intern to the same attribute.
+            FloatValue::Hex(ref h) => match decode_hex(h, kind) {
+                Some(v) if !v.is_nan() => return FloatValue::Bits(v.to_bits()),
+                _ => return self,
+            },
+        };
+        let v = f64::from_bits(b);
+        let r = match kind {
+            FloatKind::F32 | FloatKind::TF32 => v as f32 as f64,
+            FloatKind::F16 => round_mantissa(v as f32, 10, -14, 15),
+            FloatKind::BF16 => round_mantissa(v as f32, 7, -126, 127),
+            _ => v,
+        };
+        FloatValue::Bits(r.to_bits())
+    }
+
     /// The value as an `f64` (hex patterns are decoded for f64 and f32 widths).
     pub fn to_f64(&self) -> f64 {
         match self {
@@ -78,4 +101,53 @@ pub enum AttrKind {
     /// Any other builtin attribute form (`affine_map<...>`, `strided<...>`, ...), verbatim,
     /// with its trailing `: type` when it had one.
     Opaque(String),
+}
+
+/// Rounds an f32 to a format with `mant` explicit mantissa bits and exponent range
+/// [`emin`, `emax`] (ties to even; overflow to infinity; gradual underflow).
+fn round_mantissa(x: f32, mant: u32, emin: i32, emax: i32) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x as f64;
+    }
+    let a = x.abs() as f64;
+    let e = a.log2().floor() as i32;
+    // Below the normal range the quantum is fixed at the subnormal spacing.
+    let q = 2f64.powi(e.max(emin) - mant as i32);
+    let m = a / q;
+    let r = m.round();
+    // Ties to even.
+    let r = if (m - m.floor() - 0.5).abs() < f64::EPSILON && r % 2.0 != 0.0 { r - 1.0 } else { r };
+    let v = r * q;
+    let max = (2.0 - 2f64.powi(-(mant as i32))) * 2f64.powi(emax);
+    let v = if v > max { f64::INFINITY } else { v };
+    if x < 0.0 {
+        -v
+    } else {
+        v
+    }
+}
+
+/// Decodes a hex bit pattern in the format of `kind`.
+fn decode_hex(h: &str, kind: crate::types::FloatKind) -> Option<f64> {
+    use crate::types::FloatKind;
+    let digits = h.strip_prefix("0x").or_else(|| h.strip_prefix("0X"))?;
+    let bits = u64::from_str_radix(digits, 16).ok()?;
+    Some(match kind {
+        FloatKind::F64 => f64::from_bits(bits),
+        FloatKind::F32 | FloatKind::TF32 => f32::from_bits(u32::try_from(bits).ok()?) as f64,
+        FloatKind::BF16 => f32::from_bits(u32::try_from(bits).ok()? << 16) as f64,
+        FloatKind::F16 => {
+            let b = u16::try_from(bits).ok()?;
+            let sign = if b >> 15 == 1 { -1.0 } else { 1.0 };
+            let exp = ((b >> 10) & 0x1f) as i32;
+            let frac = (b & 0x3ff) as f64;
+            sign * match exp {
+                0 => frac * 2f64.powi(-24),
+                31 if frac == 0.0 => f64::INFINITY,
+                31 => f64::NAN,
+                e => (1.0 + frac / 1024.0) * 2f64.powi(e - 15),
+            }
+        }
+        _ => return None,
+    })
 }

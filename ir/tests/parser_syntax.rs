@@ -709,7 +709,8 @@ fn attributes() {
     assert_eq!(
         attr(&mut ctx, "1.5e-3 : f32"),
         AttrKind::Float {
-            value: FloatValue::Bits(1.5e-3f64.to_bits()),
+            // Stored in the type's precision, as MLIR does.
+            value: FloatValue::Bits((1.5e-3f32 as f64).to_bits()),
             ty: f32t
         }
     );

@@ -430,8 +430,8 @@ impl<'a> Builder<'a, '_> {
             None => (self.ctx.int_type(64), pos),
         };
         let kind = match self.ctx.type_kind(ty).clone() {
-            TypeKind::Float(_) => AttrKind::Float {
-                value: self.float_value(text, pos)?,
+            TypeKind::Float(fk) => AttrKind::Float {
+                value: self.float_value(text, pos)?.rounded_to(fk),
                 ty,
             },
             TypeKind::Integer { width, signedness } => {
