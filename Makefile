@@ -1,0 +1,112 @@
+# commlir: the few commands a newcomer needs.
+#
+#   make setup   install what is missing (LLVM/MLIR 22, lit/FileCheck, rustfmt, clippy)
+#   make build   cargo build --release of the tools (target/release/commlir-*)
+#   make demo    run commlir-opt with a real pipeline on an example and show input and result
+#   make test    the one test command: fmt, clippy, cargo tests (incl. lit and docs freshness)
+#   make bench   commlir-opt vs mlir-opt on a generated 200k-op file (ratio, same run)
+#   make fuzz    the cargo-fuzz target `roundtrip` for FUZZ_SECONDS (default 600)
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+LLVM_BIN ?= /usr/lib/llvm-22/bin
+APT_PACKAGES := llvm-22-dev libmlir-22-dev mlir-22-tools libpolly-22-dev clang-22 \
+                zlib1g-dev libzstd-dev llvm-22-tools
+# apt-get as root, through sudo otherwise.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends
+
+# FileCheck, lit, not, count and mlir-opt for everything below.
+export PATH := $(LLVM_BIN):$(PATH)
+
+CARGO ?= cargo
+# Every tool package under tools/ (commlir-opt, commlir-run, later commlir-translate).
+TOOLS := $(notdir $(wildcard tools/*))
+RELEASE_BIN := target/release
+
+# demo: the pipeline and the input. Switch the pipeline with
+#   make demo DEMO_PIPELINE='builtin.module(func.func(cse,dce),symbol-dce)'
+DEMO_INPUT ?= examples/tp_mlp.mlir
+DEMO_PIPELINE ?= builtin.module(func.func(coll-to-comm,cse,dce),symbol-dce)
+DEMO_FLAGS ?=
+
+FUZZ_SECONDS ?= 600
+FUZZ_TARGET ?= roundtrip
+
+.PHONY: help setup setup-apt setup-rust setup-bench setup-fuzz build demo test fmt clippy \
+        cargo-test lit bench fuzz clean
+
+help:
+	@sed -n '3,9p' Makefile | sed 's/^# *//'
+
+setup: setup-apt setup-rust
+
+# Installs only what is missing; `apt-get update` only when something is.
+setup-apt:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "setup: installing$$missing"; \
+	  $(SUDO) apt-get update -q && $(APT_INSTALL)$$missing; \
+	else echo "setup: LLVM/MLIR 22 packages present"; fi
+
+setup-rust:
+	@command -v $(CARGO) >/dev/null || { echo "setup: cargo not found: install Rust from https://rustup.rs"; exit 1; }
+	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
+	@echo "setup: rustfmt and clippy present"
+
+# hyperfine makes the benchmark's statistics nicer; bench/run.sh works without it.
+setup-bench:
+	@command -v hyperfine >/dev/null || dpkg -s hyperfine >/dev/null 2>&1 || \
+	  { $(APT_INSTALL) hyperfine || { $(SUDO) apt-get update -q && $(APT_INSTALL) hyperfine; } || \
+	    echo "setup-bench: hyperfine not installable; bench/run.sh falls back to a median of runs"; }
+
+# cargo-fuzz runs on the stable toolchain with RUSTC_BOOTSTRAP=1 (see docs/getting-started.md).
+setup-fuzz: setup-rust
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+
+build:
+	$(CARGO) build --release $(addprefix -p ,$(TOOLS))
+
+demo: setup build
+	@echo "==> input: $(DEMO_INPUT)"; echo
+	@cat $(DEMO_INPUT)
+	@echo; echo "==> $(RELEASE_BIN)/commlir-opt $(DEMO_INPUT) --pass-pipeline='$(DEMO_PIPELINE)' $(DEMO_FLAGS)"; echo
+	@$(RELEASE_BIN)/commlir-opt $(DEMO_INPUT) --pass-pipeline='$(DEMO_PIPELINE)' $(DEMO_FLAGS)
+
+# The docs freshness check (docs/dialects/*.md generated from the op definitions) is the
+# cargo test dialects/tests/docs_fresh.rs, and lit runs from tools/commlir-opt/tests/lit.rs:
+# both are part of `cargo test --workspace`.
+test: setup
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) test --workspace
+
+fmt:
+	$(CARGO) fmt --all
+
+clippy:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# lit alone, on the debug binaries (cargo build first).
+lit:
+	$(CARGO) build $(addprefix -p ,$(TOOLS))
+	lit -v test/
+
+bench: setup setup-bench build
+	bench/run.sh
+
+# The corpus (fuzz/corpus/, not committed) starts from the small .mlir files of test/ and
+# examples/; libFuzzer adds what it finds there; crashes land in fuzz/artifacts/.
+fuzz: setup-fuzz
+	@mkdir -p fuzz/corpus/$(FUZZ_TARGET)
+	@find test examples -name '*.mlir' -size -32k | while read -r f; do \
+	  cp "$$f" "fuzz/corpus/$(FUZZ_TARGET)/seed-$$(echo "$$f" | tr '/' '_')"; done
+	RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run $(FUZZ_TARGET) fuzz/corpus/$(FUZZ_TARGET) \
+	  -- -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096
+
+clean:
+	$(CARGO) clean
+	rm -rf bench/out bench/target fuzz/target
