@@ -1,8 +1,10 @@
 //! commlir analyses and passes, one file per pass.
 pub mod analysis;
 pub mod coll_to_comm;
+pub mod comm_plan_pools;
 pub mod cse;
 pub mod dce;
+pub mod pools;
 pub mod strip_debuginfo;
 pub mod symbol_dce;
 pub mod test_count_ops;
@@ -21,4 +23,5 @@ pub fn link() {
     std::hint::black_box(&test_count_ops::TEST_COUNT_OPS);
     std::hint::black_box(&test_options::TEST_OPTIONS);
     std::hint::black_box(&coll_to_comm::COLL_TO_COMM);
+    std::hint::black_box(&comm_plan_pools::COMM_PLAN_POOLS);
 }

@@ -8,13 +8,20 @@
 //!   out-of-place ones write a destination buffer made by `comm.alloc` (destination-passing).
 //! - `comm.wait` completes a work handle and yields its buffers again as new SSA values: they
 //!   alias the buffers (no new memory), and readers of the collective's result read them.
+//! - After `comm-plan-pools`, `comm.pool` / `comm.pool_release` bracket the function and every
+//!   comm-buffer producer carries its `comm.slot` in the pool (see [`pool`]).
 
 mod encoding;
+pub mod pool;
 mod verify;
 
 pub use encoding::{
     buffer_encoding, buffer_type, is_comm_buffer, is_work_type, kind_str as encoding_kind_str,
     work_type, BufferEncoding,
+};
+pub use pool::{
+    is_pool_type, pool_info, pool_type, set_slot, slot_of, PoolInfo, PoolSlot, POOL,
+    POOL_RELEASE, SLOT_ATTR,
 };
 
 use commlir_ir::{

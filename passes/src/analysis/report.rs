@@ -6,7 +6,10 @@
 use super::buffers::BufferModel;
 use super::cost::{collective_bytes, Machine};
 use super::timeline::simulate;
-use commlir_ir::{Context, OpId};
+use crate::pools::liveness;
+use crate::pools::packing::{max_live, Interval};
+use commlir_dialects::comm::{encoding_kind_str, pool_info};
+use commlir_ir::{BlockId, Context, OpId};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -65,8 +68,12 @@ pub fn build(ctx: &Context, machine: &Machine, module: OpId) -> Report {
         }
     });
     for f in funcs {
-        let Some(&r) = ctx.op_regions(f).first() else { continue };
-        let Some(&body) = ctx.region_blocks(r).first() else { continue };
+        let Some(&r) = ctx.op_regions(f).first() else {
+            continue;
+        };
+        let Some(&body) = ctx.region_blocks(r).first() else {
+            continue;
+        };
         let model = BufferModel::new(ctx, body);
         let tl = simulate(ctx, machine, body);
         let collectives = tl
@@ -74,7 +81,11 @@ pub fn build(ctx: &Context, machine: &Machine, module: OpId) -> Report {
             .iter()
             .map(|c| CollectiveReport {
                 op: ctx.op_name(c.op).to_string(),
-                group: ctx.inherent_attr(c.op, "group").and_then(|a| ctx.attr_as_symbol(a)).unwrap_or("").to_string(),
+                group: ctx
+                    .inherent_attr(c.op, "group")
+                    .and_then(|a| ctx.attr_as_symbol(a))
+                    .unwrap_or("")
+                    .to_string(),
                 bytes: collective_bytes(ctx, c.op),
                 comm_ns: c.end_ns - c.start_ns,
                 exposed_ns: c.exposed_ns,
@@ -90,32 +101,37 @@ pub fn build(ctx: &Context, machine: &Machine, module: OpId) -> Report {
             exposed_comm_ns: tl.exposed_comm_ns,
             makespan_ns: tl.makespan_ns,
             collectives,
-            pools: pools(ctx, f, &model),
+            pools: pools(ctx, f, body),
         });
     }
     Report { functions }
 }
 
-/// Pools of a function: planned sizes come from the `comm.pools` attribute the planner
-/// writes (`[[kind, group, bytes], ...]` as strings/integers); lower bounds from liveness.
-fn pools(ctx: &Context, func: OpId, model: &BufferModel) -> Vec<PoolReport> {
-    let mut by_pool: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
-    for (i, s) in model.storages.iter().enumerate() {
-        if let Some(enc) = &s.comm {
-            by_pool.entry((enc.kind_str().to_string(), enc.group.clone())).or_default().push(i);
-        }
+/// Pools of a function, one per (kind, group) of its comm buffers. Buffers and lower bounds
+/// come from the pool planner's liveness (a buffer stays live through the collectives on it
+/// until their waits); the size is the `comm.pool` op's once `comm-plan-pools` ran, else the
+/// sum of the buffers (no reuse). Buffers that are function arguments belong to the caller's
+/// pools and are not counted.
+fn pools(ctx: &Context, func: OpId, body: BlockId) -> Vec<PoolReport> {
+    let live = liveness::analyze(ctx, body);
+    let mut by_pool: BTreeMap<(String, String), Vec<Interval>> = BTreeMap::new();
+    for s in &live.slots {
+        let key = (encoding_kind_str(s.kind).to_string(), s.group.clone());
+        by_pool.entry(key).or_default().push(Interval {
+            start: s.start,
+            end: s.end,
+            size: s.size,
+        });
     }
     let planned = planned_pools(ctx, func);
     by_pool
         .into_iter()
-        .map(|((kind, group), ids)| {
-            let lower_bound = max_live(model, &ids);
-            let naive: u64 = ids.iter().map(|i| model.storages[*i].size).sum();
+        .map(|((kind, group), items)| {
             let plan = planned.get(&(kind.clone(), group.clone())).copied();
             PoolReport {
-                bytes: plan.unwrap_or(naive),
-                lower_bound_bytes: lower_bound,
-                buffers: ids.len() as u64,
+                bytes: plan.unwrap_or_else(|| items.iter().map(|i| i.size).sum()),
+                lower_bound_bytes: max_live(&items),
+                buffers: items.len() as u64,
                 planned: plan.is_some(),
                 kind,
                 group,
@@ -124,45 +140,14 @@ fn pools(ctx: &Context, func: OpId, model: &BufferModel) -> Vec<PoolReport> {
         .collect()
 }
 
-/// The largest total size of the given storages live at one time (a storage is live from
-/// its definition through its last use, inclusive; arguments from entry).
-pub fn max_live(model: &BufferModel, ids: &[usize]) -> u64 {
-    let mut events: Vec<(usize, i8, u64)> = Vec::new();
-    for &i in ids {
-        let s = &model.storages[i];
-        let start = s.def.unwrap_or(0);
-        let end = if s.escapes { usize::MAX } else { s.last_use.unwrap_or(start) };
-        events.push((start, 0, s.size));
-        if end != usize::MAX {
-            events.push((end, 1, s.size));
-        }
-    }
-    // Allocations at a position happen before the frees after it.
-    events.sort();
-    let (mut cur, mut best) = (0u64, 0u64);
-    for (_, kind, size) in events {
-        if kind == 0 {
-            cur += size;
-            best = best.max(cur);
-        } else {
-            cur -= size;
-        }
-    }
-    best
-}
-
+/// The sizes of the `comm.pool` ops of `func`, by (kind, group).
 fn planned_pools(ctx: &Context, func: OpId) -> BTreeMap<(String, String), u64> {
     let mut out = BTreeMap::new();
-    let Some(a) = ctx.get_attr(func, "comm.pools") else { return out };
-    let commlir_ir::AttrKind::Array(items) = ctx.attr_kind(a) else { return out };
-    for it in items {
-        let commlir_ir::AttrKind::Dict(entries) = ctx.attr_kind(*it) else { continue };
-        let get = |k: &str| entries.iter().find(|(n, _)| ctx.ident_str(*n) == k).map(|(_, v)| *v);
-        let kind = get("kind").and_then(|v| ctx.attr_as_str(v)).unwrap_or("");
-        let group = get("group").and_then(|v| ctx.attr_as_symbol(v).or_else(|| ctx.attr_as_str(v))).unwrap_or("");
-        let bytes = get("bytes").and_then(|v| ctx.attr_as_i64(v)).unwrap_or(0);
-        out.insert((kind.to_string(), group.to_string()), bytes.max(0) as u64);
-    }
+    ctx.walk(func, |op| {
+        if let Some(p) = pool_info(ctx, op) {
+            out.insert((encoding_kind_str(p.kind).to_string(), p.group), p.size);
+        }
+    });
     out
 }
 
