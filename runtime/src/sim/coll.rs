@@ -131,7 +131,7 @@ impl RankInterp<'_> {
             ));
         }
         let inputs = (0..n)
-            .map(|i| self.tensor(op, i).cloned())
+            .map(|i| self.tensor(op, i).map(std::borrow::Cow::into_owned))
             .collect::<Result<Vec<_>, _>>()?;
         let coll = self.issue(engine, op, kind, inputs)?;
         for (index, r) in ctx.results(op).iter().enumerate() {
@@ -168,7 +168,7 @@ impl RankInterp<'_> {
                 gather_dim: index_attr(ctx, op, "gather_dim")?,
                 shard_dim: index_attr(ctx, op, "shard_dim")?,
             };
-            Ok((kind, vec![me.tensor(op, 0)?.clone()]))
+            Ok((kind, vec![me.tensor(op, 0)?.into_owned()]))
         })?;
         if !done {
             return Ok(Flow::Block(coll));

@@ -13,6 +13,7 @@ use super::interp::{garbage, Flow, RankInterp, Slot};
 use super::memory::StorageId;
 use crate::error::SimError;
 use commlir_ir::OpId;
+use std::borrow::Cow;
 
 impl RankInterp<'_> {
     pub(super) fn exec_comm(&mut self, op: OpId, engine: &mut Engine) -> Result<Flow, SimError> {
@@ -26,6 +27,14 @@ impl RankInterp<'_> {
                 return Ok(Flow::Next);
             }
             "comm.wait" => return self.exec_wait(op, engine),
+            "comm.pool" => {
+                self.exec_pool(op)?;
+                return Ok(Flow::Next);
+            }
+            "comm.pool_release" => {
+                self.exec_pool_release(op)?;
+                return Ok(Flow::Next);
+            }
             "comm.shard_dim_alltoall" => return self.exec_shard_dim_buffer(op, engine),
             "symm.one_shot_all_reduce" => return self.exec_one_shot(op, engine),
             "comm.all_reduce" | "comm.all_reduce_coalesced" => (
@@ -72,7 +81,7 @@ impl RankInterp<'_> {
         }
         let snapshot = inputs
             .iter()
-            .map(|&i| self.tensor(op, i).cloned())
+            .map(|&i| self.tensor(op, i).map(Cow::into_owned))
             .collect::<Result<Vec<_>, _>>()?;
         let dests = dests
             .iter()
@@ -98,7 +107,7 @@ impl RankInterp<'_> {
         for (d, t) in dests.iter().zip(outputs) {
             self.mem
                 .write(*d, t.clone())
-                .map_err(|m| SimError::op(self.ctx, op, m))?;
+                .map_err(|e| self.mem_error(op, e))?;
         }
         Ok(())
     }
@@ -139,7 +148,7 @@ impl RankInterp<'_> {
                 gather_dim: index_attr(ctx, op, "gather_dim")?,
                 shard_dim: index_attr(ctx, op, "shard_dim")?,
             };
-            Ok((kind, vec![me.tensor(op, 0)?.clone()]))
+            Ok((kind, vec![me.tensor(op, 0)?.into_owned()]))
         })?;
         if !done {
             return Ok(Flow::Block(coll));
@@ -154,7 +163,7 @@ impl RankInterp<'_> {
         let (coll, done) = self.issue_blocking(engine, op, |me| {
             Ok((
                 CollKind::AllReduce(reduce_op(ctx, op)?),
-                vec![me.tensor(op, 0)?.clone()],
+                vec![me.tensor(op, 0)?.into_owned()],
             ))
         })?;
         if !done {

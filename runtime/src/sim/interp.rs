@@ -6,12 +6,15 @@ use super::collective::{CollKind, CollSpec};
 use super::compute;
 use super::engine::{CollId, Engine};
 use super::groups::{group_op_of, Communicator, GroupLayout};
-use super::memory::{Memory, StorageId};
+use super::memory::{Memory, PoolId, StorageId};
+use super::pools::FramePlan;
 use super::scheduler::{Progress, RankTask};
 use crate::error::SimError;
 use crate::tensor::{Data, Tensor, TensorType};
-use commlir_ir::{Context, OpId, Value};
+use commlir_ir::{CommBufferKind, Context, OpId, Value};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 /// Calls nested deeper than this are reported (the frames live on the heap, so this guards
 /// against runaway recursion, not against the native stack).
@@ -26,6 +29,8 @@ pub(super) enum Slot {
     InFlight { coll: CollId, index: usize },
     /// A `!comm.work` handle; on completion, the outputs are written to `dests`.
     Work { coll: CollId, dests: Vec<StorageId> },
+    /// A `!comm.pool` handle.
+    Pool(PoolId),
 }
 
 struct Frame {
@@ -34,6 +39,10 @@ struct Frame {
     next: Option<OpId>,
     /// The `func.call` that created this frame (none for the entry function).
     call_site: Option<OpId>,
+    /// The comm-buffer pools this call allocated, by (kind, group).
+    pools: HashMap<(CommBufferKind, String), PoolId>,
+    /// Positions and buffer liveness of a planned body (`None`: no pools, nothing to check).
+    plan: Option<Rc<FramePlan>>,
 }
 
 /// How execution continues after an op.
@@ -63,6 +72,10 @@ pub struct RankInterp<'c> {
     pub(super) applied: HashSet<CollId>,
     /// The entry function's `func.return` and its operands, once it returned.
     returned: Option<(OpId, Vec<Slot>)>,
+    /// The frame depth of each pool's function.
+    pub(super) pool_frames: HashMap<PoolId, usize>,
+    /// [`FramePlan`]s by function, computed on first call.
+    plans: HashMap<OpId, Option<Rc<FramePlan>>>,
 }
 
 impl<'c> RankInterp<'c> {
@@ -84,6 +97,8 @@ impl<'c> RankInterp<'c> {
             blocking: None,
             applied: HashSet::new(),
             returned: None,
+            pool_frames: HashMap::new(),
+            plans: HashMap::new(),
         };
         let slots = args
             .into_iter()
@@ -105,7 +120,11 @@ impl<'c> RankInterp<'c> {
             .iter()
             .enumerate()
             .map(|(i, s)| match s {
-                Slot::Tensor(id) => Ok(self.mem.read(*id).clone()),
+                Slot::Tensor(id) => self
+                    .mem
+                    .read(*id)
+                    .map(Cow::into_owned)
+                    .map_err(|e| self.mem_error(*ret, e)),
                 _ => Err(SimError::op(
                     self.ctx,
                     *ret,
@@ -159,13 +178,53 @@ impl<'c> RankInterp<'c> {
             ));
         }
         let env = params.iter().copied().zip(args).collect();
+        let plan = self
+            .plans
+            .entry(func)
+            .or_insert_with(|| FramePlan::of(ctx, entry).map(Rc::new))
+            .clone();
         self.frames.push(Frame {
             func,
             env,
             next: ctx.block_first(entry),
             call_site,
+            pools: HashMap::new(),
+            plan,
         });
         Ok(())
+    }
+
+    /// Index of the running frame.
+    pub(super) fn depth(&self) -> usize {
+        self.frames.len() - 1
+    }
+
+    /// The running frame's pools.
+    pub(super) fn frame_pools(&self) -> &HashMap<(CommBufferKind, String), PoolId> {
+        &self.frame().pools
+    }
+
+    pub(super) fn frame_pools_mut(&mut self) -> &mut HashMap<(CommBufferKind, String), PoolId> {
+        &mut self
+            .frames
+            .last_mut()
+            .expect("a running rank has a frame")
+            .pools
+    }
+
+    /// The running frame's plan, if its function is planned.
+    pub(super) fn frame_plan(&self) -> Option<Rc<FramePlan>> {
+        self.frame().plan.clone()
+    }
+
+    /// The plan of the frame at `depth`.
+    pub(super) fn plan_at(&self, depth: usize) -> Option<&FramePlan> {
+        self.frames.get(depth).and_then(|f| f.plan.as_deref())
+    }
+
+    /// The call that created the frame at `depth`, if that frame exists.
+    pub(super) fn call_site_at(&self, depth: usize) -> Option<OpId> {
+        self.frames.get(depth).and_then(|f| f.call_site)
     }
 
     fn frame(&self) -> &Frame {
@@ -207,12 +266,19 @@ impl<'c> RankInterp<'c> {
                 op,
                 format!("expects a tensor for operand #{i}, got a work handle"),
             )),
+            Slot::Pool(_) => Err(SimError::op(
+                self.ctx,
+                op,
+                format!("expects a tensor for operand #{i}, got a pool"),
+            )),
         }
     }
 
-    /// Operand `i` of `op` as a tensor.
-    pub(super) fn tensor(&self, op: OpId, i: usize) -> Result<&Tensor, SimError> {
-        Ok(self.mem.read(self.storage(op, i)?))
+    /// Operand `i` of `op` as a tensor (decoded from its pool for a planned comm buffer).
+    pub(super) fn tensor(&self, op: OpId, i: usize) -> Result<Cow<'_, Tensor>, SimError> {
+        self.mem
+            .read(self.storage(op, i)?)
+            .map_err(|e| self.mem_error(op, e))
     }
 
     /// The runtime type of result `i` of `op`.
@@ -237,8 +303,11 @@ impl<'c> RankInterp<'c> {
                 format!("produces {} for result #{i}, whose type is {want}", t.ty),
             ));
         }
-        let id = self.mem.alloc(t);
-        self.bind(self.ctx.result(op, i), Slot::Tensor(id));
+        let slot = match self.place_in_slot(op, i, t)? {
+            Ok(placed) => placed,
+            Err(t) => Slot::Tensor(self.mem.alloc(t)),
+        };
+        self.bind(self.ctx.result(op, i), slot);
         Ok(())
     }
 
@@ -329,6 +398,7 @@ impl<'c> RankInterp<'c> {
         let inputs = (0..ctx.operands(op).len())
             .map(|i| self.tensor(op, i))
             .collect::<Result<Vec<_>, _>>()?;
+        let inputs: Vec<&Tensor> = inputs.iter().map(|t| t.as_ref()).collect();
         if ctx.results(op).len() != 1 {
             return Err(SimError::op(ctx, op, "expects exactly one result"));
         }

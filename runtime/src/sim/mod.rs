@@ -6,7 +6,9 @@
 //! - [`engine`]: NCCL's matching and ordering rules (per-communicator sequences, one comm
 //!   stream per rank); [`collective`]: what each collective computes.
 //! - [`scheduler`]: runs ranks cooperatively until all finish, or reports a deadlock.
-//! - [`memory`]: mutable storage shared by aliases; [`groups`]: group layouts over N ranks.
+//! - [`memory`]: mutable storage shared by aliases, and comm-buffer pools whose slots really
+//!   alias; `pools`: executing planned programs (pools, slots, the liveness checks);
+//!   [`groups`]: group layouts over N ranks.
 
 mod coll;
 pub mod collective;
@@ -16,6 +18,7 @@ pub mod engine;
 pub mod groups;
 pub mod interp;
 pub mod memory;
+mod pools;
 pub mod scheduler;
 
 use crate::error::SimError;
