@@ -1,0 +1,284 @@
+//! `comm-reorder-peak-memory`: moves each asynchronous collective earlier, one op at a time,
+//! without raising peak memory beyond a budget — Inductor's
+//! `reorder_communication_preserving_peak_memory`.
+//!
+//! Collectives are taken left to right. Each starts as a group of one; the op before the group
+//! is the *candidate*:
+//!
+//! - another collective stops it ("collective ordering", SPMD safety) unless
+//!   `unsafe-collective-reorder=true`; an op with unknown effects stops it too;
+//! - if the group depends on the candidate, the candidate joins the group when it may (not an
+//!   async collective; not a matmul unless `use-runtime-estimates`), else the collective stops
+//!   ("data dependency");
+//! - with `use-runtime-estimates`, the collective stops once the compute between it and its
+//!   wait covers its estimated time (twice with `extra-overlap`), or when moving past the
+//!   candidate would expose the collectives whose waits are in the group more than it hides
+//!   this one;
+//! - otherwise the candidate moves after the group, if the memory levels stay within
+//!   `(1 + peak-memory-budget) ×` the input's peak ("peak memory" stops it otherwise).
+//!
+//! Memory levels are updated per adjacent swap in O(1) ([`MemoryTracker`]); the estimated
+//! compute overlapping each collective comes from prefix sums over the input order and is then
+//! updated per move, rather than by walking the list after every swap as the seed does.
+
+use crate::schedule::iterative::{
+    memory_limit, try_move_after, verify_against_recompute, IterOptions, ListOrder, MoveInfo,
+    OPTIONS,
+};
+use crate::schedule::{
+    self, body_block, DepGraph, GraphOptions, Limit, MemoryTracker, NodeKind, Windows, NONE,
+};
+use commlir_ir::pass::{Anchor, Pass, PassEnv, PassInfo, PassOptions, StatisticDef};
+use commlir_ir::{Context, Diagnostic, OpId};
+
+/// Runs the pass on `func`; returns the statistics of every collective processed, in order.
+pub fn reorder_peak_memory(ctx: &mut Context, func: OpId, opts: &IterOptions) -> Vec<MoveInfo> {
+    let Some(block) = body_block(ctx, func) else {
+        return Vec::new();
+    };
+    let graph = DepGraph::build(
+        ctx,
+        block,
+        GraphOptions {
+            collective_order: !opts.unsafe_collective_reorder,
+        },
+    );
+    if !graph.kind.contains(&NodeKind::Collective) {
+        return Vec::new();
+    }
+    let rt = schedule::runtimes(ctx, &graph);
+    let windows = Windows::new(&graph, &rt);
+    let mut mem = MemoryTracker::new(ctx, block, &graph);
+    let limit = memory_limit(mem.initial_peak(), opts.peak_memory_budget);
+    let mut list = ListOrder::new(graph.len());
+    // Estimated compute overlapping each async collective, kept current as things move.
+    let mut comp: Vec<f64> = (0..graph.len() as u32)
+        .map(|c| {
+            if graph.is_async_collective(c) {
+                windows.after_collective(&graph, c)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let mut stamp = vec![NONE; graph.len()];
+    let mut seg: Vec<u32> = Vec::new();
+    let mut group_colls: Vec<u32> = Vec::new();
+    let mut infos = Vec::new();
+    let extra = opts.extra_factor();
+
+    let mut cur = list.head;
+    while cur != NONE {
+        let next_cur = list.next[cur as usize];
+        if !graph.is_async_collective(cur) {
+            cur = next_cur;
+            continue;
+        }
+        let c = cur;
+        let mut info = MoveInfo::new(graph.ops[c as usize], rt[c as usize], comp[c as usize]);
+        stamp[c as usize] = c;
+        let mut group_head = c;
+        // Collectives whose waits joined the group: moving the group earlier shrinks their
+        // overlap window.
+        group_colls.clear();
+        let mut group_runtime = 0.0;
+        let mut cand = list.prev[c as usize];
+        while cand != NONE {
+            let ci = cand as usize;
+            if opts.use_runtime_estimates
+                && rt[c as usize] - comp[c as usize] < -extra * rt[c as usize]
+            {
+                info.limit = Limit::Unexposed;
+                break;
+            }
+            if graph.kind[ci] == NodeKind::Fixed {
+                info.limit = Limit::FixedOp;
+                info.blocker = Some(graph.ops[ci]);
+                break;
+            }
+            if !opts.unsafe_collective_reorder && graph.kind[ci] == NodeKind::Collective {
+                info.limit = Limit::CollectiveOrder;
+                info.blocker = Some(graph.ops[ci]);
+                break;
+            }
+            let data_dep = graph.succs(cand).iter().any(|&s| stamp[s as usize] == c);
+            if data_dep {
+                let groupable = !graph.is_async_collective(cand)
+                    && (opts.use_runtime_estimates || !graph.gemm_like[ci]);
+                if !groupable {
+                    info.limit = Limit::DataDependency;
+                    info.blocker = Some(graph.ops[ci]);
+                    break;
+                }
+                stamp[ci] = c;
+                group_head = cand;
+                if graph.kind[ci] == NodeKind::Wait && graph.coll_of_wait[ci] != NONE {
+                    group_colls.push(graph.coll_of_wait[ci]);
+                }
+                if !graph.is_async_collective(cand) {
+                    group_runtime += rt[ci];
+                }
+                info.grouped += 1;
+                cand = list.prev[ci];
+                continue;
+            }
+            if opts.use_runtime_estimates
+                && !tradeoff_ok(&graph, &rt, &comp, c, cand, &group_colls, group_runtime)
+            {
+                info.limit = Limit::ExposureTradeoff;
+                info.blocker = Some(graph.ops[ci]);
+                break;
+            }
+            list.segment(group_head, c, &mut seg);
+            if !try_move_after(&mut mem, &mut list, cand, &seg, limit) {
+                info.limit = Limit::PeakMemory;
+                info.blocker = Some(graph.ops[ci]);
+                break;
+            }
+            info.moves += 1;
+            // The candidate now sits between the collective and its wait.
+            match graph.kind[ci] {
+                NodeKind::Collective if graph.blocking[ci] => comp[c as usize] = 0.0,
+                NodeKind::Collective => comp[ci] -= group_runtime,
+                NodeKind::Wait => {
+                    comp[c as usize] += rt[ci];
+                    if graph.coll_of_wait[ci] != NONE {
+                        comp[graph.coll_of_wait[ci] as usize] += group_runtime;
+                    }
+                }
+                _ => comp[c as usize] += rt[ci],
+            }
+            if graph.kind[ci] != NodeKind::Collective {
+                for &gc in &group_colls {
+                    comp[gc as usize] -= rt[ci];
+                }
+            }
+            if opts.verify_memory {
+                verify_against_recompute(ctx, block, &graph, &list, &mem);
+            }
+            cand = list.prev[group_head as usize];
+        }
+        info.final_comp_ns = comp[c as usize];
+        infos.push(info);
+        cur = next_cur;
+    }
+    schedule::apply_order(ctx, &graph, &list.to_vec());
+    infos
+}
+
+/// With runtime estimates: whether moving the group past `cand` is worth it (Inductor's
+/// exposure accounting). Passing compute hides more of this collective but shrinks the
+/// windows of the collectives whose waits are in the group; passing an async collective
+/// (unsafe mode) puts the group's compute out of that collective's window.
+fn tradeoff_ok(
+    graph: &DepGraph,
+    rt: &[f64],
+    comp: &[f64],
+    c: u32,
+    cand: u32,
+    group_colls: &[u32],
+    group_runtime: f64,
+) -> bool {
+    let exposed = |comm: f64, comp: f64| (comm - comp).max(0.0);
+    let ci = cand as usize;
+    if !graph.is_async_collective(cand) {
+        let r = rt[ci];
+        if r <= 0.0 || group_colls.is_empty() {
+            return true;
+        }
+        let (comm, cc) = (rt[c as usize], comp[c as usize]);
+        let mut delta = exposed(comm, cc + r) - exposed(comm, cc);
+        for &g in group_colls {
+            let (gcomm, gcomp) = (rt[g as usize], comp[g as usize]);
+            delta += exposed(gcomm, gcomp - r) - exposed(gcomm, gcomp);
+        }
+        delta <= 0.0
+    } else {
+        group_runtime <= 0.0
+            || exposed(rt[ci], comp[ci] - group_runtime) <= exposed(rt[ci], comp[ci])
+    }
+}
+
+commlir_ir::register_pass!(
+    /// `comm-reorder-peak-memory`.
+    pub COMM_REORDER_PEAK_MEMORY = PassInfo {
+        argument: "comm-reorder-peak-memory",
+        name: "CommReorderPeakMemory",
+        summary: "Move collectives earlier, one op at a time, within a peak-memory budget",
+        description: "Inductor's reorder_communication_preserving_peak_memory: each async \
+            collective moves earlier past independent ops, dragging along the ops it depends \
+            on where allowed, until a collective, a dependency, the peak-memory budget or \
+            (with use-runtime-estimates) enough overlap stops it.",
+        anchor: Anchor::FUNC,
+        options: OPTIONS,
+        statistics: STATS,
+        create: |o: &PassOptions| Ok(Box::new(ReorderPeakMemory(IterOptions::from_pass_options(o)?))),
+    }
+);
+
+/// The statistics of both iterative passes.
+pub(crate) const STATS: &[StatisticDef] = &[
+    StatisticDef::new("processed", "Collectives (or waits) processed"),
+    StatisticDef::new("moves", "Ops moved past"),
+    StatisticDef::new("grouped", "Ops moved along as a group"),
+    StatisticDef::new("limited-by-none", "Stopped at the block boundary"),
+    StatisticDef::new("limited-by-data", "Stopped by a data dependency"),
+    StatisticDef::new("limited-by-collective", "Stopped by another collective"),
+    StatisticDef::new("limited-by-fixed", "Stopped by an op with unknown effects"),
+    StatisticDef::new("limited-by-memory", "Stopped by the peak-memory budget"),
+    StatisticDef::new(
+        "limited-by-overlap",
+        "Stopped once unexposed (runtime estimates)",
+    ),
+    StatisticDef::new(
+        "limited-by-tradeoff",
+        "Stopped to avoid exposing other collectives",
+    ),
+    StatisticDef::new(
+        "exposed-ns-before",
+        "Estimated exposed communication before (ns)",
+    ),
+    StatisticDef::new(
+        "exposed-ns-after",
+        "Estimated exposed communication after (ns)",
+    ),
+];
+
+/// Reports `infos` as statistics and, if asked, remarks.
+pub(crate) fn report(ctx: &Context, infos: &[MoveInfo], opts: &IterOptions, env: &mut PassEnv<'_>) {
+    env.add_stat("processed", infos.len() as u64);
+    for i in infos {
+        env.add_stat("moves", i.moves as u64);
+        env.add_stat("grouped", i.grouped as u64);
+        env.add_stat(i.limit.stat(), 1);
+        env.add_stat(
+            "exposed-ns-before",
+            i.initial_exposed().max(0.0).round() as u64,
+        );
+        env.add_stat(
+            "exposed-ns-after",
+            i.final_exposed().max(0.0).round() as u64,
+        );
+        if opts.remarks {
+            env.emit(Diagnostic::remark(ctx.op_loc(i.op), i.describe(ctx)));
+        }
+    }
+}
+
+struct ReorderPeakMemory(IterOptions);
+
+impl Pass for ReorderPeakMemory {
+    fn info(&self) -> &'static PassInfo {
+        &COMM_REORDER_PEAK_MEMORY
+    }
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
+        let infos = reorder_peak_memory(ctx, op, &self.0);
+        report(ctx, &infos, &self.0, env);
+        Ok(())
+    }
+}

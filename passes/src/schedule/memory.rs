@@ -1,0 +1,207 @@
+//! Incremental memory tracking for the iterative scheduling passes.
+//!
+//! Same semantics as [`BufferModel`](crate::analysis::BufferModel) (Inductor's alloc/free
+//! model: a storage is allocated at its producer and freed after its last user; returned
+//! storages are never freed; arguments count only when donated), but kept up to date under
+//! *adjacent swaps* in O(deg) — the number of storages the two ops touch — instead of being
+//! recomputed over the whole block after each move, which is what makes the iterative passes
+//! linear rather than quadratic.
+//!
+//! When `a` directly precedes `b` and they swap, only the memory levels right after each of
+//! the two change (everything before `a` and after `b` sees the same allocations and frees);
+//! and the only storages whose last use changes are those both read, last used by `b`: after
+//! the swap `a` frees them.
+
+use crate::analysis::buffers::{alias_of, BufferModel};
+use commlir_dialects::shape::tensor_bytes;
+use commlir_ir::{AttrKind, BlockId, Context, Trait, Value};
+use rustc_hash::FxHashMap;
+
+use super::graph::{DepGraph, NONE};
+
+/// Memory levels around each node, kept current under swaps.
+#[derive(Clone, Debug)]
+pub struct MemoryTracker {
+    /// Bytes allocated by each node.
+    alloc: Vec<i64>,
+    /// Bytes freed right after each node (storages it uses last).
+    free: Vec<i64>,
+    /// Memory right after each node's allocations.
+    post_alloc: Vec<i64>,
+    /// The distinct storages each node uses through its operands.
+    uses: Vec<Vec<u32>>,
+    /// Per storage: size counted when freed (0 for storages never freed or not counted).
+    free_size: Vec<i64>,
+    /// Per storage: the node using it last (or defining it, when unused).
+    last_use: Vec<u32>,
+    /// Memory live at entry (donated arguments).
+    base: i64,
+    /// The peak at construction.
+    initial_peak: i64,
+}
+
+impl MemoryTracker {
+    /// The tracker for `block` in its current order, which must be the order `graph` was
+    /// built from.
+    pub fn new(ctx: &Context, block: BlockId, graph: &DepGraph) -> MemoryTracker {
+        let n = graph.len();
+        let mut storage_of: FxHashMap<Value, u32> = FxHashMap::default();
+        let mut size: Vec<i64> = Vec::new();
+        let mut def: Vec<u32> = Vec::new();
+        let mut counted: Vec<bool> = Vec::new();
+        let mut escapes: Vec<bool> = Vec::new();
+        let func = ctx.block_parent_op(block);
+        let mut base = 0i64;
+        for (i, &a) in ctx.block_args(block).iter().enumerate() {
+            let donated = func.is_some_and(|f| is_donated(ctx, f, i));
+            let s = tensor_bytes(ctx, ctx.value_type(a)).unwrap_or(0) as i64;
+            storage_of.insert(a, size.len() as u32);
+            size.push(s);
+            def.push(NONE);
+            counted.push(donated);
+            escapes.push(false);
+            if donated {
+                base += s;
+            }
+        }
+        let mut alloc = vec![0i64; n];
+        let mut uses: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (p, &op) in graph.ops.iter().enumerate() {
+            let is_return = ctx.op_has_trait(op, Trait::ReturnLike);
+            for &v in ctx.operands(op) {
+                if let Some(&s) = storage_of.get(&v) {
+                    if !uses[p].contains(&s) {
+                        uses[p].push(s);
+                    }
+                    if is_return {
+                        escapes[s as usize] = true;
+                    }
+                }
+            }
+            for (r, &v) in ctx.results(op).iter().enumerate() {
+                if let Some(s) = alias_of(ctx, op, r).and_then(|a| storage_of.get(&a).copied()) {
+                    storage_of.insert(v, s);
+                    continue;
+                }
+                let s = tensor_bytes(ctx, ctx.value_type(v)).unwrap_or(0) as i64;
+                storage_of.insert(v, size.len() as u32);
+                size.push(s);
+                def.push(p as u32);
+                counted.push(true);
+                escapes.push(false);
+                alloc[p] += s;
+            }
+        }
+        let ns = size.len();
+        let mut last_use = def.clone();
+        for (p, us) in uses.iter().enumerate() {
+            for &s in us {
+                last_use[s as usize] = p as u32;
+            }
+        }
+        let free_size: Vec<i64> = (0..ns)
+            .map(|s| {
+                if counted[s] && !escapes[s] {
+                    size[s]
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let mut free = vec![0i64; n];
+        for s in 0..ns {
+            if last_use[s] != NONE {
+                free[last_use[s] as usize] += free_size[s];
+            }
+        }
+        let mut post_alloc = Vec::with_capacity(n);
+        let mut cur = base;
+        let mut peak = base;
+        for p in 0..n {
+            cur += alloc[p];
+            post_alloc.push(cur);
+            peak = peak.max(cur);
+            cur -= free[p];
+        }
+        MemoryTracker {
+            alloc,
+            free,
+            post_alloc,
+            uses,
+            free_size,
+            last_use,
+            base,
+            initial_peak: peak,
+        }
+    }
+
+    /// The peak when the tracker was built.
+    pub fn initial_peak(&self) -> i64 {
+        self.initial_peak
+    }
+
+    /// Memory right after node `n`'s allocations.
+    pub fn post_alloc(&self, n: u32) -> i64 {
+        self.post_alloc[n as usize]
+    }
+
+    /// Memory after node `n`'s frees.
+    pub fn post_free(&self, n: u32) -> i64 {
+        self.post_alloc[n as usize] - self.free[n as usize]
+    }
+
+    /// Memory at entry.
+    pub fn base(&self) -> i64 {
+        self.base
+    }
+
+    /// Updates the levels for swapping `a` and `b`, where `a` directly precedes `b`; after
+    /// the call `b` directly precedes `a`. O(uses(a) · uses(b)). Swapping back undoes it.
+    pub fn swap_adjacent(&mut self, a: u32, b: u32) {
+        let (ai, bi) = (a as usize, b as usize);
+        let before = self.post_alloc[ai] - self.alloc[ai];
+        for k in 0..self.uses[bi].len() {
+            let s = self.uses[bi][k] as usize;
+            if self.last_use[s] == b && self.uses[ai].contains(&(s as u32)) {
+                self.last_use[s] = a;
+                self.free[bi] -= self.free_size[s];
+                self.free[ai] += self.free_size[s];
+            }
+        }
+        self.post_alloc[bi] = before + self.alloc[bi];
+        self.post_alloc[ai] = self.post_alloc[bi] - self.free[bi] + self.alloc[ai];
+    }
+
+    /// Asserts that the tracked levels equal a full recompute by [`BufferModel`] of the block
+    /// in `order` (the block must hold its ops in that order). For tests and debugging.
+    pub fn assert_matches_recompute(&self, ctx: &Context, block: BlockId, order: &[u32]) {
+        let prof = BufferModel::new(ctx, block).profile();
+        assert_eq!(prof.base as i64, self.base, "memory base");
+        for (p, &node) in order.iter().enumerate() {
+            assert_eq!(
+                (prof.post_alloc[p] as i64, prof.post_free[p] as i64),
+                (self.post_alloc(node), self.post_free(node)),
+                "incremental memory differs from a recompute at position {p} ({})",
+                ctx.op_name(ctx.block_ops(block).nth(p).expect("op"))
+            );
+        }
+    }
+}
+
+fn is_donated(ctx: &Context, func: commlir_ir::OpId, index: usize) -> bool {
+    let Some(arg_attrs) = ctx.inherent_attr(func, "arg_attrs") else {
+        return false;
+    };
+    let AttrKind::Array(items) = ctx.attr_kind(arg_attrs) else {
+        return false;
+    };
+    let Some(&d) = items.get(index) else {
+        return false;
+    };
+    match ctx.attr_kind(d) {
+        AttrKind::Dict(entries) => entries
+            .iter()
+            .any(|(k, _)| ctx.ident_str(*k) == "commlir.donated"),
+        _ => false,
+    }
+}
