@@ -1,9 +1,14 @@
 //! commlir analyses and passes, one file per pass.
 pub mod analysis;
 pub mod coll_to_comm;
+pub mod comm_global_order;
+pub mod comm_reorder_peak_memory;
+pub mod comm_sink_waits_iterative;
 pub mod comm_plan_pools;
 pub mod cse;
 pub mod dce;
+pub mod schedule;
+pub mod schedule_for_comm;
 pub mod pools;
 pub mod strip_debuginfo;
 pub mod symbol_dce;
@@ -23,5 +28,11 @@ pub fn link() {
     std::hint::black_box(&test_count_ops::TEST_COUNT_OPS);
     std::hint::black_box(&test_options::TEST_OPTIONS);
     std::hint::black_box(&coll_to_comm::COLL_TO_COMM);
+    std::hint::black_box(&comm_global_order::COMM_GLOBAL_ORDER);
+    std::hint::black_box(&schedule_for_comm::COMM_SINK_WAITS);
+    std::hint::black_box(&schedule_for_comm::COMM_RAISE_COMMS);
+    std::hint::black_box(&schedule_for_comm::COMM_REORDER_COMPUTE_FOR_OVERLAP);
+    std::hint::black_box(&comm_reorder_peak_memory::COMM_REORDER_PEAK_MEMORY);
+    std::hint::black_box(&comm_sink_waits_iterative::COMM_SINK_WAITS_ITERATIVE);
     std::hint::black_box(&comm_plan_pools::COMM_PLAN_POOLS);
 }
