@@ -220,11 +220,14 @@ fn verify_pool(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let Some(block) = ctx.op_parent(op) else {
         return Ok(());
     };
+    let mut after = false;
     for other in ctx.block_ops(block) {
         if other == op {
+            after = true;
             continue;
         }
-        if let Some(o) = pool_info(ctx, other) {
+        // Each duplicate is reported once, by the first pool, at the later one.
+        if let Some(o) = pool_info(ctx, other).filter(|_| after) {
             if o.kind == info.kind && o.group == info.group {
                 return Err(ctx
                     .op_error(
