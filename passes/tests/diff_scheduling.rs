@@ -274,16 +274,30 @@ module {
 #[test]
 fn reorder_peak_memory_invariants() {
     // verify-memory checks the O(1) incremental levels against a full recompute every move.
-    let changed = matrix("comm-reorder-peak-memory{verify-memory=true}", 0.0, 100..112);
-    assert!(changed > 5, "comm-reorder-peak-memory changed only {changed} programs");
+    let changed = matrix(
+        "comm-reorder-peak-memory{verify-memory=true}",
+        0.0,
+        100..112,
+    );
+    assert!(
+        changed > 5,
+        "comm-reorder-peak-memory changed only {changed} programs"
+    );
     matrix("comm-reorder-peak-memory{peak-memory-budget=0.25 use-runtime-estimates=true verify-memory=true}", 0.25, 112..118);
     matrix("comm-reorder-peak-memory{use-runtime-estimates=true extra-overlap=true verify-memory=true}", 0.0, 118..124);
 }
 
 #[test]
 fn sink_waits_iterative_invariants() {
-    let changed = matrix("comm-sink-waits-iterative{verify-memory=true}", 0.0, 130..142);
-    assert!(changed > 5, "comm-sink-waits-iterative changed only {changed} programs");
+    let changed = matrix(
+        "comm-sink-waits-iterative{verify-memory=true}",
+        0.0,
+        130..142,
+    );
+    assert!(
+        changed > 5,
+        "comm-sink-waits-iterative changed only {changed} programs"
+    );
     matrix("comm-sink-waits-iterative{peak-memory-budget=0.25 use-runtime-estimates=true verify-memory=true}", 0.25, 142..148);
     matrix("comm-sink-waits-iterative{use-runtime-estimates=true extra-overlap=true verify-memory=true}", 0.0, 148..154);
 }
