@@ -22,7 +22,11 @@ pub fn dialect_page(registry: &Registry, dialect: &str) -> String {
     if !description.is_empty() {
         let _ = writeln!(out, "{description}\n");
     }
-    let ops: Vec<&OpDef> = registry.ops().into_iter().filter(|d| d.dialect() == dialect).collect();
+    let ops: Vec<&OpDef> = registry
+        .ops()
+        .into_iter()
+        .filter(|d| d.dialect() == dialect)
+        .collect();
     let _ = writeln!(out, "## Operations\n");
     for d in &ops {
         let _ = writeln!(out, "- [`{}`](#{}): {}", d.name, anchor(d.name), d.summary);
@@ -35,7 +39,10 @@ pub fn dialect_page(registry: &Registry, dialect: &str) -> String {
 }
 
 fn anchor(name: &str) -> String {
-    name.chars().filter(|c| c.is_alphanumeric() || *c == '_').collect::<String>().to_lowercase()
+    name.chars()
+        .filter(|c| c.is_alphanumeric() || *c == '_')
+        .collect::<String>()
+        .to_lowercase()
 }
 
 fn arity(a: Arity) -> &'static str {
@@ -58,29 +65,56 @@ fn op_section(d: &OpDef, out: &mut String) {
     if !d.operands.is_empty() {
         let _ = writeln!(out, "| operand | type |\n|---|---|");
         for a in d.operands {
-            let _ = writeln!(out, "| `{}`{} | {} |", a.name, arity(a.arity), a.ty.describe());
+            let _ = writeln!(
+                out,
+                "| `{}`{} | {} |",
+                a.name,
+                arity(a.arity),
+                a.ty.describe()
+            );
         }
         out.push('\n');
     }
     if !d.results.is_empty() {
         let _ = writeln!(out, "| result | type |\n|---|---|");
         for a in d.results {
-            let _ = writeln!(out, "| `{}`{} | {} |", a.name, arity(a.arity), a.ty.describe());
+            let _ = writeln!(
+                out,
+                "| `{}`{} | {} |",
+                a.name,
+                arity(a.arity),
+                a.ty.describe()
+            );
         }
         out.push('\n');
     }
     if !d.attributes.is_empty() {
-        let _ = writeln!(out, "| attribute | constraint | description |\n|---|---|---|");
+        let _ = writeln!(
+            out,
+            "| attribute | constraint | description |\n|---|---|---|"
+        );
         for a in d.attributes {
             let opt = if a.optional { " (optional)" } else { "" };
-            let _ = writeln!(out, "| `{}`{opt} | {} | {} |", a.name, a.constraint.describe(), a.description);
+            let _ = writeln!(
+                out,
+                "| `{}`{opt} | {} | {} |",
+                a.name,
+                a.constraint.describe(),
+                a.description
+            );
         }
         out.push('\n');
     }
     if !d.comm_buffer_operands.is_empty() {
         let _ = writeln!(out, "Comm-buffer operands (realized by `coll-to-comm`):\n");
         for c in d.comm_buffer_operands {
-            let _ = writeln!(out, "- `{}`: `{}` buffer of the group in `{}`", c.operand, crate::comm::encoding_kind_str(c.kind), c.group_attr);
+            let _ = writeln!(
+                out,
+                "- `{}`: `{}` buffer of the group in `{}`",
+                c.operand,
+                crate::comm::encoding_kind_str(c.kind),
+                c.group_attr
+            );
         }
         out.push('\n');
     }

@@ -16,5 +16,11 @@ pub mod symm;
 /// Forces this crate's registrations to be linked into the final binary.
 #[inline(never)]
 pub fn link() {
-    std::hint::black_box((&func::FUNC, &compute::MATMUL, &coll::ALL_REDUCE, &comm::WAIT, &symm::ONE_SHOT_ALL_REDUCE));
+    std::hint::black_box((
+        &func::FUNC,
+        &compute::MATMUL,
+        &coll::ALL_REDUCE,
+        &comm::WAIT,
+        &symm::ONE_SHOT_ALL_REDUCE,
+    ));
 }

@@ -22,9 +22,15 @@ impl TensorInfo {
 /// The tensor type of `t`, if it is a ranked tensor.
 pub fn tensor_info(ctx: &Context, t: Type) -> Option<TensorInfo> {
     match ctx.type_kind(t) {
-        TypeKind::Tensor { shape, elem, encoding } => {
-            Some(TensorInfo { shape: shape.clone(), elem: *elem, encoding: *encoding })
-        }
+        TypeKind::Tensor {
+            shape,
+            elem,
+            encoding,
+        } => Some(TensorInfo {
+            shape: shape.clone(),
+            elem: *elem,
+            encoding: *encoding,
+        }),
         _ => None,
     }
 }
@@ -37,9 +43,15 @@ pub fn value_tensor(ctx: &Context, v: Value) -> Option<TensorInfo> {
 /// `t` without its encoding.
 pub fn strip_encoding(ctx: &mut Context, t: Type) -> Type {
     match ctx.type_kind(t).clone() {
-        TypeKind::Tensor { shape, elem, encoding: Some(_) } => {
-            ctx.ty(TypeKind::Tensor { shape, elem, encoding: None })
-        }
+        TypeKind::Tensor {
+            shape,
+            elem,
+            encoding: Some(_),
+        } => ctx.ty(TypeKind::Tensor {
+            shape,
+            elem,
+            encoding: None,
+        }),
         _ => t,
     }
 }
@@ -81,7 +93,12 @@ pub fn ty_str(ctx: &Context, t: Type) -> String {
 
 /// Verifies that every operand and result of `op` has the same type modulo encoding.
 pub fn verify_same_tensor_types(ctx: &Context, op: OpId) -> Result<(), commlir_ir::Diagnostic> {
-    let all: Vec<Value> = ctx.operands(op).iter().chain(ctx.results(op)).copied().collect();
+    let all: Vec<Value> = ctx
+        .operands(op)
+        .iter()
+        .chain(ctx.results(op))
+        .copied()
+        .collect();
     if let Some(&first) = all.first() {
         let t0 = ctx.value_type(first);
         for v in &all[1..] {

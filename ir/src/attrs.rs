@@ -80,8 +80,14 @@ pub enum AttrKind {
     /// A bare key in a dictionary (`{symm_mem}`), or the `unit` keyword.
     Unit,
     Bool(bool),
-    Integer { value: IntValue, ty: Type },
-    Float { value: FloatValue, ty: Type },
+    Integer {
+        value: IntValue,
+        ty: Type,
+    },
+    Float {
+        value: FloatValue,
+        ty: Type,
+    },
     /// `"text"` (the unescaped bytes; may be non-UTF-8 through `\xx` escapes).
     String(Vec<u8>),
     Type(Type),
@@ -89,13 +95,25 @@ pub enum AttrKind {
     /// `{k = v, ...}`, sorted by key text.
     Dict(Vec<(Ident, Attr)>),
     /// `@root::@nested...`.
-    SymbolRef { root: Ident, nested: Vec<Ident> },
+    SymbolRef {
+        root: Ident,
+        nested: Vec<Ident>,
+    },
     /// `array<i64: 1, 2>`.
-    DenseArray { elem: Type, values: Vec<DenseElem> },
+    DenseArray {
+        elem: Type,
+        values: Vec<DenseElem>,
+    },
     /// `dense<...> : T`; the body between the angle brackets, verbatim.
-    Dense { body: String, ty: Type },
+    Dense {
+        body: String,
+        ty: Type,
+    },
     /// `#dialect.name<...>` / `#dialect<...>`: the text after `#`, verbatim.
-    Dialect { dialect: Ident, text: String },
+    Dialect {
+        dialect: Ident,
+        text: String,
+    },
     /// A location used as an attribute value (`loc(...)` inside fused metadata etc.).
     Location(Loc),
     /// Any other builtin attribute form (`affine_map<...>`, `strided<...>`, ...), verbatim,
@@ -116,7 +134,11 @@ fn round_mantissa(x: f32, mant: u32, emin: i32, emax: i32) -> f64 {
     let m = a / q;
     let r = m.round();
     // Ties to even.
-    let r = if (m - m.floor() - 0.5).abs() < f64::EPSILON && r % 2.0 != 0.0 { r - 1.0 } else { r };
+    let r = if (m - m.floor() - 0.5).abs() < f64::EPSILON && r % 2.0 != 0.0 {
+        r - 1.0
+    } else {
+        r
+    };
     let v = r * q;
     let max = (2.0 - 2f64.powi(-(mant as i32))) * 2f64.powi(emax);
     let v = if v > max { f64::INFINITY } else { v };

@@ -31,17 +31,29 @@ impl<'c> Builder<'c> {
     /// A builder appending to `block`.
     pub fn at_end(ctx: &'c mut Context, block: BlockId) -> Self {
         let loc = ctx.unknown_loc();
-        Builder { ctx, ip: InsertPoint::End(block), loc }
+        Builder {
+            ctx,
+            ip: InsertPoint::End(block),
+            loc,
+        }
     }
     /// A builder inserting before `op`, with `op`'s location by default.
     pub fn before(ctx: &'c mut Context, op: OpId) -> Self {
         let loc = ctx.op_loc(op);
-        Builder { ctx, ip: InsertPoint::Before(op), loc }
+        Builder {
+            ctx,
+            ip: InsertPoint::Before(op),
+            loc,
+        }
     }
     /// A builder inserting after `op`, with `op`'s location by default.
     pub fn after(ctx: &'c mut Context, op: OpId) -> Self {
         let loc = ctx.op_loc(op);
-        Builder { ctx, ip: InsertPoint::After(op), loc }
+        Builder {
+            ctx,
+            ip: InsertPoint::After(op),
+            loc,
+        }
     }
 
     /// Inserts a detached op at the insertion point and advances it past the op.

@@ -40,15 +40,30 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// An error at `loc`.
     pub fn error(loc: Loc, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Error, loc, message: message.into(), notes: Vec::new() }
+        Diagnostic {
+            severity: Severity::Error,
+            loc,
+            message: message.into(),
+            notes: Vec::new(),
+        }
     }
     /// A warning at `loc`.
     pub fn warning(loc: Loc, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Warning, loc, message: message.into(), notes: Vec::new() }
+        Diagnostic {
+            severity: Severity::Warning,
+            loc,
+            message: message.into(),
+            notes: Vec::new(),
+        }
     }
     /// A remark at `loc`.
     pub fn remark(loc: Loc, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Remark, loc, message: message.into(), notes: Vec::new() }
+        Diagnostic {
+            severity: Severity::Remark,
+            loc,
+            message: message.into(),
+            notes: Vec::new(),
+        }
     }
     /// Attaches a note.
     pub fn with_note(mut self, loc: Loc, message: impl Into<String>) -> Self {
@@ -88,7 +103,11 @@ impl SourceFile {
                 line_starts.push(i + 1);
             }
         }
-        SourceFile { name: name.into(), text, line_starts }
+        SourceFile {
+            name: name.into(),
+            text,
+            line_starts,
+        }
     }
 
     /// 1-based (line, column) of a byte offset; the column counts bytes, as MLIR does.
@@ -97,14 +116,21 @@ impl SourceFile {
             Ok(l) => l,
             Err(l) => l - 1,
         };
-        (line as u32 + 1, (offset - self.line_starts[line]) as u32 + 1)
+        (
+            line as u32 + 1,
+            (offset - self.line_starts[line]) as u32 + 1,
+        )
     }
 
     /// The text of 1-based line `line`, without its newline.
     pub fn line_text(&self, line: u32) -> Option<&str> {
         let l = (line as usize).checked_sub(1)?;
         let start = *self.line_starts.get(l)?;
-        let end = self.line_starts.get(l + 1).map(|e| e - 1).unwrap_or(self.text.len());
+        let end = self
+            .line_starts
+            .get(l + 1)
+            .map(|e| e - 1)
+            .unwrap_or(self.text.len());
         self.text.get(start..end.max(start))
     }
 }
@@ -138,9 +164,17 @@ impl SourceMgr {
     fn render_into(&self, ctx: &Context, d: &Diagnostic, out: &mut String) {
         match file_line_col(ctx, d.loc) {
             Some((file, line, col)) => {
-                let _ = writeln!(out, "{file}:{line}:{col}: {}: {}", d.severity.as_str(), d.message);
+                let _ = writeln!(
+                    out,
+                    "{file}:{line}:{col}: {}: {}",
+                    d.severity.as_str(),
+                    d.message
+                );
                 if let Some(text) = self.get(&file).and_then(|f| f.line_text(line)) {
-                    let shown: String = text.chars().map(|c| if c == '\t' { ' ' } else { c }).collect();
+                    let shown: String = text
+                        .chars()
+                        .map(|c| if c == '\t' { ' ' } else { c })
+                        .collect();
                     let _ = writeln!(out, "{shown}");
                     let caret_col = (col as usize).saturating_sub(1);
                     let pad: String = text
@@ -152,7 +186,13 @@ impl SourceMgr {
                 }
             }
             None => {
-                let _ = writeln!(out, "{}: {}: {}", ctx.loc_to_string(d.loc), d.severity.as_str(), d.message);
+                let _ = writeln!(
+                    out,
+                    "{}: {}: {}",
+                    ctx.loc_to_string(d.loc),
+                    d.severity.as_str(),
+                    d.message
+                );
             }
         }
     }
@@ -163,7 +203,10 @@ pub fn file_line_col(ctx: &Context, loc: Loc) -> Option<(String, u32, u32)> {
     let mut stack = vec![loc];
     while let Some(l) = stack.pop() {
         match ctx.loc_kind(l) {
-            LocKind::FileLineCol { file, line, col } | LocKind::FileRange { file, line, col, .. } => {
+            LocKind::FileLineCol { file, line, col }
+            | LocKind::FileRange {
+                file, line, col, ..
+            } => {
                 return Some((ctx.ident_str(*file).to_string(), *line, *col));
             }
             LocKind::Name { child: Some(c), .. } => stack.push(*c),

@@ -12,7 +12,10 @@ pub struct Interner<T: Eq + Hash + Clone> {
 
 impl<T: Eq + Hash + Clone> Default for Interner<T> {
     fn default() -> Self {
-        Self { map: FxHashMap::default(), items: Vec::new() }
+        Self {
+            map: FxHashMap::default(),
+            items: Vec::new(),
+        }
     }
 }
 

@@ -62,15 +62,30 @@ pub struct ArgDef {
 impl ArgDef {
     /// A single value of the given constraint.
     pub const fn one(name: &'static str, ty: TypeConstraint) -> Self {
-        ArgDef { name, arity: Arity::One, ty, description: "" }
+        ArgDef {
+            name,
+            arity: Arity::One,
+            ty,
+            description: "",
+        }
     }
     /// Zero or more values of the given constraint.
     pub const fn variadic(name: &'static str, ty: TypeConstraint) -> Self {
-        ArgDef { name, arity: Arity::Variadic, ty, description: "" }
+        ArgDef {
+            name,
+            arity: Arity::Variadic,
+            ty,
+            description: "",
+        }
     }
     /// Zero or one value of the given constraint.
     pub const fn optional(name: &'static str, ty: TypeConstraint) -> Self {
-        ArgDef { name, arity: Arity::Optional, ty, description: "" }
+        ArgDef {
+            name,
+            arity: Arity::Optional,
+            ty,
+            description: "",
+        }
     }
 }
 
@@ -133,11 +148,21 @@ pub struct AttrDef {
 impl AttrDef {
     /// A required attribute.
     pub const fn required(name: &'static str, constraint: AttrConstraint) -> Self {
-        AttrDef { name, constraint, optional: false, description: "" }
+        AttrDef {
+            name,
+            constraint,
+            optional: false,
+            description: "",
+        }
     }
     /// An optional attribute.
     pub const fn optional(name: &'static str, constraint: AttrConstraint) -> Self {
-        AttrDef { name, constraint, optional: true, description: "" }
+        AttrDef {
+            name,
+            constraint,
+            optional: true,
+            description: "",
+        }
     }
     /// Adds a description (for the docs).
     pub const fn doc(mut self, d: &'static str) -> Self {
@@ -262,7 +287,10 @@ impl OpDef {
 
     /// The dialect prefix of the op name.
     pub fn dialect(&self) -> &'static str {
-        self.name.split_once('.').map(|(d, _)| d).unwrap_or(self.name)
+        self.name
+            .split_once('.')
+            .map(|(d, _)| d)
+            .unwrap_or(self.name)
     }
 
     /// Looks an attribute declaration up by name.
@@ -356,7 +384,11 @@ impl Registry {
 
     /// Dialect names with their summary and description, sorted by name.
     pub fn dialects(&self) -> Vec<(&'static str, &'static str, &'static str)> {
-        let mut v: Vec<_> = self.dialects.iter().map(|(n, (s, d))| (*n, *s, *d)).collect();
+        let mut v: Vec<_> = self
+            .dialects
+            .iter()
+            .map(|(n, (s, d))| (*n, *s, *d))
+            .collect();
         v.sort();
         v
     }

@@ -49,22 +49,41 @@ impl FloatKind {
 /// The structure of a type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TypeKind {
-    Integer { width: u32, signedness: Signedness },
+    Integer {
+        width: u32,
+        signedness: Signedness,
+    },
     Index,
     Float(FloatKind),
     None,
     /// `tensor<4x?xf32[, #enc]>`; dynamic dims are [`DYNAMIC`].
-    Tensor { shape: Vec<i64>, elem: Type, encoding: Option<Attr> },
+    Tensor {
+        shape: Vec<i64>,
+        elem: Type,
+        encoding: Option<Attr>,
+    },
     /// `tensor<*xf32>`.
-    UnrankedTensor { elem: Type },
+    UnrankedTensor {
+        elem: Type,
+    },
     /// `memref<4x8xf32[, layout][, memspace]>`; `rest` keeps the layout/memory-space text.
-    MemRef { shape: Vec<i64>, elem: Type, rest: Option<String> },
+    MemRef {
+        shape: Vec<i64>,
+        elem: Type,
+        rest: Option<String>,
+    },
     /// `(T, ...) -> (T, ...)`.
-    Function { inputs: Vec<Type>, results: Vec<Type> },
+    Function {
+        inputs: Vec<Type>,
+        results: Vec<Type>,
+    },
     /// `tuple<T, ...>`.
     Tuple(Vec<Type>),
     /// `!dialect.name<...>` or `!dialect<...>`: the text after `!`, verbatim.
-    Dialect { dialect: Ident, text: String },
+    Dialect {
+        dialect: Ident,
+        text: String,
+    },
     /// Any other builtin form (`vector<4xf32>`, `complex<f32>`, ...), verbatim.
     Opaque(String),
 }

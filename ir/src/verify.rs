@@ -7,7 +7,7 @@ use crate::attrs::AttrKind;
 use crate::context::{Context, ValueDef};
 use crate::diag::Diagnostic;
 use crate::entity::{Attr, OpId, Type, Value};
-use crate::opdef::{Arity, ArgDef, AttrConstraint, OpDef, Trait, TypeConstraint};
+use crate::opdef::{ArgDef, Arity, AttrConstraint, OpDef, Trait, TypeConstraint};
 use crate::types::{TypeKind, DYNAMIC};
 use rustc_hash::FxHashMap;
 
@@ -78,10 +78,16 @@ fn verify_slots(
         return Err(ctx.op_error(op, format!("expected {fixed} {what}s, but found {n}")));
     }
     if n < fixed {
-        return Err(ctx.op_error(op, format!("expected at least {fixed} {what}s, but found {n}")));
+        return Err(ctx.op_error(
+            op,
+            format!("expected at least {fixed} {what}s, but found {n}"),
+        ));
     }
     if flexible == 1 && slots.iter().any(|s| s.arity == Arity::Optional) && n > fixed + 1 {
-        return Err(ctx.op_error(op, format!("expected at most {} {what}s, but found {n}", fixed + 1)));
+        return Err(ctx.op_error(
+            op,
+            format!("expected at most {} {what}s, but found {n}", fixed + 1),
+        ));
     }
     // Map values to slots when the layout is unambiguous (at most one flexible slot).
     if flexible > 1 {
@@ -96,7 +102,11 @@ fn verify_slots(
             if !type_satisfies(ctx, t, s.ty) {
                 return Err(ctx.op_error(
                     op,
-                    format!("{what} #{i} must be {}, but got {}", s.ty.describe(), crate::printer::type_to_string(ctx, t)),
+                    format!(
+                        "{what} #{i} must be {}, but got {}",
+                        s.ty.describe(),
+                        crate::printer::type_to_string(ctx, t)
+                    ),
                 ));
             }
             i += 1;
@@ -182,7 +192,9 @@ fn verify_traits(ctx: &Context, op: OpId, def: &OpDef) -> Result<(), Diagnostic>
             Trait::Terminator => {
                 if let Some(b) = ctx.op_parent(op) {
                     if ctx.block_last(b) != Some(op) {
-                        return Err(ctx.op_error(op, "must be the last operation in the parent block"));
+                        return Err(
+                            ctx.op_error(op, "must be the last operation in the parent block")
+                        );
                     }
                 }
             }
@@ -200,10 +212,16 @@ fn verify_traits(ctx: &Context, op: OpId, def: &OpDef) -> Result<(), Diagnostic>
                 }
             }
             Trait::SameOperandsAndResultType => {
-                let mut all = ctx.operands(op).iter().chain(ctx.results(op)).map(|v| ctx.value_type(*v));
+                let mut all = ctx
+                    .operands(op)
+                    .iter()
+                    .chain(ctx.results(op))
+                    .map(|v| ctx.value_type(*v));
                 if let Some(first) = all.next() {
                     if all.any(|t| t != first) {
-                        return Err(ctx.op_error(op, "requires the same type for all operands and results"));
+                        return Err(
+                            ctx.op_error(op, "requires the same type for all operands and results")
+                        );
                     }
                 }
             }
@@ -215,7 +233,10 @@ fn verify_traits(ctx: &Context, op: OpId, def: &OpDef) -> Result<(), Diagnostic>
                 let mut all = ctx.operands(op).iter().chain(ctx.results(op)).map(elem);
                 if let Some(first) = all.next() {
                     if all.any(|t| t != first) {
-                        return Err(ctx.op_error(op, "requires the same element type for all operands and results"));
+                        return Err(ctx.op_error(
+                            op,
+                            "requires the same element type for all operands and results",
+                        ));
                     }
                 }
             }
@@ -233,8 +254,12 @@ fn verify_traits(ctx: &Context, op: OpId, def: &OpDef) -> Result<(), Diagnostic>
                     Some(last) if ctx.op_def(last).is_none() && ctx.allow_unregistered => {}
                     Some(last) if ctx.op_has_trait(last, Trait::Terminator) => {}
                     Some(last) => {
-                        return Err(Diagnostic::error(ctx.op_loc(last), "block with no terminator, has ".to_string() + &format!("'{}'", ctx.op_name(last)))
-                            .with_note(ctx.op_loc(op), "in the region of this operation"));
+                        return Err(Diagnostic::error(
+                            ctx.op_loc(last),
+                            "block with no terminator, has ".to_string()
+                                + &format!("'{}'", ctx.op_name(last)),
+                        )
+                        .with_note(ctx.op_loc(op), "in the region of this operation"));
                     }
                     None => {
                         return Err(ctx.op_error(op, "empty block: expect at least a terminator"));
@@ -253,8 +278,11 @@ fn verify_symbol_table(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             for c in ctx.block_ops(b) {
                 if let Some(name) = ctx.symbol_name(c) {
                     if let Some(prev) = seen.insert(name, c) {
-                        return Err(Diagnostic::error(ctx.op_loc(c), format!("redefinition of symbol named '{name}'"))
-                            .with_note(ctx.op_loc(prev), "see existing symbol definition here"));
+                        return Err(Diagnostic::error(
+                            ctx.op_loc(c),
+                            format!("redefinition of symbol named '{name}'"),
+                        )
+                        .with_note(ctx.op_loc(prev), "see existing symbol definition here"));
                     }
                 }
             }
@@ -269,7 +297,10 @@ fn verify_symbol_table(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
 fn verify_dominance(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     for (i, &v) in ctx.operands(op).iter().enumerate() {
         let Some(def_block) = ctx.value_block(v) else {
-            return Err(ctx.op_error(op, format!("operand #{i} is defined by an erased or detached operation")));
+            return Err(ctx.op_error(
+                op,
+                format!("operand #{i} is defined by an erased or detached operation"),
+            ));
         };
         let mut user = op;
         loop {
@@ -279,7 +310,9 @@ fn verify_dominance(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             if b == def_block {
                 if let ValueDef::Result { op: d, .. } = ctx.value_def(v) {
                     if d == user || !ctx.is_before_in_block(d, user) {
-                        return Err(ctx.op_error(op, format!("operand #{i} does not dominate this use")));
+                        return Err(
+                            ctx.op_error(op, format!("operand #{i} does not dominate this use"))
+                        );
                     }
                 }
                 break;
@@ -291,7 +324,8 @@ fn verify_dominance(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
                 return Err(ctx.op_error(op, format!("operand #{i} does not dominate this use")));
             };
             if ctx.op_has_trait(p, Trait::IsolatedFromAbove) {
-                return Err(ctx.op_error(op, "using value defined outside the region")
+                return Err(ctx
+                    .op_error(op, "using value defined outside the region")
                     .with_note(ctx.op_loc(p), "required by region isolation constraints"));
             }
             user = p;

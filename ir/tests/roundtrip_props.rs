@@ -46,10 +46,22 @@ fn ty_strategy() -> impl Strategy<Value = TyR> {
     ];
     leaf.prop_recursive(4, 24, 4, |inner| {
         prop_oneof![
-            (prop::collection::vec(prop_oneof![1i64..9, Just(commlir_ir::DYNAMIC)], 0..4), inner.clone(), prop::option::of(Just(Box::new(AttrR::Dialect("comm.buffer<nccl, @tp>".into())))))
+            (
+                prop::collection::vec(prop_oneof![1i64..9, Just(commlir_ir::DYNAMIC)], 0..4),
+                inner.clone(),
+                prop::option::of(Just(Box::new(AttrR::Dialect(
+                    "comm.buffer<nccl, @tp>".into()
+                ))))
+            )
                 .prop_map(|(s, e, enc)| TyR::Tensor(s, Box::new(scalar(e)), enc)),
-            inner.clone().prop_map(|e| TyR::Unranked(Box::new(scalar(e)))),
-            (prop::collection::vec(inner.clone(), 0..3), prop::collection::vec(inner.clone(), 0..3)).prop_map(|(a, b)| TyR::Func(a, b)),
+            inner
+                .clone()
+                .prop_map(|e| TyR::Unranked(Box::new(scalar(e)))),
+            (
+                prop::collection::vec(inner.clone(), 0..3),
+                prop::collection::vec(inner.clone(), 0..3)
+            )
+                .prop_map(|(a, b)| TyR::Func(a, b)),
             prop::collection::vec(inner, 0..3).prop_map(TyR::Tuple),
         ]
     })
@@ -67,11 +79,16 @@ fn attr_strategy() -> impl Strategy<Value = AttrR> {
     let leaf = prop_oneof![
         Just(AttrR::Unit),
         any::<bool>().prop_map(AttrR::Bool),
-        (any::<i32>(), prop::sample::select(vec![8u32, 16, 32, 64])).prop_map(|(v, w)| AttrR::Int(v as i64, w)),
+        (any::<i32>(), prop::sample::select(vec![8u32, 16, 32, 64]))
+            .prop_map(|(v, w)| AttrR::Int(v as i64, w)),
         (-1e6f64..1e6, 0u8..4).prop_map(|(v, k)| AttrR::Float(v, k)),
         prop::collection::vec(any::<u8>(), 0..12).prop_map(AttrR::Str),
         ty_strategy().prop_map(AttrR::Ty),
-        ("[a-z][a-z0-9_]{0,5}", prop::collection::vec("[a-z][a-z0-9_]{0,5}", 0..2)).prop_map(|(r, n)| AttrR::Sym(r, n)),
+        (
+            "[a-z][a-z0-9_]{0,5}",
+            prop::collection::vec("[a-z][a-z0-9_]{0,5}", 0..2)
+        )
+            .prop_map(|(r, n)| AttrR::Sym(r, n)),
         prop::collection::vec(any::<i64>(), 0..5).prop_map(AttrR::DenseI64),
         "[a-z]{1,5}".prop_map(|s| AttrR::Dialect(format!("test.{s}<1, \"x\">"))),
     ];
@@ -91,16 +108,33 @@ fn build_ty(ctx: &mut Context, t: &TyR) -> Type {
     let k = match t {
         TyR::Int(w, s) => TypeKind::Integer {
             width: *w,
-            signedness: [Signedness::Signless, Signedness::Signed, Signedness::Unsigned][*s as usize],
+            signedness: [
+                Signedness::Signless,
+                Signedness::Signed,
+                Signedness::Unsigned,
+            ][*s as usize],
         },
-        TyR::Float(k) => TypeKind::Float([FloatKind::F16, FloatKind::BF16, FloatKind::F32, FloatKind::F64][*k as usize]),
+        TyR::Float(k) => TypeKind::Float(
+            [
+                FloatKind::F16,
+                FloatKind::BF16,
+                FloatKind::F32,
+                FloatKind::F64,
+            ][*k as usize],
+        ),
         TyR::Index => TypeKind::Index,
         TyR::Tensor(shape, e, enc) => {
             let elem = build_ty(ctx, e);
             let encoding = enc.as_ref().map(|a| build_attr(ctx, a));
-            TypeKind::Tensor { shape: shape.clone(), elem, encoding }
+            TypeKind::Tensor {
+                shape: shape.clone(),
+                elem,
+                encoding,
+            }
         }
-        TyR::Unranked(e) => TypeKind::UnrankedTensor { elem: build_ty(ctx, e) },
+        TyR::Unranked(e) => TypeKind::UnrankedTensor {
+            elem: build_ty(ctx, e),
+        },
         TyR::Func(a, b) => {
             let inputs = a.iter().map(|x| build_ty(ctx, x)).collect();
             let results = b.iter().map(|x| build_ty(ctx, x)).collect();
@@ -109,7 +143,10 @@ fn build_ty(ctx: &mut Context, t: &TyR) -> Type {
         TyR::Tuple(v) => TypeKind::Tuple(v.iter().map(|x| build_ty(ctx, x)).collect()),
         TyR::Dialect(s) => {
             let d = s.split(['.', '<']).next().unwrap_or("");
-            TypeKind::Dialect { dialect: ctx.ident(d), text: s.clone() }
+            TypeKind::Dialect {
+                dialect: ctx.ident(d),
+                text: s.clone(),
+            }
         }
     };
     ctx.ty(k)
@@ -128,28 +165,54 @@ fn build_attr(ctx: &mut Context, a: &AttrR) -> commlir_ir::Attr {
                 _ => *v,
             };
             let ty = ctx.int_type(w);
-            AttrKind::Integer { value: IntValue::Small(v as i128), ty }
+            AttrKind::Integer {
+                value: IntValue::Small(v as i128),
+                ty,
+            }
         }
         AttrR::Float(v, k) => {
-            let fk = [FloatKind::F64, FloatKind::F32, FloatKind::F16, FloatKind::BF16][*k as usize];
+            let fk = [
+                FloatKind::F64,
+                FloatKind::F32,
+                FloatKind::F16,
+                FloatKind::BF16,
+            ][*k as usize];
             let ty = ctx.float_type(fk);
-            AttrKind::Float { value: FloatValue::Bits(v.to_bits()).rounded_to(fk), ty }
+            AttrKind::Float {
+                value: FloatValue::Bits(v.to_bits()).rounded_to(fk),
+                ty,
+            }
         }
         AttrR::Str(s) => AttrKind::String(s.clone()),
         AttrR::Ty(t) => AttrKind::Type(build_ty(ctx, t)),
         AttrR::Array(v) => AttrKind::Array(v.iter().map(|x| build_attr(ctx, x)).collect()),
         AttrR::Dict(v) => {
-            let entries = v.iter().map(|(k, x)| (ctx.ident(k), build_attr(ctx, x))).collect();
+            let entries = v
+                .iter()
+                .map(|(k, x)| (ctx.ident(k), build_attr(ctx, x)))
+                .collect();
             return ctx.dict_attr(entries);
         }
-        AttrR::Sym(r, n) => AttrKind::SymbolRef { root: ctx.ident(r), nested: n.iter().map(|x| ctx.ident(x)).collect() },
+        AttrR::Sym(r, n) => AttrKind::SymbolRef {
+            root: ctx.ident(r),
+            nested: n.iter().map(|x| ctx.ident(x)).collect(),
+        },
         AttrR::DenseI64(v) => {
             let elem = ctx.int_type(64);
-            AttrKind::DenseArray { elem, values: v.iter().map(|x| DenseElem::Int(IntValue::Small(*x as i128))).collect() }
+            AttrKind::DenseArray {
+                elem,
+                values: v
+                    .iter()
+                    .map(|x| DenseElem::Int(IntValue::Small(*x as i128)))
+                    .collect(),
+            }
         }
         AttrR::Dialect(s) => {
             let d = s.split(['.', '<']).next().unwrap_or("");
-            AttrKind::Dialect { dialect: ctx.ident(d), text: s.clone() }
+            AttrKind::Dialect {
+                dialect: ctx.ident(d),
+                text: s.clone(),
+            }
         }
     };
     ctx.attr(k)

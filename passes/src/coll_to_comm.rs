@@ -34,7 +34,9 @@ pub struct CollToCommOptions {
 
 impl Default for CollToCommOptions {
     fn default() -> Self {
-        CollToCommOptions { one_shot_threshold: DEFAULT_ONE_SHOT_THRESHOLD }
+        CollToCommOptions {
+            one_shot_threshold: DEFAULT_ONE_SHOT_THRESHOLD,
+        }
     }
 }
 
@@ -58,10 +60,17 @@ pub struct CollToCommStats {
 }
 
 /// Lowers every functional collective inside `root` (a function or a module).
-pub fn lower(ctx: &mut Context, root: OpId, opts: &CollToCommOptions) -> Result<CollToCommStats, Diagnostic> {
+pub fn lower(
+    ctx: &mut Context,
+    root: OpId,
+    opts: &CollToCommOptions,
+) -> Result<CollToCommStats, Diagnostic> {
     let mut ops = Vec::new();
     ctx.walk(root, |op| ops.push(op));
-    let mut lw = Lowering { opts, stats: CollToCommStats::default() };
+    let mut lw = Lowering {
+        opts,
+        stats: CollToCommStats::default(),
+    };
     for op in ops {
         if ctx.is_erased(op) {
             continue;
@@ -79,7 +88,10 @@ pub fn lower(ctx: &mut Context, root: OpId, opts: &CollToCommOptions) -> Result<
             "coll.all_to_all_single" => lw.out_of_place(ctx, op, "comm.all_to_all")?,
             "coll.shard_dim_alltoall" => lw.shard_dim_alltoall(ctx, op)?,
             _ => {
-                if ctx.op_def(op).is_some_and(|d| !d.comm_buffer_operands.is_empty()) {
+                if ctx
+                    .op_def(op)
+                    .is_some_and(|d| !d.comm_buffer_operands.is_empty())
+                {
                     lw.registered_operands(ctx, op)?;
                 }
             }
@@ -110,7 +122,14 @@ fn carried_attrs(ctx: &Context, op: OpId) -> Vec<(String, Attr)> {
     out
 }
 
-fn create(ctx: &mut Context, before: OpId, name: &str, operands: &[Value], results: &[commlir_ir::Type], attrs: &[(String, Attr)]) -> OpId {
+fn create(
+    ctx: &mut Context,
+    before: OpId,
+    name: &str,
+    operands: &[Value],
+    results: &[commlir_ir::Type],
+    attrs: &[(String, Attr)],
+) -> OpId {
     let attrs: Vec<(&str, Attr)> = attrs.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     let mut b = Builder::before(ctx, before);
     b.create(name, operands, results, &attrs)
@@ -121,24 +140,36 @@ fn create(ctx: &mut Context, before: OpId, name: &str, operands: &[Value], resul
 /// op that declares the operand as a comm-buffer operand; `func.return` and `func.call` need
 /// exact types, and so do ops we do not know.
 fn users_accept_encoding(ctx: &Context, v: Value) -> bool {
-    ctx.uses(v).iter().all(|u| accepts_encoding(ctx, u.op, u.index as usize))
+    ctx.uses(v)
+        .iter()
+        .all(|u| accepts_encoding(ctx, u.op, u.index as usize))
 }
 
 fn accepts_encoding(ctx: &Context, op: OpId, operand: usize) -> bool {
-    let Some(def) = ctx.op_def(op) else { return false };
+    let Some(def) = ctx.op_def(op) else {
+        return false;
+    };
     if matches!(def.dialect(), "compute" | "coll" | "comm" | "symm") {
         return true;
     }
     // Only unambiguous operand layouts (no variadic slots) map an index to a declared name.
-    let fixed = def.operands.iter().all(|a| a.arity == commlir_ir::Arity::One);
+    let fixed = def
+        .operands
+        .iter()
+        .all(|a| a.arity == commlir_ir::Arity::One);
     fixed
-        && def.operands.get(operand).is_some_and(|a| def.comm_buffer_operands.iter().any(|c| c.operand == a.name))
+        && def
+            .operands
+            .get(operand)
+            .is_some_and(|a| def.comm_buffer_operands.iter().any(|c| c.operand == a.name))
 }
 
 /// Whether `v` can be realized directly as a comm buffer: a compute op produced it (so its
 /// buffer is ours to place) and its readers accept the encoding.
 fn realizable_in_place(ctx: &Context, v: Value) -> bool {
-    let Some(p) = ctx.defining_op(v) else { return false };
+    let Some(p) = ctx.defining_op(v) else {
+        return false;
+    };
     ctx.op_name(p).starts_with("compute.")
         && ctx.op_has_trait(p, Trait::MemAlloc)
         && buffer_encoding(ctx, ctx.value_type(v)).is_none()
@@ -149,7 +180,15 @@ impl Lowering<'_> {
     /// Returns a comm buffer of (`kind`, `group`) holding `v`'s data for `user`. With
     /// `mutates`, `user` writes the buffer, so `v` is only used directly when nobody else
     /// reads it.
-    fn realize(&mut self, ctx: &mut Context, v: Value, kind: CommBufferKind, group: &str, user: OpId, mutates: bool) -> Value {
+    fn realize(
+        &mut self,
+        ctx: &mut Context,
+        v: Value,
+        kind: CommBufferKind,
+        group: &str,
+        user: OpId,
+        mutates: bool,
+    ) -> Value {
         let t = ctx.value_type(v);
         let sole_reader = ctx.uses(v).iter().all(|u| u.op == user);
         let already = buffer_encoding(ctx, t).is_some_and(|e| e.kind == kind && e.group == group);
@@ -171,16 +210,27 @@ impl Lowering<'_> {
 
     fn kind_of(ctx: &Context, op: OpId) -> Result<(CommBufferKind, String), Diagnostic> {
         let g = group_of(ctx, op)?;
-        let kind = if g.symm_mem { CommBufferKind::SymmMem } else { CommBufferKind::Nccl };
+        let kind = if g.symm_mem {
+            CommBufferKind::SymmMem
+        } else {
+            CommBufferKind::Nccl
+        };
         Ok((kind, g.name))
     }
 
     fn all_reduce(&mut self, ctx: &mut Context, op: OpId) -> Result<(), Diagnostic> {
         let g = group_of(ctx, op)?;
         let x = ctx.operand(op, 0);
-        let is_sum = ctx.inherent_attr(op, "reduce_op").and_then(|a| ctx.attr_as_str(a)) == Some("sum");
+        let is_sum = ctx
+            .inherent_attr(op, "reduce_op")
+            .and_then(|a| ctx.attr_as_str(a))
+            == Some("sum");
         let bytes = tensor_bytes(ctx, ctx.value_type(x)).unwrap_or(u64::MAX);
-        if g.symm_mem && is_sum && bytes <= self.opts.one_shot_threshold && realizable_in_place(ctx, x) {
+        if g.symm_mem
+            && is_sum
+            && bytes <= self.opts.one_shot_threshold
+            && realizable_in_place(ctx, x)
+        {
             return self.one_shot(ctx, op, &g.name);
         }
         self.in_place(ctx, op, "comm.all_reduce")
@@ -229,13 +279,22 @@ impl Lowering<'_> {
     fn out_of_place(&mut self, ctx: &mut Context, op: OpId, start: &str) -> Result<(), Diagnostic> {
         let (kind, group) = Self::kind_of(ctx, op)?;
         let inputs = ctx.operands(op).to_vec();
-        let mut operands: Vec<Value> = inputs.iter().map(|x| self.realize(ctx, *x, kind, &group, op, false)).collect();
+        let mut operands: Vec<Value> = inputs
+            .iter()
+            .map(|x| self.realize(ctx, *x, kind, &group, op, false))
+            .collect();
         let outs = self.alloc_outputs(ctx, op, kind, &group);
         operands.extend(&outs);
         self.start_and_waits(ctx, op, start, operands, outs)
     }
 
-    fn alloc_outputs(&mut self, ctx: &mut Context, op: OpId, kind: CommBufferKind, group: &str) -> Vec<Value> {
+    fn alloc_outputs(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        kind: CommBufferKind,
+        group: &str,
+    ) -> Vec<Value> {
         let results = ctx.results(op).to_vec();
         results
             .iter()
@@ -251,7 +310,14 @@ impl Lowering<'_> {
 
     /// Emits the start op before `op` and turns the waits of `op`'s results into one
     /// `comm.wait` (at the first of them) yielding `written`.
-    fn start_and_waits(&mut self, ctx: &mut Context, op: OpId, start: &str, operands: Vec<Value>, written: Vec<Value>) -> Result<(), Diagnostic> {
+    fn start_and_waits(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        start: &str,
+        operands: Vec<Value>,
+        written: Vec<Value>,
+    ) -> Result<(), Diagnostic> {
         let attrs = carried_attrs(ctx, op);
         let wt = work_type(ctx);
         let s = create(ctx, op, start, &operands, &[wt], &attrs);
@@ -297,7 +363,12 @@ impl Lowering<'_> {
                 *copy.get_or_insert_with(|| {
                     let t = ctx.value_type(old);
                     let def = ctx.defining_op(buf).unwrap();
-                    let c = commlir_ir::Builder::after(ctx, def).create("compute.clone", &[buf], &[t], &[]);
+                    let c = commlir_ir::Builder::after(ctx, def).create(
+                        "compute.clone",
+                        &[buf],
+                        &[t],
+                        &[],
+                    );
                     self.stats.copy_outs += 1;
                     ctx.result(c, 0)
                 })
@@ -313,7 +384,14 @@ impl Lowering<'_> {
         let out = self.alloc_outputs(ctx, op, kind, &group)[0];
         let attrs = carried_attrs(ctx, op);
         let ot = ctx.value_type(out);
-        let s = create(ctx, op, "comm.shard_dim_alltoall", &[input, out], &[ot], &attrs);
+        let s = create(
+            ctx,
+            op,
+            "comm.shard_dim_alltoall",
+            &[input, out],
+            &[ot],
+            &attrs,
+        );
         let r = ctx.result(s, 0);
         let old = ctx.result(op, 0);
         self.replace_with_buffer(ctx, old, r);
@@ -327,14 +405,30 @@ impl Lowering<'_> {
         let def = ctx.op_def(op).expect("registered op");
         for cb in def.comm_buffer_operands {
             let Some(idx) = def.operands.iter().position(|a| a.name == cb.operand) else {
-                return Err(ctx.op_error(op, format!("declares comm-buffer operand '{}', which it does not have", cb.operand)));
+                return Err(ctx.op_error(
+                    op,
+                    format!(
+                        "declares comm-buffer operand '{}', which it does not have",
+                        cb.operand
+                    ),
+                ));
             };
-            let Some(&v) = ctx.operands(op).get(idx) else { continue };
+            let Some(&v) = ctx.operands(op).get(idx) else {
+                continue;
+            };
             let group = ctx
                 .inherent_attr(op, cb.group_attr)
                 .and_then(|a| ctx.attr_as_symbol(a))
                 .map(str::to_string)
-                .ok_or_else(|| ctx.op_error(op, format!("comm-buffer operand '{}' needs a group symbol in attribute '{}'", cb.operand, cb.group_attr)))?;
+                .ok_or_else(|| {
+                    ctx.op_error(
+                        op,
+                        format!(
+                            "comm-buffer operand '{}' needs a group symbol in attribute '{}'",
+                            cb.operand, cb.group_attr
+                        ),
+                    )
+                })?;
             let mutates = def.has_trait(Trait::MemWrite);
             let b = self.realize(ctx, v, cb.kind, &group, op, mutates);
             if b != v {
@@ -348,7 +442,12 @@ impl Lowering<'_> {
 
 /// The `coll.wait_tensor` ops consuming `r`.
 fn waits_of(ctx: &Context, r: Value) -> Vec<OpId> {
-    let mut w: Vec<OpId> = ctx.uses(r).iter().filter(|u| ctx.op_name(u.op) == "coll.wait_tensor").map(|u| u.op).collect();
+    let mut w: Vec<OpId> = ctx
+        .uses(r)
+        .iter()
+        .filter(|u| ctx.op_name(u.op) == "coll.wait_tensor")
+        .map(|u| u.op)
+        .collect();
     w.dedup();
     w
 }
@@ -374,7 +473,9 @@ mod pass {
     //! The `coll-to-comm` pass: registration, options and statistics around [`super::lower`].
 
     use super::{lower, CollToCommOptions};
-    use commlir_ir::pass::{Anchor, OptionDef, OptionKind, Pass, PassEnv, PassInfo, PassOptions, StatisticDef};
+    use commlir_ir::pass::{
+        Anchor, OptionDef, OptionKind, Pass, PassEnv, PassInfo, PassOptions, StatisticDef,
+    };
     use commlir_ir::{Context, Diagnostic, OpId};
 
     commlir_ir::register_pass!(pub COLL_TO_COMM = PassInfo {
@@ -415,7 +516,12 @@ mod pass {
         fn info(&self) -> &'static PassInfo {
             &COLL_TO_COMM
         }
-        fn run(&mut self, ctx: &mut Context, op: OpId, env: &mut PassEnv<'_>) -> Result<(), Diagnostic> {
+        fn run(
+            &mut self,
+            ctx: &mut Context,
+            op: OpId,
+            env: &mut PassEnv<'_>,
+        ) -> Result<(), Diagnostic> {
             let s = lower(ctx, op, &self.0)?;
             env.add_stat("lowered", s.lowered);
             env.add_stat("one-shot", s.one_shot);

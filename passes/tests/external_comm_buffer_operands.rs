@@ -43,7 +43,12 @@ func.func @f(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>) -> (tensor<8x16xbf16>,
 fn embedder_op_operands_become_symm_mem_buffers() {
     let mut ctx = Context::new();
     let m = common::parse(&mut ctx, PROGRAM);
-    common::run_pipeline(&mut ctx, m, "builtin.module(func.func(coll-to-comm))", PROGRAM);
+    common::run_pipeline(
+        &mut ctx,
+        m,
+        "builtin.module(func.func(coll-to-comm))",
+        PROGRAM,
+    );
     let out = common::print(&ctx, m);
     // The gelu producer is realized directly in symmetric memory (no copy) ...
     assert!(
@@ -55,5 +60,9 @@ fn embedder_op_operands_become_symm_mem_buffers() {
         out.contains("compute.clone %arg0 : (tensor<4x8xbf16>) -> tensor<4x8xbf16, #comm.buffer<symm_mem, @tp>>"),
         "{out}"
     );
-    assert_eq!(out.matches("embed.fused_all_gather_matmul").count(), 2, "{out}");
+    assert_eq!(
+        out.matches("embed.fused_all_gather_matmul").count(),
+        2,
+        "{out}"
+    );
 }

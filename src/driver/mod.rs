@@ -292,9 +292,19 @@ fn process_input(config: &Config, pm: &mut PassManager, timing: &Rc<RefCell<Timi
     };
     let mut outputs: Vec<String> = Vec::new();
     let mut failed = false;
-    let mut report = commlir_passes::analysis::report::Report { functions: Vec::new() };
+    let mut report = commlir_passes::analysis::report::Report {
+        functions: Vec::new(),
+    };
     for chunk in &chunks {
-        let (output, diags) = process_chunk(config, pm, &file_name, &chunk.bytes, &sm, timing, &mut report);
+        let (output, diags) = process_chunk(
+            config,
+            pm,
+            &file_name,
+            &chunk.bytes,
+            &sm,
+            timing,
+            &mut report,
+        );
         outputs.push(output.clone().unwrap_or_default());
         if config.verify_diagnostics {
             let text = String::from_utf8_lossy(&chunk.bytes);

@@ -18,7 +18,12 @@ pub struct GenConfig {
 
 impl Default for GenConfig {
     fn default() -> Self {
-        GenConfig { ranks: 2, ops: 40, elem_types: vec!["f32", "bf16"], with_costs: false }
+        GenConfig {
+            ranks: 2,
+            ops: 40,
+            elem_types: vec!["f32", "bf16"],
+            with_costs: false,
+        }
     }
 }
 
@@ -93,7 +98,11 @@ impl Gen {
     fn pick_ready(&mut self) -> (String, Ty) {
         // Prefer recent values so chains form, but reach back sometimes.
         let n = self.ready.len();
-        let i = if self.rng.chance(0.7) { n - 1 - self.rng.below(n.min(4)) } else { self.rng.below(n) };
+        let i = if self.rng.chance(0.7) {
+            n - 1 - self.rng.below(n.min(4))
+        } else {
+            self.rng.below(n)
+        };
         self.ready[i].clone()
     }
 
@@ -117,7 +126,10 @@ impl Gen {
             let (name, ty) = self.in_flight.remove(i);
             let y = self.fresh();
             let c = self.cost_dict();
-            self.emit(format!("{y} = coll.wait_tensor {name}{c} : {}", ty.text()), Some((y, ty)));
+            self.emit(
+                format!("{y} = coll.wait_tensor {name}{c} : {}", ty.text()),
+                Some((y, ty)),
+            );
             return;
         }
         match self.rng.below(19) {
@@ -141,7 +153,9 @@ impl Gen {
     fn binary(&mut self) {
         let (a, t) = self.pick_ready();
         let (b, _) = self.pick_where(|x| *x == t).unwrap();
-        let op = *self.rng.pick(&["add", "sub", "mul", "maximum", "minimum", "div"]);
+        let op = *self
+            .rng
+            .pick(&["add", "sub", "mul", "maximum", "minimum", "div"]);
         let b = if op == "div" {
             // Keep divisors away from zero: divide by exp(b).
             let e = self.fresh();
@@ -152,53 +166,103 @@ impl Gen {
         };
         let r = self.fresh();
         let c = self.cost_dict();
-        self.emit(format!("{r} = compute.{op} {a}, {b}{c} : {}", t.text()), Some((r.clone(), t)));
+        self.emit(
+            format!("{r} = compute.{op} {a}, {b}{c} : {}", t.text()),
+            Some((r.clone(), t)),
+        );
     }
 
     fn unary(&mut self) {
         let (a, t) = self.pick_ready();
-        let op = *self.rng.pick(&["neg", "exp", "relu", "gelu", "silu", "tanh", "clone"]);
+        let op = *self
+            .rng
+            .pick(&["neg", "exp", "relu", "gelu", "silu", "tanh", "clone"]);
         let r = self.fresh();
         if op == "exp" {
             // exp of unbounded chains overflows bf16; squash first.
             let s = self.fresh();
             self.emit(format!("{s} = compute.tanh {a} : {}", t.text()), None);
-            self.emit(format!("{r} = compute.exp {s} : {}", t.text()), Some((r.clone(), t)));
+            self.emit(
+                format!("{r} = compute.exp {s} : {}", t.text()),
+                Some((r.clone(), t)),
+            );
             return;
         }
         let c = self.cost_dict();
-        self.emit(format!("{r} = compute.{op} {a}{c} : {}", t.text()), Some((r.clone(), t)));
+        self.emit(
+            format!("{r} = compute.{op} {a}{c} : {}", t.text()),
+            Some((r.clone(), t)),
+        );
         if self.rng.chance(0.3) {
             let s = self.fresh();
             let f = *self.rng.pick(&["0.5", "2.0", "-1.25"]);
-            self.emit(format!("{s} = compute.scale {r} {{factor = {f} : f64}} : {}", self.ready.last().unwrap().1.text()), Some((s.clone(), self.ready.last().unwrap().1.clone())));
+            self.emit(
+                format!(
+                    "{s} = compute.scale {r} {{factor = {f} : f64}} : {}",
+                    self.ready.last().unwrap().1.text()
+                ),
+                Some((s.clone(), self.ready.last().unwrap().1.clone())),
+            );
         }
         if self.rng.chance(0.2) {
             let s = self.fresh();
             let t = self.ready.last().unwrap().1.clone();
-            let op = if self.rng.chance(0.5) { "sqrt" } else { "rsqrt" };
+            let op = if self.rng.chance(0.5) {
+                "sqrt"
+            } else {
+                "rsqrt"
+            };
             // Keep the argument positive.
             let e = self.fresh();
             self.emit(format!("{e} = compute.exp {r} : {}", t.text()), None);
             let _ = e.clone();
-            self.emit(format!("{s} = compute.{op} {e} : {}", t.text()), Some((s.clone(), t)));
+            self.emit(
+                format!("{s} = compute.{op} {e} : {}", t.text()),
+                Some((s.clone(), t)),
+            );
         }
     }
 
     fn matmul(&mut self) {
-        let Some((a, t)) = self.pick_where(|t| t.shape.len() == 2 && t.shape[0] * t.shape[0] <= MAX_NUMEL) else {
+        let Some((a, t)) =
+            self.pick_where(|t| t.shape.len() == 2 && t.shape[0] * t.shape[0] <= MAX_NUMEL)
+        else {
             return self.binary();
         };
-        let tt = Ty { shape: vec![t.shape[1], t.shape[0]], elem: t.elem };
+        let tt = Ty {
+            shape: vec![t.shape[1], t.shape[0]],
+            elem: t.elem,
+        };
         let b = self.fresh();
-        self.emit(format!("{b} = compute.transpose {a} : ({}) -> {}", t.text(), tt.text()), Some((b.clone(), tt.clone())));
-        let rt = Ty { shape: vec![t.shape[0], t.shape[0]], elem: t.elem };
+        self.emit(
+            format!(
+                "{b} = compute.transpose {a} : ({}) -> {}",
+                t.text(),
+                tt.text()
+            ),
+            Some((b.clone(), tt.clone())),
+        );
+        let rt = Ty {
+            shape: vec![t.shape[0], t.shape[0]],
+            elem: t.elem,
+        };
         let r = self.fresh();
         let c = self.cost_dict();
-        self.emit(format!("{r} = compute.matmul {a}, {b}{c} : ({}, {}) -> {}", t.text(), tt.text(), rt.text()), Some((r.clone(), rt.clone())));
+        self.emit(
+            format!(
+                "{r} = compute.matmul {a}, {b}{c} : ({}, {}) -> {}",
+                t.text(),
+                tt.text(),
+                rt.text()
+            ),
+            Some((r.clone(), rt.clone())),
+        );
         // Bring magnitudes back down so long chains stay finite in bf16.
         let s = self.fresh();
-        self.emit(format!("{s} = compute.tanh {r} : {}", rt.text()), Some((s, rt)));
+        self.emit(
+            format!("{s} = compute.tanh {r} : {}", rt.text()),
+            Some((s, rt)),
+        );
     }
 
     fn shape_op(&mut self) {
@@ -213,7 +277,10 @@ impl Gen {
                 let start = self.rng.below((t.shape[d] - size + 1) as usize) as i64;
                 let mut s = t.shape.clone();
                 s[d] = size;
-                let rt = Ty { shape: s, elem: t.elem };
+                let rt = Ty {
+                    shape: s,
+                    elem: t.elem,
+                };
                 let r = self.fresh();
                 self.emit(format!("{r} = compute.slice {a} {{dim = {d} : i64, start = {start} : i64, size = {size} : i64}} : ({}) -> {}", t.text(), rt.text()), Some((r, rt)));
             }
@@ -222,38 +289,92 @@ impl Gen {
                 let d = self.rng.below(t.shape.len());
                 let mut s = t.shape.clone();
                 s[d] *= 2;
-                let rt = Ty { shape: s, elem: t.elem };
+                let rt = Ty {
+                    shape: s,
+                    elem: t.elem,
+                };
                 let r = self.fresh();
-                self.emit(format!("{r} = compute.concat {a}, {b} {{dim = {d} : i64}} : ({}, {}) -> {}", t.text(), t.text(), rt.text()), Some((r, rt)));
+                self.emit(
+                    format!(
+                        "{r} = compute.concat {a}, {b} {{dim = {d} : i64}} : ({}, {}) -> {}",
+                        t.text(),
+                        t.text(),
+                        rt.text()
+                    ),
+                    Some((r, rt)),
+                );
             }
             2 => {
                 let n = t.numel();
-                let shapes: Vec<Vec<i64>> = [2, 4, 8].iter().filter(|k| n % *k == 0).map(|k| vec![*k, n / *k]).chain([vec![n]]).collect();
+                let shapes: Vec<Vec<i64>> = [2, 4, 8]
+                    .iter()
+                    .filter(|k| n % *k == 0)
+                    .map(|k| vec![*k, n / *k])
+                    .chain([vec![n]])
+                    .collect();
                 let s = self.rng.pick(&shapes).clone();
-                let rt = Ty { shape: s, elem: t.elem };
+                let rt = Ty {
+                    shape: s,
+                    elem: t.elem,
+                };
                 let r = self.fresh();
-                self.emit(format!("{r} = compute.reshape {a} : ({}) -> {}", t.text(), rt.text()), Some((r, rt)));
+                self.emit(
+                    format!(
+                        "{r} = compute.reshape {a} : ({}) -> {}",
+                        t.text(),
+                        rt.text()
+                    ),
+                    Some((r, rt)),
+                );
             }
             _ if t.shape.len() == 2 => {
-                let rt = Ty { shape: vec![t.shape[1], t.shape[0]], elem: t.elem };
+                let rt = Ty {
+                    shape: vec![t.shape[1], t.shape[0]],
+                    elem: t.elem,
+                };
                 let r = self.fresh();
-                self.emit(format!("{r} = compute.transpose {a} : ({}) -> {}", t.text(), rt.text()), Some((r, rt)));
+                self.emit(
+                    format!(
+                        "{r} = compute.transpose {a} : ({}) -> {}",
+                        t.text(),
+                        rt.text()
+                    ),
+                    Some((r, rt)),
+                );
             }
             _ => self.unary(),
         }
     }
 
     fn reduce_or_softmax(&mut self) {
-        let Some((a, t)) = self.pick_where(|t| t.shape.len() == 2) else { return self.unary() };
+        let Some((a, t)) = self.pick_where(|t| t.shape.len() == 2) else {
+            return self.unary();
+        };
         let d = self.rng.below(2);
         let r = self.fresh();
         if self.rng.chance(0.5) {
-            self.emit(format!("{r} = compute.softmax {a} {{dim = {d} : i64}} : {}", t.text()), Some((r, t)));
+            self.emit(
+                format!(
+                    "{r} = compute.softmax {a} {{dim = {d} : i64}} : {}",
+                    t.text()
+                ),
+                Some((r, t)),
+            );
         } else {
             let mut s = t.shape.clone();
             s.remove(d);
-            let rt = Ty { shape: s, elem: t.elem };
-            self.emit(format!("{r} = compute.reduce_sum {a} {{dim = {d} : i64}} : ({}) -> {}", t.text(), rt.text()), Some((r, rt)));
+            let rt = Ty {
+                shape: s,
+                elem: t.elem,
+            };
+            self.emit(
+                format!(
+                    "{r} = compute.reduce_sum {a} {{dim = {d} : i64}} : ({}) -> {}",
+                    t.text(),
+                    rt.text()
+                ),
+                Some((r, rt)),
+            );
         }
     }
 
@@ -262,11 +383,20 @@ impl Gen {
         let r = self.fresh();
         if self.rng.chance(0.5) {
             let elem = *self.rng.pick(&["f32", "bf16", "f16"]);
-            let rt = Ty { shape: t.shape.clone(), elem };
-            self.emit(format!("{r} = compute.cast {a} : ({}) -> {}", t.text(), rt.text()), Some((r, rt)));
+            let rt = Ty {
+                shape: t.shape.clone(),
+                elem,
+            };
+            self.emit(
+                format!("{r} = compute.cast {a} : ({}) -> {}", t.text(), rt.text()),
+                Some((r, rt)),
+            );
         } else {
             let v = *self.rng.pick(&["1.0", "-0.5", "0.25"]);
-            self.emit(format!("{r} = compute.fill {{value = {v} : f64}} : {}", t.text()), Some((r, t)));
+            self.emit(
+                format!("{r} = compute.fill {{value = {v} : f64}} : {}", t.text()),
+                Some((r, t)),
+            );
         }
     }
 
@@ -277,31 +407,59 @@ impl Gen {
     fn all_reduce(&mut self) {
         let (a, t) = self.pick_ready();
         let (g, _) = self.group();
-        let op = *self.rng.pick(&["sum", "sum", "avg", "max", "min", "product"]);
+        let op = *self
+            .rng
+            .pick(&["sum", "sum", "avg", "max", "min", "product"]);
         let r = self.fresh();
         let c = self.cost();
-        self.emit(format!("{r} = coll.all_reduce {a} {{reduce_op = \"{op}\", group = @{g}{c}}} : {}", t.text()), None);
+        self.emit(
+            format!(
+                "{r} = coll.all_reduce {a} {{reduce_op = \"{op}\", group = @{g}{c}}} : {}",
+                t.text()
+            ),
+            None,
+        );
         self.in_flight(r, t);
     }
 
     fn all_gather(&mut self) {
         let (g, size) = self.group();
-        let Some((a, t)) = self.pick_where(|t| !t.shape.is_empty() && t.numel() * size <= MAX_NUMEL) else { return self.all_reduce() };
+        let Some((a, t)) =
+            self.pick_where(|t| !t.shape.is_empty() && t.numel() * size <= MAX_NUMEL)
+        else {
+            return self.all_reduce();
+        };
         let mut s = t.shape.clone();
         s[0] *= size;
-        let rt = Ty { shape: s, elem: t.elem };
+        let rt = Ty {
+            shape: s,
+            elem: t.elem,
+        };
         let r = self.fresh();
         let c = self.cost();
-        self.emit(format!("{r} = coll.all_gather_into_tensor {a} {{group = @{g}{c}}} : ({}) -> {}", t.text(), rt.text()), None);
+        self.emit(
+            format!(
+                "{r} = coll.all_gather_into_tensor {a} {{group = @{g}{c}}} : ({}) -> {}",
+                t.text(),
+                rt.text()
+            ),
+            None,
+        );
         self.in_flight(r, rt);
     }
 
     fn reduce_scatter(&mut self) {
         let (g, size) = self.group();
-        let Some((a, t)) = self.pick_where(|t| !t.shape.is_empty() && t.shape[0] % size == 0) else { return self.all_reduce() };
+        let Some((a, t)) = self.pick_where(|t| !t.shape.is_empty() && t.shape[0] % size == 0)
+        else {
+            return self.all_reduce();
+        };
         let mut s = t.shape.clone();
         s[0] /= size;
-        let rt = Ty { shape: s, elem: t.elem };
+        let rt = Ty {
+            shape: s,
+            elem: t.elem,
+        };
         let r = self.fresh();
         let op = *self.rng.pick(&["sum", "max", "avg"]);
         self.emit(format!("{r} = coll.reduce_scatter_tensor {a} {{reduce_op = \"{op}\", group = @{g}}} : ({}) -> {}", t.text(), rt.text()), None);
@@ -310,7 +468,10 @@ impl Gen {
 
     fn all_to_all(&mut self) {
         let (g, size) = self.group();
-        let Some((a, t)) = self.pick_where(|t| !t.shape.is_empty() && t.shape[0] % size == 0) else { return self.all_reduce() };
+        let Some((a, t)) = self.pick_where(|t| !t.shape.is_empty() && t.shape[0] % size == 0)
+        else {
+            return self.all_reduce();
+        };
         let r = self.fresh();
         let splits = if self.rng.chance(0.5) && t.shape[0] >= size {
             // Uneven but consistent splits: input[r][j] rows from rank r to rank j.
@@ -321,7 +482,11 @@ impl Gen {
                 let mut v = vec![0i64; n];
                 let mut left = d0;
                 for (k, slot) in v.iter_mut().enumerate().take(n - 1) {
-                    let take = if left > 0 { self.rng.below(left as usize + 1) as i64 } else { 0 };
+                    let take = if left > 0 {
+                        self.rng.below(left as usize + 1) as i64
+                    } else {
+                        0
+                    };
                     *slot = take;
                     left -= take;
                     let _ = k;
@@ -329,17 +494,42 @@ impl Gen {
                 v[n - 1] = left;
                 v
             };
-            let input: Vec<Vec<i64>> = (0..n).map(|r| (0..n).map(|j| base[(j + n - r) % n]).collect()).collect();
-            let output: Vec<Vec<i64>> = (0..n).map(|r| (0..n).map(|j| input[j][r]).collect()).collect();
+            let input: Vec<Vec<i64>> = (0..n)
+                .map(|r| (0..n).map(|j| base[(j + n - r) % n]).collect())
+                .collect();
+            let output: Vec<Vec<i64>> = (0..n)
+                .map(|r| (0..n).map(|j| input[j][r]).collect())
+                .collect();
             let fmt = |m: &Vec<Vec<i64>>| {
-                let rows: Vec<String> = m.iter().map(|row| format!("array<i64: {}>", row.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "))).collect();
+                let rows: Vec<String> = m
+                    .iter()
+                    .map(|row| {
+                        format!(
+                            "array<i64: {}>",
+                            row.iter()
+                                .map(|x| x.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    })
+                    .collect();
                 format!("[{}]", rows.join(", "))
             };
-            format!(", input_split_sizes = {}, output_split_sizes = {}", fmt(&input), fmt(&output))
+            format!(
+                ", input_split_sizes = {}, output_split_sizes = {}",
+                fmt(&input),
+                fmt(&output)
+            )
         } else {
             String::new()
         };
-        self.emit(format!("{r} = coll.all_to_all_single {a} {{group = @{g}{splits}}} : {}", t.text()), None);
+        self.emit(
+            format!(
+                "{r} = coll.all_to_all_single {a} {{group = @{g}{splits}}} : {}",
+                t.text()
+            ),
+            None,
+        );
         self.in_flight(r, t);
     }
 
@@ -348,7 +538,13 @@ impl Gen {
         let (g, size) = self.group();
         let src = self.rng.below(size as usize);
         let r = self.fresh();
-        self.emit(format!("{r} = coll.broadcast {a} {{src = {src} : i64, group = @{g}}} : {}", t.text()), None);
+        self.emit(
+            format!(
+                "{r} = coll.broadcast {a} {{src = {src} : i64, group = @{g}}} : {}",
+                t.text()
+            ),
+            None,
+        );
         self.in_flight(r, t);
     }
 
@@ -359,25 +555,65 @@ impl Gen {
         let r = self.fresh();
         let kind = self.rng.below(3);
         let (op, attrs, ra, rb) = match kind {
-            0 => ("all_reduce_coalesced", format!("reduce_op = \"sum\", group = @{g}"), ta.clone(), tb.clone()),
-            1 if !ta.shape.is_empty() && !tb.shape.is_empty() && (ta.numel() + tb.numel()) * size <= MAX_NUMEL => {
+            0 => (
+                "all_reduce_coalesced",
+                format!("reduce_op = \"sum\", group = @{g}"),
+                ta.clone(),
+                tb.clone(),
+            ),
+            1 if !ta.shape.is_empty()
+                && !tb.shape.is_empty()
+                && (ta.numel() + tb.numel()) * size <= MAX_NUMEL =>
+            {
                 let mut sa = ta.shape.clone();
                 sa[0] *= size;
                 let mut sb = tb.shape.clone();
                 sb[0] *= size;
-                ("all_gather_into_tensor_coalesced", format!("group = @{g}"), Ty { shape: sa, elem: ta.elem }, Ty { shape: sb, elem: tb.elem })
+                (
+                    "all_gather_into_tensor_coalesced",
+                    format!("group = @{g}"),
+                    Ty {
+                        shape: sa,
+                        elem: ta.elem,
+                    },
+                    Ty {
+                        shape: sb,
+                        elem: tb.elem,
+                    },
+                )
             }
-            2 if !ta.shape.is_empty() && !tb.shape.is_empty() && ta.shape[0] % size == 0 && tb.shape[0] % size == 0 => {
+            2 if !ta.shape.is_empty()
+                && !tb.shape.is_empty()
+                && ta.shape[0] % size == 0
+                && tb.shape[0] % size == 0 =>
+            {
                 let mut sa = ta.shape.clone();
                 sa[0] /= size;
                 let mut sb = tb.shape.clone();
                 sb[0] /= size;
-                ("reduce_scatter_tensor_coalesced", format!("reduce_op = \"sum\", group = @{g}"), Ty { shape: sa, elem: ta.elem }, Ty { shape: sb, elem: tb.elem })
+                (
+                    "reduce_scatter_tensor_coalesced",
+                    format!("reduce_op = \"sum\", group = @{g}"),
+                    Ty {
+                        shape: sa,
+                        elem: ta.elem,
+                    },
+                    Ty {
+                        shape: sb,
+                        elem: tb.elem,
+                    },
+                )
             }
             _ => return self.all_reduce(),
         };
         self.emit(
-            format!("{r}:2 = coll.{op} {a}, {b} {{{attrs}}} : ({}, {}) -> ({}, {})", ta.text(), tb.text(), ra.text(), rb.text()),
+            format!(
+                "{r}:2 = coll.{op} {a}, {b} {{{attrs}}} : ({}, {}) -> ({}, {})",
+                ta.text(),
+                tb.text(),
+                ra.text(),
+                rb.text()
+            ),
             None,
         );
         self.in_flight(format!("{r}#0"), ra);
@@ -386,10 +622,15 @@ impl Gen {
 
     fn shard_dim(&mut self) {
         let (g, size) = self.group();
-        let Some((a, t)) = self.pick_where(|t| t.shape.len() == 2 && t.shape[1] % size == 0 && t.numel() <= MAX_NUMEL) else {
+        let Some((a, t)) = self
+            .pick_where(|t| t.shape.len() == 2 && t.shape[1] % size == 0 && t.numel() <= MAX_NUMEL)
+        else {
             return self.all_reduce();
         };
-        let rt = Ty { shape: vec![t.shape[0] * size, t.shape[1] / size], elem: t.elem };
+        let rt = Ty {
+            shape: vec![t.shape[0] * size, t.shape[1] / size],
+            elem: t.elem,
+        };
         let r = self.fresh();
         self.emit(format!("{r} = coll.shard_dim_alltoall {a} {{gather_dim = 0 : i64, shard_dim = 1 : i64, group = @{g}}} : ({}) -> {}", t.text(), rt.text()), Some((r, rt)));
     }
@@ -402,16 +643,61 @@ pub fn random_program(seed: u64, cfg: &GenConfig) -> String {
     let mut out = String::new();
     let groups = if cfg.ranks >= 4 {
         out.push_str("  coll.group @tp {size = 2 : i64, symm_mem}\n");
-        out.push_str("  coll.group @dp {size = 2 : i64, ranks = [array<i64: 0, 2>, array<i64: 1, 3>]}\n");
+        out.push_str(
+            "  coll.group @dp {size = 2 : i64, ranks = [array<i64: 0, 2>, array<i64: 1, 3>]}\n",
+        );
         out.push_str("  coll.group @world {size = 4 : i64}\n");
-        vec![Group { name: "tp", size: 2 }, Group { name: "dp", size: 2 }, Group { name: "world", size: 4 }]
+        vec![
+            Group {
+                name: "tp",
+                size: 2,
+            },
+            Group {
+                name: "dp",
+                size: 2,
+            },
+            Group {
+                name: "world",
+                size: 4,
+            },
+        ]
     } else {
         out.push_str("  coll.group @tp {size = 2 : i64, symm_mem}\n");
         out.push_str("  coll.group @dp {size = 2 : i64}\n");
-        vec![Group { name: "tp", size: 2 }, Group { name: "dp", size: 2 }]
+        vec![
+            Group {
+                name: "tp",
+                size: 2,
+            },
+            Group {
+                name: "dp",
+                size: 2,
+            },
+        ]
     };
-    let args = [Ty { shape: vec![8, 8], elem }, Ty { shape: vec![4, 8], elem }, Ty { shape: vec![8, 4], elem }];
-    let mut g = Gen { rng, cfg: cfg.clone(), body: String::new(), next: 0, ready: Vec::new(), in_flight: Vec::new(), groups };
+    let args = [
+        Ty {
+            shape: vec![8, 8],
+            elem,
+        },
+        Ty {
+            shape: vec![4, 8],
+            elem,
+        },
+        Ty {
+            shape: vec![8, 4],
+            elem,
+        },
+    ];
+    let mut g = Gen {
+        rng,
+        cfg: cfg.clone(),
+        body: String::new(),
+        next: 0,
+        ready: Vec::new(),
+        in_flight: Vec::new(),
+        groups,
+    };
     for (i, t) in args.iter().enumerate() {
         g.ready.push((format!("%arg{i}"), t.clone()));
     }
@@ -420,14 +706,26 @@ pub fn random_program(seed: u64, cfg: &GenConfig) -> String {
     }
     while let Some((name, ty)) = g.in_flight.pop() {
         let y = g.fresh();
-        g.emit(format!("{y} = coll.wait_tensor {name} : {}", ty.text()), Some((y, ty)));
+        g.emit(
+            format!("{y} = coll.wait_tensor {name} : {}", ty.text()),
+            Some((y, ty)),
+        );
     }
     // Return the last few values: some are waited collectives, which exercises copy-out.
     let n = g.ready.len();
     let rets: Vec<(String, Ty)> = g.ready[n.saturating_sub(3)..].to_vec();
-    let params: Vec<String> = args.iter().enumerate().map(|(i, t)| format!("%arg{i}: {}", t.text())).collect();
+    let params: Vec<String> = args
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("%arg{i}: {}", t.text()))
+        .collect();
     let rtys: Vec<String> = rets.iter().map(|(_, t)| t.text()).collect();
-    let _ = writeln!(out, "  func.func @main({}) -> ({}) {{", params.join(", "), rtys.join(", "));
+    let _ = writeln!(
+        out,
+        "  func.func @main({}) -> ({}) {{",
+        params.join(", "),
+        rtys.join(", ")
+    );
     out.push_str(&g.body);
     let names: Vec<&str> = rets.iter().map(|(n, _)| n.as_str()).collect();
     let _ = writeln!(out, "    return {} : {}", names.join(", "), rtys.join(", "));
@@ -448,14 +746,28 @@ mod tests {
 
     #[test]
     fn every_collective_appears_across_seeds() {
-        let c = GenConfig { ops: 60, ..GenConfig::default() };
+        let c = GenConfig {
+            ops: 60,
+            ..GenConfig::default()
+        };
         let all: String = (0..40).map(|s| random_program(s, &c)).collect();
         for op in [
-            "coll.all_reduce ", "coll.all_gather_into_tensor ", "coll.reduce_scatter_tensor ",
-            "coll.all_to_all_single", "coll.broadcast", "coll.shard_dim_alltoall",
-            "_coalesced", "coll.wait_tensor", "compute.matmul", "compute.softmax",
-            "compute.reduce_sum", "compute.concat", "compute.slice", "compute.cast",
-            "compute.fill", "input_split_sizes",
+            "coll.all_reduce ",
+            "coll.all_gather_into_tensor ",
+            "coll.reduce_scatter_tensor ",
+            "coll.all_to_all_single",
+            "coll.broadcast",
+            "coll.shard_dim_alltoall",
+            "_coalesced",
+            "coll.wait_tensor",
+            "compute.matmul",
+            "compute.softmax",
+            "compute.reduce_sum",
+            "compute.concat",
+            "compute.slice",
+            "compute.cast",
+            "compute.fill",
+            "input_split_sizes",
         ] {
             assert!(all.contains(op), "{op} never generated");
         }

@@ -20,9 +20,11 @@ register_dialect!(pub COLL_DIALECT = commlir_ir::opdef::DialectDef {
 const T: TypeConstraint = TypeConstraint::StaticTensor;
 const GROUP: AttrDef = AttrDef::required("group", AttrConstraint::SymbolRef)
     .doc("The `coll.group` the collective runs on.");
-const REDUCE_OP: AttrDef =
-    AttrDef::required("reduce_op", AttrConstraint::StrEnum(&["sum", "avg", "max", "min", "product"]))
-        .doc("The reduction.");
+const REDUCE_OP: AttrDef = AttrDef::required(
+    "reduce_op",
+    AttrConstraint::StrEnum(&["sum", "avg", "max", "min", "product"]),
+)
+.doc("The reduction.");
 const COST: AttrDef = AttrDef::optional("cost_ns", AttrConstraint::Integer)
     .doc("Overrides the cost model's runtime estimate for this op (nanoseconds).");
 const COLLECTIVE: &[Trait] = &[Trait::Collective, Trait::MemRead];

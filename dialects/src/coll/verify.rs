@@ -25,10 +25,20 @@ pub fn group_of(ctx: &Context, op: OpId) -> Result<GroupInfo, Diagnostic> {
     let g = ctx
         .lookup_symbol(op, name)
         .filter(|g| ctx.op_name(*g) == "coll.group")
-        .ok_or_else(|| ctx.op_error(op, format!("group @{name} does not reference a 'coll.group'")))?;
+        .ok_or_else(|| {
+            ctx.op_error(
+                op,
+                format!("group @{name} does not reference a 'coll.group'"),
+            )
+        })?;
     let size = int_attr(ctx, g, "size").unwrap_or(0);
     let symm_mem = ctx.inherent_attr(g, "symm_mem").is_some();
-    Ok(GroupInfo { op: g, name: name.to_string(), size, symm_mem })
+    Ok(GroupInfo {
+        op: g,
+        name: name.to_string(),
+        size,
+        symm_mem,
+    })
 }
 
 pub(super) fn verify_group(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
@@ -44,21 +54,39 @@ pub(super) fn verify_group(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
                     .iter()
                     .map(|a| ctx.attr_as_i64_array(*a))
                     .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| ctx.op_error(op, "ranks must be an array of i64 or an array of arrays of i64"))?,
-                _ => return Err(ctx.op_error(op, "ranks must be an array of i64 or an array of arrays of i64")),
+                    .ok_or_else(|| {
+                        ctx.op_error(
+                            op,
+                            "ranks must be an array of i64 or an array of arrays of i64",
+                        )
+                    })?,
+                _ => {
+                    return Err(ctx.op_error(
+                        op,
+                        "ranks must be an array of i64 or an array of arrays of i64",
+                    ))
+                }
             },
         };
         let mut seen = std::collections::BTreeSet::new();
         for row in &rows {
             if row.len() as i64 != size {
-                return Err(ctx.op_error(op, format!("each ranks list must have {size} entries (the group size), got {}", row.len())));
+                return Err(ctx.op_error(
+                    op,
+                    format!(
+                        "each ranks list must have {size} entries (the group size), got {}",
+                        row.len()
+                    ),
+                ));
             }
             for r in row {
                 if *r < 0 {
                     return Err(ctx.op_error(op, format!("rank {r} is negative")));
                 }
                 if !seen.insert(*r) {
-                    return Err(ctx.op_error(op, format!("rank {r} appears more than once in ranks")));
+                    return Err(
+                        ctx.op_error(op, format!("rank {r} appears more than once in ranks"))
+                    );
                 }
             }
         }
@@ -80,15 +108,35 @@ fn verify_in_flight(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-fn dim_mismatch(ctx: &Context, op: OpId, what: &str, want: i64, g: &GroupInfo, got: i64) -> Diagnostic {
-    ctx.op_error(op, format!("{what} dim 0 must be {want} (group @{} has size {}), got {got}", g.name, g.size))
+fn dim_mismatch(
+    ctx: &Context,
+    op: OpId,
+    what: &str,
+    want: i64,
+    g: &GroupInfo,
+    got: i64,
+) -> Diagnostic {
+    ctx.op_error(
+        op,
+        format!(
+            "{what} dim 0 must be {want} (group @{} has size {}), got {got}",
+            g.name, g.size
+        ),
+    )
 }
 
 fn check_pair_same(ctx: &Context, op: OpId, i: usize) -> Result<(), Diagnostic> {
     let a = ctx.value_type(ctx.operand(op, i));
     let r = ctx.value_type(ctx.result(op, i));
     if !same_modulo_encoding(ctx, a, r) {
-        return Err(ctx.op_error(op, format!("result #{i} must have the type of operand #{i} ({}), got {}", ty_str(ctx, a), ty_str(ctx, r))));
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "result #{i} must have the type of operand #{i} ({}), got {}",
+                ty_str(ctx, a),
+                ty_str(ctx, r)
+            ),
+        ));
     }
     Ok(())
 }
@@ -116,17 +164,36 @@ pub(super) fn verify_all_reduce_coalesced(ctx: &Context, op: OpId) -> Result<(),
 }
 
 /// `r` is `x` with dim 0 multiplied (`gather`) or divided by G.
-fn check_gather_shape(ctx: &Context, op: OpId, i: usize, g: &GroupInfo, gather: bool) -> Result<(), Diagnostic> {
+fn check_gather_shape(
+    ctx: &Context,
+    op: OpId,
+    i: usize,
+    g: &GroupInfo,
+    gather: bool,
+) -> Result<(), Diagnostic> {
     let x = value_tensor(ctx, ctx.operand(op, i)).unwrap();
     let r = value_tensor(ctx, ctx.result(op, i)).unwrap();
     if x.shape.is_empty() || r.shape.len() != x.shape.len() {
-        return Err(ctx.op_error(op, format!("operand #{i} and result #{i} must have the same rank of at least 1")));
+        return Err(ctx.op_error(
+            op,
+            format!("operand #{i} and result #{i} must have the same rank of at least 1"),
+        ));
     }
     if x.elem != r.elem {
-        return Err(ctx.op_error(op, format!("result #{i} must have the element type of operand #{i}")));
+        return Err(ctx.op_error(
+            op,
+            format!("result #{i} must have the element type of operand #{i}"),
+        ));
     }
     if x.shape[1..] != r.shape[1..] {
-        return Err(ctx.op_error(op, format!("result #{i} must match operand #{i} beyond dim 0: {} vs {}", fmt_shape(&r.shape), fmt_shape(&x.shape))));
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "result #{i} must match operand #{i} beyond dim 0: {} vs {}",
+                fmt_shape(&r.shape),
+                fmt_shape(&x.shape)
+            ),
+        ));
     }
     if gather {
         let want = x.shape[0] * g.size;
@@ -171,14 +238,34 @@ pub(super) fn verify_reduce_scatter_coalesced(ctx: &Context, op: OpId) -> Result
 }
 
 /// Reads a split matrix (`G` arrays of `G` sizes).
-pub fn split_matrix(ctx: &Context, op: OpId, name: &str, g: i64) -> Result<Option<Vec<Vec<i64>>>, Diagnostic> {
-    let Some(a) = ctx.inherent_attr(op, name) else { return Ok(None) };
-    let bad = || ctx.op_error(op, format!("'{name}' must be {g} arrays of {g} non-negative sizes (one per rank)"));
+pub fn split_matrix(
+    ctx: &Context,
+    op: OpId,
+    name: &str,
+    g: i64,
+) -> Result<Option<Vec<Vec<i64>>>, Diagnostic> {
+    let Some(a) = ctx.inherent_attr(op, name) else {
+        return Ok(None);
+    };
+    let bad = || {
+        ctx.op_error(
+            op,
+            format!("'{name}' must be {g} arrays of {g} non-negative sizes (one per rank)"),
+        )
+    };
     let rows = match ctx.attr_kind(a) {
-        AttrKind::Array(items) => items.iter().map(|x| ctx.attr_as_i64_array(*x)).collect::<Option<Vec<_>>>().ok_or_else(bad)?,
+        AttrKind::Array(items) => items
+            .iter()
+            .map(|x| ctx.attr_as_i64_array(*x))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(bad)?,
         _ => return Err(bad()),
     };
-    if rows.len() as i64 != g || rows.iter().any(|r| r.len() as i64 != g || r.iter().any(|x| *x < 0)) {
+    if rows.len() as i64 != g
+        || rows
+            .iter()
+            .any(|r| r.len() as i64 != g || r.iter().any(|x| *x < 0))
+    {
         return Err(bad());
     }
     Ok(Some(rows))
@@ -197,7 +284,13 @@ pub(super) fn verify_all_to_all(ctx: &Context, op: OpId) -> Result<(), Diagnosti
     match (&input, &output) {
         (None, None) => {
             if d0 % g.size != 0 {
-                return Err(ctx.op_error(op, format!("dim 0 ({d0}) must be divisible by the group size ({}) for equal splits", g.size)));
+                return Err(ctx.op_error(
+                    op,
+                    format!(
+                        "dim 0 ({d0}) must be divisible by the group size ({}) for equal splits",
+                        g.size
+                    ),
+                ));
             }
         }
         (Some(i), Some(o)) => {
@@ -205,7 +298,8 @@ pub(super) fn verify_all_to_all(ctx: &Context, op: OpId) -> Result<(), Diagnosti
                 for (which, m) in [("input_split_sizes", i), ("output_split_sizes", o)] {
                     let s: i64 = m[r].iter().sum();
                     if s != d0 {
-                        return Err(ctx.op_error(op, format!("{which}[{r}] sums to {s}, but dim 0 is {d0}")));
+                        return Err(ctx
+                            .op_error(op, format!("{which}[{r}] sums to {s}, but dim 0 is {d0}")));
                     }
                 }
                 for j in 0..g.size as usize {
@@ -216,7 +310,10 @@ pub(super) fn verify_all_to_all(ctx: &Context, op: OpId) -> Result<(), Diagnosti
             }
         }
         _ => {
-            return Err(ctx.op_error(op, "input_split_sizes and output_split_sizes must be given together"));
+            return Err(ctx.op_error(
+                op,
+                "input_split_sizes and output_split_sizes must be given together",
+            ));
         }
     }
     verify_in_flight(ctx, op)
@@ -227,7 +324,13 @@ pub(super) fn verify_broadcast(ctx: &Context, op: OpId) -> Result<(), Diagnostic
     check_pair_same(ctx, op, 0)?;
     let src = int_attr(ctx, op, "src").unwrap_or(-1);
     if src < 0 || src >= g.size {
-        return Err(ctx.op_error(op, format!("src {src} is out of range for group @{} of size {}", g.name, g.size)));
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "src {src} is out of range for group @{} of size {}",
+                g.name, g.size
+            ),
+        ));
     }
     verify_in_flight(ctx, op)
 }
@@ -247,13 +350,28 @@ pub(super) fn verify_shard_dim_alltoall(ctx: &Context, op: OpId) -> Result<(), D
     let mut want = x.shape.clone();
     if gd != sd {
         if want[sd as usize] % g.size != 0 {
-            return Err(ctx.op_error(op, format!("shard_dim {sd} of size {} is not divisible by the group size {}", want[sd as usize], g.size)));
+            return Err(ctx.op_error(
+                op,
+                format!(
+                    "shard_dim {sd} of size {} is not divisible by the group size {}",
+                    want[sd as usize], g.size
+                ),
+            ));
         }
         want[gd as usize] *= g.size;
         want[sd as usize] /= g.size;
     }
     if r.shape != want || r.elem != x.elem {
-        return Err(ctx.op_error(op, format!("result shape must be {} (group @{} has size {}), got {}", fmt_shape(&want), g.name, g.size, fmt_shape(&r.shape))));
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "result shape must be {} (group @{} has size {}), got {}",
+                fmt_shape(&want),
+                g.name,
+                g.size,
+                fmt_shape(&r.shape)
+            ),
+        ));
     }
     Ok(())
 }
@@ -265,7 +383,10 @@ pub(super) fn verify_wait(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         ctx.op_has_trait(d, Trait::Collective) && !ctx.op_has_trait(d, Trait::Blocking)
     });
     if !ok {
-        return Err(ctx.op_error(op, "operand must be the result of a non-blocking collective"));
+        return Err(ctx.op_error(
+            op,
+            "operand must be the result of a non-blocking collective",
+        ));
     }
     Ok(())
 }

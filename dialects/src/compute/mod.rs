@@ -43,25 +43,38 @@ fn verify_matmul(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let b = value_tensor(ctx, ctx.operand(op, 1)).unwrap();
     let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
     if a.elem != b.elem || a.elem != r.elem {
-        return Err(ctx.op_error(op, "requires the same element type for both operands and the result"));
+        return Err(ctx.op_error(
+            op,
+            "requires the same element type for both operands and the result",
+        ));
     }
     let expected = match (a.shape.as_slice(), b.shape.as_slice()) {
         ([m, k1], [k2, n]) if k1 == k2 => vec![*m, *n],
         ([b1, m, k1], [b2, k2, n]) if k1 == k2 && b1 == b2 => vec![*b1, *m, *n],
         ([_, k1], [k2, _]) | ([_, _, k1], [_, k2, _]) if k1 != k2 => {
-            return Err(ctx.op_error(op, format!("contraction dims differ: lhs has {k1}, rhs has {k2}")));
+            return Err(ctx.op_error(
+                op,
+                format!("contraction dims differ: lhs has {k1}, rhs has {k2}"),
+            ));
         }
         ([b1, _, _], [b2, _, _]) => {
             return Err(ctx.op_error(op, format!("batch dims differ: lhs has {b1}, rhs has {b2}")));
         }
         _ => {
-            return Err(ctx.op_error(op, "expects rank-2 operands (M×K, K×N) or rank-3 batched operands"));
+            return Err(ctx.op_error(
+                op,
+                "expects rank-2 operands (M×K, K×N) or rank-3 batched operands",
+            ));
         }
     };
     if r.shape != expected {
         return Err(ctx.op_error(
             op,
-            format!("result shape must be {}, got {}", fmt_shape(&expected), fmt_shape(&r.shape)),
+            format!(
+                "result shape must be {}, got {}",
+                fmt_shape(&expected),
+                fmt_shape(&r.shape)
+            ),
         ));
     }
     Ok(())
@@ -69,7 +82,10 @@ fn verify_matmul(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
 
 /// Formats a shape as `4x8`.
 pub fn fmt_shape(s: &[i64]) -> String {
-    s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x")
+    s.iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join("x")
 }
 
 macro_rules! binary_op {
@@ -120,7 +136,11 @@ macro_rules! unary_op {
 unary_op!(NEG, "compute.neg", "Elementwise negation");
 unary_op!(EXP, "compute.exp", "Elementwise exponential");
 unary_op!(RELU, "compute.relu", "Elementwise max(x, 0)");
-unary_op!(GELU, "compute.gelu", "Elementwise GELU (tanh approximation)");
+unary_op!(
+    GELU,
+    "compute.gelu",
+    "Elementwise GELU (tanh approximation)"
+);
 unary_op!(SILU, "compute.silu", "Elementwise x·sigmoid(x)");
 unary_op!(TANH, "compute.tanh", "Elementwise hyperbolic tangent");
 unary_op!(SQRT, "compute.sqrt", "Elementwise square root");
@@ -196,7 +216,11 @@ fn verify_reduce_sum(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     if r.shape != want || r.elem != a.elem {
         return Err(ctx.op_error(
             op,
-            format!("result must be {} of the input's element type, got {}", fmt_shape_or_scalar(&want), ty_str(ctx, ctx.value_type(ctx.result(op, 0)))),
+            format!(
+                "result must be {} of the input's element type, got {}",
+                fmt_shape_or_scalar(&want),
+                ty_str(ctx, ctx.value_type(ctx.result(op, 0)))
+            ),
         ));
     }
     Ok(())
@@ -235,7 +259,14 @@ fn verify_transpose(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let n = want.len();
     want.swap(n - 2, n - 1);
     if r.shape != want || r.elem != a.elem {
-        return Err(ctx.op_error(op, format!("result shape must be {}, got {}", fmt_shape(&want), fmt_shape(&r.shape))));
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "result shape must be {}, got {}",
+                fmt_shape(&want),
+                fmt_shape(&r.shape)
+            ),
+        ));
     }
     Ok(())
 }
@@ -262,7 +293,14 @@ fn verify_reshape(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         return Err(ctx.op_error(op, "requires the same element type for operand and result"));
     }
     if a.numel() != r.numel() {
-        return Err(ctx.op_error(op, format!("element count must be preserved: {} vs {}", a.numel(), r.numel())));
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "element count must be preserved: {} vs {}",
+                a.numel(),
+                r.numel()
+            ),
+        ));
     }
     Ok(())
 }
@@ -294,12 +332,25 @@ fn verify_slice(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let start = int_attr(ctx, op, "start").unwrap_or(-1);
     let size = int_attr(ctx, op, "size").unwrap_or(-1);
     if start < 0 || size < 0 || start.checked_add(size).is_none_or(|e| e > a.shape[d]) {
-        return Err(ctx.op_error(op, format!("slice [{start}, {start}+{size}) is out of bounds for dim {d} of size {}", a.shape[d])));
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "slice [{start}, {start}+{size}) is out of bounds for dim {d} of size {}",
+                a.shape[d]
+            ),
+        ));
     }
     let mut want = a.shape.clone();
     want[d] = size;
     if r.shape != want || r.elem != a.elem {
-        return Err(ctx.op_error(op, format!("result shape must be {}, got {}", fmt_shape(&want), fmt_shape(&r.shape))));
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "result shape must be {}, got {}",
+                fmt_shape(&want),
+                fmt_shape(&r.shape)
+            ),
+        ));
     }
     Ok(())
 }
@@ -320,7 +371,11 @@ register_op!(
 );
 
 fn verify_concat(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let ins: Vec<_> = ctx.operands(op).iter().map(|v| value_tensor(ctx, *v).unwrap()).collect();
+    let ins: Vec<_> = ctx
+        .operands(op)
+        .iter()
+        .map(|v| value_tensor(ctx, *v).unwrap())
+        .collect();
     let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
     let Some(first) = ins.first() else {
         return Err(ctx.op_error(op, "expects at least one operand"));
@@ -330,17 +385,30 @@ fn verify_concat(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     want[d] = 0;
     for (i, t) in ins.iter().enumerate() {
         if t.elem != first.elem || t.shape.len() != first.shape.len() {
-            return Err(ctx.op_error(op, format!("operand #{i} must have the rank and element type of operand #0")));
+            return Err(ctx.op_error(
+                op,
+                format!("operand #{i} must have the rank and element type of operand #0"),
+            ));
         }
         for (k, (x, y)) in t.shape.iter().zip(&first.shape).enumerate() {
             if k != d && x != y {
-                return Err(ctx.op_error(op, format!("operand #{i} differs from operand #0 in dim {k} ({x} vs {y})")));
+                return Err(ctx.op_error(
+                    op,
+                    format!("operand #{i} differs from operand #0 in dim {k} ({x} vs {y})"),
+                ));
             }
         }
         want[d] += t.shape[d];
     }
     if r.shape != want || r.elem != first.elem {
-        return Err(ctx.op_error(op, format!("result shape must be {}, got {}", fmt_shape(&want), fmt_shape(&r.shape))));
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "result shape must be {}, got {}",
+                fmt_shape(&want),
+                fmt_shape(&r.shape)
+            ),
+        ));
     }
     Ok(())
 }
@@ -364,7 +432,14 @@ fn verify_cast(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let a = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
     let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
     if a.shape != r.shape {
-        return Err(ctx.op_error(op, format!("requires the same shape, got {} and {}", fmt_shape(&a.shape), fmt_shape(&r.shape))));
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "requires the same shape, got {} and {}",
+                fmt_shape(&a.shape),
+                fmt_shape(&r.shape)
+            ),
+        ));
     }
     Ok(())
 }
@@ -383,10 +458,23 @@ register_op!(
 );
 
 /// Names of the elementwise binary ops.
-pub const BINARY_OPS: &[&str] =
-    &["compute.add", "compute.sub", "compute.mul", "compute.div", "compute.maximum", "compute.minimum"];
+pub const BINARY_OPS: &[&str] = &[
+    "compute.add",
+    "compute.sub",
+    "compute.mul",
+    "compute.div",
+    "compute.maximum",
+    "compute.minimum",
+];
 /// Names of the elementwise unary ops (including `clone`).
 pub const UNARY_OPS: &[&str] = &[
-    "compute.neg", "compute.exp", "compute.relu", "compute.gelu", "compute.silu", "compute.tanh",
-    "compute.sqrt", "compute.rsqrt", "compute.clone",
+    "compute.neg",
+    "compute.exp",
+    "compute.relu",
+    "compute.gelu",
+    "compute.silu",
+    "compute.tanh",
+    "compute.sqrt",
+    "compute.rsqrt",
+    "compute.clone",
 ];

@@ -66,7 +66,10 @@ register_op!(
 );
 
 /// The `(inputs, results)` of a `func.func`.
-pub fn func_signature(ctx: &Context, f: OpId) -> Option<(Vec<commlir_ir::Type>, Vec<commlir_ir::Type>)> {
+pub fn func_signature(
+    ctx: &Context,
+    f: OpId,
+) -> Option<(Vec<commlir_ir::Type>, Vec<commlir_ir::Type>)> {
     let t = ctx.inherent_attr(f, "function_type")?;
     match ctx.attr_kind(t) {
         commlir_ir::AttrKind::Type(t) => match ctx.type_kind(*t) {
@@ -83,7 +86,11 @@ fn verify_func(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     };
     let r = ctx.op_regions(op)[0];
     if let Some(&entry) = ctx.region_blocks(r).first() {
-        let args: Vec<_> = ctx.block_args(entry).iter().map(|v| ctx.value_type(*v)).collect();
+        let args: Vec<_> = ctx
+            .block_args(entry)
+            .iter()
+            .map(|v| ctx.value_type(*v))
+            .collect();
         if args != inputs {
             return Err(ctx.op_error(op, "entry block arguments do not match the function type"));
         }
@@ -92,13 +99,26 @@ fn verify_func(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
 }
 
 fn verify_return(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let Some(f) = ctx.parent_op(op) else { return Ok(()) };
-    let Some((_, results)) = func_signature(ctx, f) else { return Ok(()) };
-    let got: Vec<_> = ctx.operands(op).iter().map(|v| ctx.value_type(*v)).collect();
+    let Some(f) = ctx.parent_op(op) else {
+        return Ok(());
+    };
+    let Some((_, results)) = func_signature(ctx, f) else {
+        return Ok(());
+    };
+    let got: Vec<_> = ctx
+        .operands(op)
+        .iter()
+        .map(|v| ctx.value_type(*v))
+        .collect();
     if got.len() != results.len() {
         return Err(ctx.op_error(
             op,
-            format!("has {} operands, but enclosing function (@{}) returns {}", got.len(), ctx.symbol_name(f).unwrap_or("?"), results.len()),
+            format!(
+                "has {} operands, but enclosing function (@{}) returns {}",
+                got.len(),
+                ctx.symbol_name(f).unwrap_or("?"),
+                results.len()
+            ),
         ));
     }
     for (i, (g, want)) in got.iter().zip(&results).enumerate() {
@@ -118,14 +138,27 @@ fn verify_return(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
 }
 
 fn verify_call(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let callee = ctx.inherent_attr(op, "callee").and_then(|a| ctx.attr_as_symbol(a)).unwrap_or("");
+    let callee = ctx
+        .inherent_attr(op, "callee")
+        .and_then(|a| ctx.attr_as_symbol(a))
+        .unwrap_or("");
     let Some(f) = ctx.lookup_symbol(op, callee) else {
-        return Err(ctx.op_error(op, format!("'{callee}' does not reference a valid function")));
+        return Err(ctx.op_error(
+            op,
+            format!("'{callee}' does not reference a valid function"),
+        ));
     };
     let Some((inputs, results)) = func_signature(ctx, f) else {
-        return Err(ctx.op_error(op, format!("'{callee}' does not reference a valid function")));
+        return Err(ctx.op_error(
+            op,
+            format!("'{callee}' does not reference a valid function"),
+        ));
     };
-    let ins: Vec<_> = ctx.operands(op).iter().map(|v| ctx.value_type(*v)).collect();
+    let ins: Vec<_> = ctx
+        .operands(op)
+        .iter()
+        .map(|v| ctx.value_type(*v))
+        .collect();
     let outs: Vec<_> = ctx.results(op).iter().map(|v| ctx.value_type(*v)).collect();
     if ins != inputs {
         return Err(ctx.op_error(op, "operand types do not match the callee's signature"));

@@ -47,11 +47,20 @@ register_op!(
 /// `coll-to-comm` will realize as a comm buffer) or already a comm buffer of the declared kind
 /// and of the group named by the declared attribute.
 pub fn verify_comm_buffer_operands(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let Some(def) = ctx.op_def(op) else { return Ok(()) };
+    let Some(def) = ctx.op_def(op) else {
+        return Ok(());
+    };
     for cb in def.comm_buffer_operands {
-        let Some(idx) = def.operands.iter().position(|a| a.name == cb.operand) else { continue };
-        let Some(&v) = ctx.operands(op).get(idx) else { continue };
-        let group = ctx.inherent_attr(op, cb.group_attr).and_then(|a| ctx.attr_as_symbol(a)).unwrap_or("");
+        let Some(idx) = def.operands.iter().position(|a| a.name == cb.operand) else {
+            continue;
+        };
+        let Some(&v) = ctx.operands(op).get(idx) else {
+            continue;
+        };
+        let group = ctx
+            .inherent_attr(op, cb.group_attr)
+            .and_then(|a| ctx.attr_as_symbol(a))
+            .unwrap_or("");
         let t = ctx.value_type(v);
         match buffer_encoding(ctx, t) {
             None => {}
@@ -75,10 +84,17 @@ pub fn verify_comm_buffer_operands(ctx: &Context, op: OpId) -> Result<(), Diagno
 fn verify_one_shot(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let g = group_of(ctx, op)?;
     if !g.symm_mem {
-        return Err(ctx.op_error(op, format!("group @{} does not enable symmetric memory", g.name)));
+        return Err(ctx.op_error(
+            op,
+            format!("group @{} does not enable symmetric memory", g.name),
+        ));
     }
     verify_comm_buffer_operands(ctx, op)?;
-    if !same_modulo_encoding(ctx, ctx.value_type(ctx.operand(op, 0)), ctx.value_type(ctx.result(op, 0))) {
+    if !same_modulo_encoding(
+        ctx,
+        ctx.value_type(ctx.operand(op, 0)),
+        ctx.value_type(ctx.result(op, 0)),
+    ) {
         return Err(ctx.op_error(op, "result must have the input's shape and element type"));
     }
     Ok(())

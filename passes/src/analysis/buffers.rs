@@ -63,11 +63,19 @@ pub fn alias_of(ctx: &Context, op: OpId, result: usize) -> Option<Value> {
 }
 
 fn is_donated(ctx: &Context, func: OpId, index: usize) -> bool {
-    let Some(arg_attrs) = ctx.inherent_attr(func, "arg_attrs") else { return false };
-    let AttrKind::Array(items) = ctx.attr_kind(arg_attrs) else { return false };
-    let Some(&d) = items.get(index) else { return false };
+    let Some(arg_attrs) = ctx.inherent_attr(func, "arg_attrs") else {
+        return false;
+    };
+    let AttrKind::Array(items) = ctx.attr_kind(arg_attrs) else {
+        return false;
+    };
+    let Some(&d) = items.get(index) else {
+        return false;
+    };
     match ctx.attr_kind(d) {
-        AttrKind::Dict(entries) => entries.iter().any(|(k, _)| ctx.ident_str(*k) == "commlir.donated"),
+        AttrKind::Dict(entries) => entries
+            .iter()
+            .any(|(k, _)| ctx.ident_str(*k) == "commlir.donated"),
         _ => false,
     }
 }
@@ -115,7 +123,12 @@ impl BufferModel {
                 storage_of[r.index()] = Some(sid);
             }
         }
-        let mut m = BufferModel { ops, storages, storage_of, pos_of };
+        let mut m = BufferModel {
+            ops,
+            storages,
+            storage_of,
+            pos_of,
+        };
         m.recompute_last_uses(ctx);
         m
     }
@@ -148,12 +161,19 @@ impl BufferModel {
 
     /// Position of an op of the block.
     pub fn pos(&self, op: OpId) -> Option<usize> {
-        self.pos_of.get(op.index()).filter(|p| **p != u32::MAX).map(|p| *p as usize)
+        self.pos_of
+            .get(op.index())
+            .filter(|p| **p != u32::MAX)
+            .map(|p| *p as usize)
     }
 
     /// Bytes allocated by the op at position `p` (its new storages).
     pub fn alloc_at(&self, p: usize) -> u64 {
-        self.storages.iter().filter(|s| s.def == Some(p)).map(|s| s.size).sum()
+        self.storages
+            .iter()
+            .filter(|s| s.def == Some(p))
+            .map(|s| s.size)
+            .sum()
     }
 
     /// The memory profile: for each op position, (memory after its allocations, memory after
@@ -188,7 +208,12 @@ impl BufferModel {
             cur -= free[p].min(cur);
             post_free.push(cur);
         }
-        MemoryProfile { base, post_alloc, post_free, peak }
+        MemoryProfile {
+            base,
+            post_alloc,
+            post_free,
+            peak,
+        }
     }
 }
 

@@ -68,14 +68,44 @@ pub struct Machine {
 pub const H200_NVLINK: Machine = Machine {
     name: "2xH200-NVLink",
     all_reduce: [
-        ProtoParams { protocol: Protocol::LL, base_us: 6.0, step_us: 0.6, bus_gbps: 40.0 },
-        ProtoParams { protocol: Protocol::LL128, base_us: 9.12, step_us: 1.0, bus_gbps: 257.4 },
-        ProtoParams { protocol: Protocol::Simple, base_us: 125.6, step_us: 2.0, bus_gbps: 341.8 },
+        ProtoParams {
+            protocol: Protocol::LL,
+            base_us: 6.0,
+            step_us: 0.6,
+            bus_gbps: 40.0,
+        },
+        ProtoParams {
+            protocol: Protocol::LL128,
+            base_us: 9.12,
+            step_us: 1.0,
+            bus_gbps: 257.4,
+        },
+        ProtoParams {
+            protocol: Protocol::Simple,
+            base_us: 125.6,
+            step_us: 2.0,
+            bus_gbps: 341.8,
+        },
     ],
     all_gather: [
-        ProtoParams { protocol: Protocol::LL, base_us: 6.0, step_us: 0.6, bus_gbps: 40.0 },
-        ProtoParams { protocol: Protocol::LL128, base_us: 9.0, step_us: 1.0, bus_gbps: 180.0 },
-        ProtoParams { protocol: Protocol::Simple, base_us: 21.0, step_us: 2.0, bus_gbps: 254.2 },
+        ProtoParams {
+            protocol: Protocol::LL,
+            base_us: 6.0,
+            step_us: 0.6,
+            bus_gbps: 40.0,
+        },
+        ProtoParams {
+            protocol: Protocol::LL128,
+            base_us: 9.0,
+            step_us: 1.0,
+            bus_gbps: 180.0,
+        },
+        ProtoParams {
+            protocol: Protocol::Simple,
+            base_us: 21.0,
+            step_us: 2.0,
+            bus_gbps: 254.2,
+        },
     ],
     tree_bw_factor: 0.8,
     matmul_flops_bf16: 788e12,
@@ -112,30 +142,51 @@ impl Machine {
     pub fn collective(&self, kind: CollKind, bytes: u64, n: u64) -> CollEstimate {
         let n = n.max(1);
         if n == 1 || bytes == 0 {
-            return CollEstimate { ns: 0.0, algorithm: Algorithm::Ring, protocol: Protocol::Simple };
+            return CollEstimate {
+                ns: 0.0,
+                algorithm: Algorithm::Ring,
+                protocol: Protocol::Simple,
+            };
         }
         let nf = n as f64;
         let s = bytes as f64;
         // Bus factor (data each rank moves relative to the buffer) and number of steps.
         let (params, factor, steps) = match kind {
             CollKind::AllReduce => (&self.all_reduce, 2.0 * (nf - 1.0) / nf, 2 * (n - 1)),
-            CollKind::AllGather | CollKind::ReduceScatter => (&self.all_gather, (nf - 1.0) / nf, n - 1),
+            CollKind::AllGather | CollKind::ReduceScatter => {
+                (&self.all_gather, (nf - 1.0) / nf, n - 1)
+            }
             CollKind::AllToAll => (&self.all_gather, (nf - 1.0) / nf, 1),
             CollKind::Broadcast => (&self.all_gather, 1.0, n - 1),
         };
-        let mut best = CollEstimate { ns: f64::INFINITY, algorithm: Algorithm::Ring, protocol: Protocol::Simple };
+        let mut best = CollEstimate {
+            ns: f64::INFINITY,
+            algorithm: Algorithm::Ring,
+            protocol: Protocol::Simple,
+        };
         for p in params {
             // algbw-normalised: NCCL's busbw = algbw × factor, so time = factor × S / busbw.
-            let ring = p.base_us + p.step_us * (steps.saturating_sub(1)) as f64 + factor * s / (p.bus_gbps * 1e3);
+            let ring = p.base_us
+                + p.step_us * (steps.saturating_sub(1)) as f64
+                + factor * s / (p.bus_gbps * 1e3);
             if ring < best.ns / 1e3 {
-                best = CollEstimate { ns: ring * 1e3, algorithm: Algorithm::Ring, protocol: p.protocol };
+                best = CollEstimate {
+                    ns: ring * 1e3,
+                    algorithm: Algorithm::Ring,
+                    protocol: p.protocol,
+                };
             }
             if kind == CollKind::AllReduce && n > 2 {
                 let depth = (nf.log2().ceil()) as u64;
-                let tree = p.base_us + p.step_us * (2 * depth).saturating_sub(1) as f64
+                let tree = p.base_us
+                    + p.step_us * (2 * depth).saturating_sub(1) as f64
                     + 2.0 * (nf - 1.0) / nf * s / (p.bus_gbps * self.tree_bw_factor * 1e3);
                 if tree < best.ns / 1e3 {
-                    best = CollEstimate { ns: tree * 1e3, algorithm: Algorithm::Tree, protocol: p.protocol };
+                    best = CollEstimate {
+                        ns: tree * 1e3,
+                        algorithm: Algorithm::Tree,
+                        protocol: p.protocol,
+                    };
                 }
             }
         }
@@ -181,10 +232,20 @@ impl OpCost {
 /// The collective kind of an op name, at any level (`coll`, `comm`).
 pub fn coll_kind(name: &str) -> Option<CollKind> {
     Some(match name {
-        "coll.all_reduce" | "coll.all_reduce_coalesced" | "comm.all_reduce" | "comm.all_reduce_coalesced" => CollKind::AllReduce,
-        "coll.all_gather_into_tensor" | "coll.all_gather_into_tensor_coalesced" | "comm.all_gather" => CollKind::AllGather,
-        "coll.reduce_scatter_tensor" | "coll.reduce_scatter_tensor_coalesced" | "comm.reduce_scatter" => CollKind::ReduceScatter,
-        "coll.all_to_all_single" | "comm.all_to_all" | "coll.shard_dim_alltoall" | "comm.shard_dim_alltoall" => CollKind::AllToAll,
+        "coll.all_reduce"
+        | "coll.all_reduce_coalesced"
+        | "comm.all_reduce"
+        | "comm.all_reduce_coalesced" => CollKind::AllReduce,
+        "coll.all_gather_into_tensor"
+        | "coll.all_gather_into_tensor_coalesced"
+        | "comm.all_gather" => CollKind::AllGather,
+        "coll.reduce_scatter_tensor"
+        | "coll.reduce_scatter_tensor_coalesced"
+        | "comm.reduce_scatter" => CollKind::ReduceScatter,
+        "coll.all_to_all_single"
+        | "comm.all_to_all"
+        | "coll.shard_dim_alltoall"
+        | "comm.shard_dim_alltoall" => CollKind::AllToAll,
         "coll.broadcast" | "comm.broadcast" => CollKind::Broadcast,
         _ => return None,
     })
@@ -195,18 +256,38 @@ pub fn coll_kind(name: &str) -> Option<CollKind> {
 pub fn collective_bytes(ctx: &Context, op: OpId) -> u64 {
     let name = ctx.op_name(op);
     let read: u64 = match name {
-        "comm.all_gather" | "comm.reduce_scatter" | "comm.all_to_all" | "comm.shard_dim_alltoall" => {
+        "comm.all_gather"
+        | "comm.reduce_scatter"
+        | "comm.all_to_all"
+        | "comm.shard_dim_alltoall" => {
             let n = ctx.operands(op).len() / 2;
-            ctx.operands(op)[..n].iter().filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v))).sum()
+            ctx.operands(op)[..n]
+                .iter()
+                .filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v)))
+                .sum()
         }
-        _ => ctx.operands(op).iter().filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v))).sum(),
+        _ => ctx
+            .operands(op)
+            .iter()
+            .filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v)))
+            .sum(),
     };
     let written: u64 = match name {
-        "comm.all_gather" | "comm.reduce_scatter" | "comm.all_to_all" | "comm.shard_dim_alltoall" => {
+        "comm.all_gather"
+        | "comm.reduce_scatter"
+        | "comm.all_to_all"
+        | "comm.shard_dim_alltoall" => {
             let n = ctx.operands(op).len() / 2;
-            ctx.operands(op)[n..].iter().filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v))).sum()
+            ctx.operands(op)[n..]
+                .iter()
+                .filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v)))
+                .sum()
         }
-        _ => ctx.results(op).iter().filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v))).sum(),
+        _ => ctx
+            .results(op)
+            .iter()
+            .filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v)))
+            .sum(),
     };
     read.max(written)
 }
@@ -215,8 +296,17 @@ pub fn collective_bytes(ctx: &Context, op: OpId) -> u64 {
 pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
     let name = ctx.op_name(op);
     let is_coll = coll_kind(name).is_some() || name == "symm.one_shot_all_reduce";
-    if let Some(c) = ctx.inherent_attr(op, "cost_ns").and_then(|a| ctx.attr_as_f64(a)) {
-        return if is_coll { OpCost::Collective(c) } else if c == 0.0 { OpCost::Free } else { OpCost::Compute(c) };
+    if let Some(c) = ctx
+        .inherent_attr(op, "cost_ns")
+        .and_then(|a| ctx.attr_as_f64(a))
+    {
+        return if is_coll {
+            OpCost::Collective(c)
+        } else if c == 0.0 {
+            OpCost::Free
+        } else {
+            OpCost::Compute(c)
+        };
     }
     if let Some(kind) = coll_kind(name) {
         let n = group_of(ctx, op).map(|g| g.size.max(1) as u64).unwrap_or(1);
@@ -224,16 +314,29 @@ pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
     }
     if name == "symm.one_shot_all_reduce" {
         let n = group_of(ctx, op).map(|g| g.size.max(1) as u64).unwrap_or(1);
-        let s = ctx.operands(op).first().and_then(|v| tensor_bytes(ctx, ctx.value_type(*v))).unwrap_or(0) as f64;
+        let s = ctx
+            .operands(op)
+            .first()
+            .and_then(|v| tensor_bytes(ctx, ctx.value_type(*v)))
+            .unwrap_or(0) as f64;
         // Each rank reads every peer's buffer once; blocking, so it occupies the compute stream.
-        let t = machine.one_shot_base_us * 1e3 + (n as f64 - 1.0) * s / (machine.one_shot_gbps * 1e9) * 1e9;
+        let t = machine.one_shot_base_us * 1e3
+            + (n as f64 - 1.0) * s / (machine.one_shot_gbps * 1e9) * 1e9;
         return OpCost::Compute(t);
     }
     if !name.starts_with("compute.") {
         return OpCost::Free;
     }
-    let in_bytes: f64 = ctx.operands(op).iter().filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v))).sum::<u64>() as f64;
-    let out_bytes: f64 = ctx.results(op).iter().filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v))).sum::<u64>() as f64;
+    let in_bytes: f64 = ctx
+        .operands(op)
+        .iter()
+        .filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v)))
+        .sum::<u64>() as f64;
+    let out_bytes: f64 = ctx
+        .results(op)
+        .iter()
+        .filter_map(|v| tensor_bytes(ctx, ctx.value_type(*v)))
+        .sum::<u64>() as f64;
     let bytes = in_bytes + out_bytes;
     let out_elems: f64 = ctx
         .results(op)
@@ -243,16 +346,25 @@ pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
         .sum();
     if name == "compute.matmul" {
         let a = tensor_info(ctx, ctx.value_type(ctx.operand(op, 0)));
-        let k = a.as_ref().and_then(|t| t.shape.last().copied()).unwrap_or(1) as f64;
+        let k = a
+            .as_ref()
+            .and_then(|t| t.shape.last().copied())
+            .unwrap_or(1) as f64;
         let flops = 2.0 * out_elems * k;
-        let peak = a.map(|t| machine.matmul_peak(ctx, t.elem)).unwrap_or(machine.matmul_flops_f32);
+        let peak = a
+            .map(|t| machine.matmul_peak(ctx, t.elem))
+            .unwrap_or(machine.matmul_flops_f32);
         return OpCost::Compute(machine.roofline(flops, peak, bytes));
     }
     let per_elem = match name {
         "compute.gelu" | "compute.silu" | "compute.tanh" | "compute.exp" | "compute.softmax" => 8.0,
         _ => 1.0,
     };
-    OpCost::Compute(machine.roofline(per_elem * out_elems.max(in_bytes / 4.0), machine.vector_flops, bytes))
+    OpCost::Compute(machine.roofline(
+        per_elem * out_elems.max(in_bytes / 4.0),
+        machine.vector_flops,
+        bytes,
+    ))
 }
 
 #[cfg(test)]
@@ -279,7 +391,10 @@ mod tests {
         for (k, b, want) in cases {
             let got = us(k, b);
             let err = (got - want).abs() / want;
-            assert!(err < 0.02, "{k:?} {b} bytes: model {got:.1} us vs measured {want} us");
+            assert!(
+                err < 0.02,
+                "{k:?} {b} bytes: model {got:.1} us vs measured {want} us"
+            );
         }
     }
 
@@ -300,6 +415,9 @@ mod tests {
         let large = H200_NVLINK.collective(CollKind::AllReduce, 1 << 30, 2);
         assert_eq!(large.protocol, Protocol::Simple);
         assert_ne!(small.protocol, Protocol::Simple);
-        assert!(H200_NVLINK.collective(CollKind::AllReduce, 1 << 20, 8).ns > H200_NVLINK.collective(CollKind::AllReduce, 1 << 20, 2).ns);
+        assert!(
+            H200_NVLINK.collective(CollKind::AllReduce, 1 << 20, 8).ns
+                > H200_NVLINK.collective(CollKind::AllReduce, 1 << 20, 2).ns
+        );
     }
 }

@@ -42,12 +42,20 @@ pub fn simulate(ctx: &Context, machine: &Machine, block: BlockId) -> Timeline {
     let mut t = Timeline::default();
     let (mut compute_free, mut comm_free) = (0.0f64, 0.0f64);
     for op in ctx.block_ops(block) {
-        let inputs_ready = ctx.operands(op).iter().map(|v| ready[v.index()]).fold(0.0, f64::max);
+        let inputs_ready = ctx
+            .operands(op)
+            .iter()
+            .map(|v| ready[v.index()])
+            .fold(0.0, f64::max);
         let cost = op_cost(ctx, machine, op);
         if is_wait(ctx, op) {
             let mut end = inputs_ready;
             let before = compute_free;
-            let mut waited: Vec<usize> = ctx.operands(op).iter().filter_map(|v| coll_of_value[v.index()]).collect();
+            let mut waited: Vec<usize> = ctx
+                .operands(op)
+                .iter()
+                .filter_map(|v| coll_of_value[v.index()])
+                .collect();
             waited.sort_unstable();
             waited.dedup();
             for &c in &waited {
@@ -55,7 +63,11 @@ pub fn simulate(ctx: &Context, machine: &Machine, block: BlockId) -> Timeline {
             }
             let stall = (end - before).max(0.0);
             // Charge the stall to the collective that ends last.
-            if let Some(&c) = waited.iter().max_by(|a, b| t.collectives[**a].end_ns.total_cmp(&t.collectives[**b].end_ns)) {
+            if let Some(&c) = waited.iter().max_by(|a, b| {
+                t.collectives[**a]
+                    .end_ns
+                    .total_cmp(&t.collectives[**b].end_ns)
+            }) {
                 t.collectives[c].exposed_ns += stall;
             }
             compute_free = compute_free.max(end) + cost.ns();
@@ -76,8 +88,17 @@ pub fn simulate(ctx: &Context, machine: &Machine, block: BlockId) -> Timeline {
                 comm_free = end;
                 t.comm_ns += ns;
                 let idx = t.collectives.len();
-                let exposed = if blocking { end - compute_free.min(end) } else { 0.0 };
-                t.collectives.push(CollectiveTiming { op, start_ns: start, end_ns: end, exposed_ns: exposed });
+                let exposed = if blocking {
+                    end - compute_free.min(end)
+                } else {
+                    0.0
+                };
+                t.collectives.push(CollectiveTiming {
+                    op,
+                    start_ns: start,
+                    end_ns: end,
+                    exposed_ns: exposed,
+                });
                 if blocking {
                     compute_free = end;
                 }
@@ -99,7 +120,12 @@ pub fn simulate(ctx: &Context, machine: &Machine, block: BlockId) -> Timeline {
                 if ctx.op_has_trait(op, Trait::Collective) {
                     // A blocking collective run by the compute stream (one-shot all-reduce).
                     t.comm_ns += ns;
-                    t.collectives.push(CollectiveTiming { op, start_ns: start, end_ns: compute_free, exposed_ns: ns });
+                    t.collectives.push(CollectiveTiming {
+                        op,
+                        start_ns: start,
+                        end_ns: compute_free,
+                        exposed_ns: ns,
+                    });
                 }
                 for r in ctx.results(op) {
                     ready[r.index()] = compute_free;
