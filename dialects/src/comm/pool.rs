@@ -197,9 +197,9 @@ fn verify_pool(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             format!("alignment {} is not a power of two", info.alignment),
         ));
     }
-    if !ctx
+    if ctx
         .lookup_symbol(op, &info.group)
-        .is_some_and(|g| ctx.op_name(g) == "coll.group")
+        .is_none_or(|g| ctx.op_name(g) != "coll.group")
     {
         return Err(ctx.op_error(
             op,
@@ -310,9 +310,9 @@ fn verify_slot(ctx: &Context, user: OpId, pool: OpId, info: &PoolInfo) -> Result
 
 fn verify_release(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let p = ctx.operand(op, 0);
-    if !ctx
+    if ctx
         .defining_op(p)
-        .is_some_and(|d| ctx.op_name(d) == "comm.pool")
+        .is_none_or(|d| ctx.op_name(d) != "comm.pool")
     {
         return Err(ctx.op_error(op, "operand must be the result of a 'comm.pool'"));
     }
