@@ -8,6 +8,8 @@
 
 mod rng;
 mod spmd;
+mod transformer;
 
 pub use rng::Rng;
 pub use spmd::{random_program, GenConfig};
+pub use transformer::{transformer_program, Parallelism, TransformerConfig};
