@@ -79,10 +79,16 @@ demo: setup build
 # The docs freshness check (docs/dialects/*.md generated from the op definitions) is the
 # cargo test dialects/tests/docs_fresh.rs, and lit runs from tools/commlir-opt/tests/lit.rs:
 # both are part of `cargo test --workspace`.
+# All three steps run even if one fails, so that one run shows every problem.
 test: setup
-	$(CARGO) fmt --all --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) test --workspace
+	@status=0; \
+	echo "==> cargo fmt --all --check"; \
+	$(CARGO) fmt --all --check || { status=1; echo "make test: FAILED: rustfmt (fix: cargo fmt --all)"; }; \
+	echo "==> cargo clippy --workspace --all-targets --keep-going -- -D warnings"; \
+	$(CARGO) clippy --workspace --all-targets --keep-going -- -D warnings || { status=1; echo "make test: FAILED: clippy"; }; \
+	echo "==> cargo test --workspace --no-fail-fast"; \
+	$(CARGO) test --workspace --no-fail-fast || { status=1; echo "make test: FAILED: cargo test"; }; \
+	exit $$status
 
 fmt:
 	$(CARGO) fmt --all
