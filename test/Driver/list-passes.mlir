@@ -15,5 +15,5 @@
 // HELP: --verify-diagnostics
 // HELP: Passes:
 // HELP: --test-options[=<OPTIONS>]
-// HELP-SAME: Record the pass options
+// HELP-NEXT: Record the pass options
 // HELP-NEXT: flag=<bool> - A boolean option (default: false)

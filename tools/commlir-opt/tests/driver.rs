@@ -166,7 +166,6 @@ const MODULE: &str = "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
 ";
 
 #[test]
-#[ignore = "needs the parser/printer merge"]
 fn cse_through_flags_and_pipelines() {
     for args in [
         &["--cse"][..],
@@ -180,7 +179,6 @@ fn cse_through_flags_and_pipelines() {
 }
 
 #[test]
-#[ignore = "needs the parser/printer merge"]
 fn split_input_file_keeps_line_numbers_and_joins_outputs() {
     let input = format!(
         "{MODULE}// -----\n{MODULE}// -----\nfunc.func @g() {{\n  return %nope : i32\n}}\n"
@@ -201,7 +199,6 @@ fn split_input_file_keeps_line_numbers_and_joins_outputs() {
 }
 
 #[test]
-#[ignore = "needs the parser/printer merge"]
 fn verify_diagnostics_matches_expected_errors() {
     let input = "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @below {{'compute.matmul' op}}
@@ -227,7 +224,6 @@ fn verify_diagnostics_matches_expected_errors() {
 }
 
 #[test]
-#[ignore = "needs the parser/printer merge"]
 fn options_statistics_and_timing_reports() {
     let o = opt(
         &[
@@ -258,7 +254,6 @@ fn options_statistics_and_timing_reports() {
 }
 
 #[test]
-#[ignore = "needs the parser/printer merge"]
 fn print_ir_after_change_only_prints_changing_passes() {
     let o = opt(
         &[
