@@ -13,9 +13,15 @@ pub struct TensorInfo {
 }
 
 impl TensorInfo {
-    /// Number of elements.
+    /// Number of elements (saturating: a shape whose count overflows i64 is too large for
+    /// any machine, and verifiers report it rather than wrap).
     pub fn numel(&self) -> i64 {
-        self.shape.iter().product()
+        self.checked_numel().unwrap_or(i64::MAX)
+    }
+
+    /// Number of elements, `None` if it overflows i64.
+    pub fn checked_numel(&self) -> Option<i64> {
+        self.shape.iter().try_fold(1i64, |acc, d| acc.checked_mul(*d))
     }
 }
 
@@ -83,7 +89,9 @@ pub fn tensor_bytes(ctx: &Context, t: Type) -> Option<u64> {
     if ti.shape.iter().any(|d| *d < 0) {
         return None;
     }
-    Some(ti.shape.iter().map(|d| *d as u64).product::<u64>() * elem_bytes(ctx, ti.elem))
+    ti.shape
+        .iter()
+        .try_fold(elem_bytes(ctx, ti.elem), |acc, d| acc.checked_mul(*d as u64))
 }
 
 /// A type as text, for diagnostics.

@@ -26,8 +26,16 @@ pub fn kind_str(k: CommBufferKind) -> &'static str {
 
 /// The comm-buffer encoding of a tensor type, if it has one.
 pub fn buffer_encoding(ctx: &Context, t: Type) -> Option<BufferEncoding> {
-    let TypeKind::Tensor { encoding: Some(enc), .. } = ctx.type_kind(t) else { return None };
-    let AttrKind::Dialect { text, .. } = ctx.attr_kind(*enc) else { return None };
+    let TypeKind::Tensor {
+        encoding: Some(enc),
+        ..
+    } = ctx.type_kind(t)
+    else {
+        return None;
+    };
+    let AttrKind::Dialect { text, .. } = ctx.attr_kind(*enc) else {
+        return None;
+    };
     let body = text.strip_prefix("comm.buffer<")?.strip_suffix('>')?;
     let (kind, group) = body.split_once(',')?;
     let kind = match kind.trim() {
@@ -40,7 +48,10 @@ pub fn buffer_encoding(ctx: &Context, t: Type) -> Option<BufferEncoding> {
     if group.is_empty() {
         return None;
     }
-    Some(BufferEncoding { kind, group: group.to_string() })
+    Some(BufferEncoding {
+        kind,
+        group: group.to_string(),
+    })
 }
 
 /// Whether `t` is a comm buffer.
@@ -50,21 +61,33 @@ pub fn is_comm_buffer(ctx: &Context, t: Type) -> bool {
 
 /// `t` (a ranked tensor) with the encoding `#comm.buffer<kind, @group>`.
 pub fn buffer_type(ctx: &mut Context, t: Type, kind: CommBufferKind, group: &str) -> Type {
-    let TypeKind::Tensor { shape, elem, .. } = ctx.type_kind(t).clone() else { return t };
+    let TypeKind::Tensor { shape, elem, .. } = ctx.type_kind(t).clone() else {
+        return t;
+    };
     let dialect = ctx.ident("comm");
-    let text = if group.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '$' || c == '-') {
+    let text = if group
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '$' || c == '-')
+    {
         format!("comm.buffer<{}, @{group}>", kind_str(kind))
     } else {
         format!("comm.buffer<{}, @\"{group}\">", kind_str(kind))
     };
     let enc = ctx.attr(AttrKind::Dialect { dialect, text });
-    ctx.ty(TypeKind::Tensor { shape, elem, encoding: Some(enc) })
+    ctx.ty(TypeKind::Tensor {
+        shape,
+        elem,
+        encoding: Some(enc),
+    })
 }
 
 /// The `!comm.work` handle type.
 pub fn work_type(ctx: &mut Context) -> Type {
     let dialect = ctx.ident("comm");
-    ctx.ty(TypeKind::Dialect { dialect, text: "comm.work".into() })
+    ctx.ty(TypeKind::Dialect {
+        dialect,
+        text: "comm.work".into(),
+    })
 }
 
 /// Whether `t` is `!comm.work`.

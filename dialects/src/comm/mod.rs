@@ -20,8 +20,8 @@ pub use encoding::{
     work_type, BufferEncoding,
 };
 pub use pool::{
-    is_pool_type, pool_info, pool_type, set_slot, slot_of, PoolInfo, PoolSlot, POOL,
-    POOL_RELEASE, SLOT_ATTR,
+    is_pool_type, pool_info, pool_type, set_slot, slot_of, PoolInfo, PoolSlot, POOL, POOL_RELEASE,
+    SLOT_ATTR,
 };
 
 use commlir_ir::{
@@ -41,10 +41,13 @@ register_dialect!(pub COMM_DIALECT = commlir_ir::opdef::DialectDef {
 
 const T: TypeConstraint = TypeConstraint::StaticTensor;
 const ANY: TypeConstraint = TypeConstraint::Any;
-const GROUP: AttrDef = AttrDef::required("group", AttrConstraint::SymbolRef).doc("The `coll.group`.");
-const REDUCE_OP: AttrDef =
-    AttrDef::required("reduce_op", AttrConstraint::StrEnum(&["sum", "avg", "max", "min", "product"]))
-        .doc("The reduction.");
+const GROUP: AttrDef =
+    AttrDef::required("group", AttrConstraint::SymbolRef).doc("The `coll.group`.");
+const REDUCE_OP: AttrDef = AttrDef::required(
+    "reduce_op",
+    AttrConstraint::StrEnum(&["sum", "avg", "max", "min", "product"]),
+)
+.doc("The reduction.");
 const COST: AttrDef = AttrDef::optional("cost_ns", AttrConstraint::Integer)
     .doc("Overrides the cost model's runtime estimate for this op (nanoseconds).");
 const IN_PLACE: &[Trait] = &[Trait::Collective, Trait::MemRead, Trait::MemWrite];

@@ -7,23 +7,54 @@ use crate::compute::fmt_shape;
 use crate::shape::{int_attr, same_modulo_encoding, ty_str, value_tensor};
 use commlir_ir::{Context, Diagnostic, OpId, Trait, Value};
 
-fn check_buffer(ctx: &Context, op: OpId, v: Value, what: &str, g: &GroupInfo) -> Result<(), Diagnostic> {
+fn check_buffer(
+    ctx: &Context,
+    op: OpId,
+    v: Value,
+    what: &str,
+    g: &GroupInfo,
+) -> Result<(), Diagnostic> {
     let t = ctx.value_type(v);
     match buffer_encoding(ctx, t) {
         Some(enc) if enc.group == g.name => Ok(()),
-        Some(enc) => Err(ctx.op_error(op, format!("{what} is a comm buffer of group @{}, but the op runs on @{}", enc.group, g.name))),
-        None => Err(ctx.op_error(op, format!("{what} must be a comm buffer (tensor with a #comm.buffer encoding), got {}", ty_str(ctx, t)))),
+        Some(enc) => Err(ctx.op_error(
+            op,
+            format!(
+                "{what} is a comm buffer of group @{}, but the op runs on @{}",
+                enc.group, g.name
+            ),
+        )),
+        None => Err(ctx.op_error(
+            op,
+            format!(
+                "{what} must be a comm buffer (tensor with a #comm.buffer encoding), got {}",
+                ty_str(ctx, t)
+            ),
+        )),
     }
 }
 
 fn check_work_result(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let w = ctx.result(op, 0);
     if !is_work_type(ctx, ctx.value_type(w)) {
-        return Err(ctx.op_error(op, format!("result must be !comm.work, got {}", ty_str(ctx, ctx.value_type(w)))));
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "result must be !comm.work, got {}",
+                ty_str(ctx, ctx.value_type(w))
+            ),
+        ));
     }
     let uses = ctx.uses(w);
-    if uses.len() > 1 || uses.iter().any(|u| ctx.op_name(u.op) != "comm.wait" || u.index != 0) {
-        return Err(ctx.op_error(op, "work handle must be consumed by at most one 'comm.wait'"));
+    if uses.len() > 1
+        || uses
+            .iter()
+            .any(|u| ctx.op_name(u.op) != "comm.wait" || u.index != 0)
+    {
+        return Err(ctx.op_error(
+            op,
+            "work handle must be consumed by at most one 'comm.wait'",
+        ));
     }
     Ok(())
 }
@@ -31,11 +62,19 @@ fn check_work_result(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
 pub(super) fn verify_alloc(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let t = ctx.value_type(ctx.result(op, 0));
     let Some(enc) = buffer_encoding(ctx, t) else {
-        return Err(ctx.op_error(op, format!("result must be a comm buffer, got {}", ty_str(ctx, t))));
+        return Err(ctx.op_error(
+            op,
+            format!("result must be a comm buffer, got {}", ty_str(ctx, t)),
+        ));
     };
-    let ok = ctx.lookup_symbol(op, &enc.group).is_some_and(|g| ctx.op_name(g) == "coll.group");
+    let ok = ctx
+        .lookup_symbol(op, &enc.group)
+        .is_some_and(|g| ctx.op_name(g) == "coll.group");
     if !ok {
-        return Err(ctx.op_error(op, format!("group @{} does not reference a 'coll.group'", enc.group)));
+        return Err(ctx.op_error(
+            op,
+            format!("group @{} does not reference a 'coll.group'", enc.group),
+        ));
     }
     Ok(())
 }
@@ -54,7 +93,10 @@ pub(super) fn verify_all_reduce(ctx: &Context, op: OpId) -> Result<(), Diagnosti
 fn split_pairs(ctx: &Context, op: OpId) -> Result<usize, Diagnostic> {
     let n = ctx.operands(op).len();
     if n == 0 || !n.is_multiple_of(2) {
-        return Err(ctx.op_error(op, format!("expects inputs then as many outputs, got {n} operands")));
+        return Err(ctx.op_error(
+            op,
+            format!("expects inputs then as many outputs, got {n} operands"),
+        ));
     }
     Ok(n / 2)
 }
@@ -73,15 +115,32 @@ fn verify_gather_like(ctx: &Context, op: OpId, gather: bool) -> Result<(), Diagn
             return Err(ctx.op_error(op, format!("input #{i} must have rank at least 1")));
         }
         if gather {
-            want[0] *= g.size;
+            want[0] = want[0].checked_mul(g.size).ok_or_else(|| {
+                ctx.op_error(op, format!("input #{i} dim 0 times the group size overflows"))
+            })?;
         } else {
             if want[0] % g.size != 0 {
-                return Err(ctx.op_error(op, format!("input #{i} dim 0 ({}) must be divisible by the group size ({})", want[0], g.size)));
+                return Err(ctx.op_error(
+                    op,
+                    format!(
+                        "input #{i} dim 0 ({}) must be divisible by the group size ({})",
+                        want[0], g.size
+                    ),
+                ));
             }
             want[0] /= g.size;
         }
         if o.shape != want || o.elem != x.elem {
-            return Err(ctx.op_error(op, format!("output #{i} must be {} (group @{} has size {}), got {}", fmt_shape(&want), g.name, g.size, fmt_shape(&o.shape))));
+            return Err(ctx.op_error(
+                op,
+                format!(
+                    "output #{i} must be {} (group @{} has size {}), got {}",
+                    fmt_shape(&want),
+                    g.name,
+                    g.size,
+                    fmt_shape(&o.shape)
+                ),
+            ));
         }
     }
     check_work_result(ctx, op)
@@ -101,7 +160,10 @@ pub(super) fn verify_all_to_all(ctx: &Context, op: OpId) -> Result<(), Diagnosti
     check_buffer(ctx, op, x, "input", &g)?;
     check_buffer(ctx, op, o, "output", &g)?;
     if !same_modulo_encoding(ctx, ctx.value_type(x), ctx.value_type(o)) {
-        return Err(ctx.op_error(op, "input and output must have the same shape and element type"));
+        return Err(ctx.op_error(
+            op,
+            "input and output must have the same shape and element type",
+        ));
     }
     crate::coll::verify::split_matrix(ctx, op, "input_split_sizes", g.size)?;
     crate::coll::verify::split_matrix(ctx, op, "output_split_sizes", g.size)?;
@@ -113,7 +175,13 @@ pub(super) fn verify_broadcast(ctx: &Context, op: OpId) -> Result<(), Diagnostic
     check_buffer(ctx, op, ctx.operand(op, 0), "operand #0", &g)?;
     let src = int_attr(ctx, op, "src").unwrap_or(-1);
     if src < 0 || src >= g.size {
-        return Err(ctx.op_error(op, format!("src {src} is out of range for group @{} of size {}", g.name, g.size)));
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "src {src} is out of range for group @{} of size {}",
+                g.name, g.size
+            ),
+        ));
     }
     check_work_result(ctx, op)
 }
@@ -133,7 +201,10 @@ pub(super) fn verify_wait(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     if !is_work_type(ctx, ctx.value_type(w)) {
         return Err(ctx.op_error(op, "operand #0 must be a !comm.work handle"));
     }
-    let Some(start) = ctx.defining_op(w).filter(|d| ctx.op_has_trait(*d, Trait::Collective)) else {
+    let Some(start) = ctx
+        .defining_op(w)
+        .filter(|d| ctx.op_has_trait(*d, Trait::Collective))
+    else {
         return Err(ctx.op_error(op, "work handle must come from a comm collective"));
     };
     let bufs = &ctx.operands(op)[1..];
@@ -142,10 +213,23 @@ pub(super) fn verify_wait(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     }
     for (i, (b, r)) in bufs.iter().zip(ctx.results(op)).enumerate() {
         if ctx.value_type(*b) != ctx.value_type(*r) {
-            return Err(ctx.op_error(op, format!("result #{i} must have the type of buffer operand #{}", i + 1)));
+            return Err(ctx.op_error(
+                op,
+                format!(
+                    "result #{i} must have the type of buffer operand #{}",
+                    i + 1
+                ),
+            ));
         }
         if !ctx.operands(start).contains(b) {
-            return Err(ctx.op_error(op, format!("buffer operand #{} is not a buffer of the collective it waits for", i + 1))
+            return Err(ctx
+                .op_error(
+                    op,
+                    format!(
+                        "buffer operand #{} is not a buffer of the collective it waits for",
+                        i + 1
+                    ),
+                )
                 .with_note(ctx.op_loc(start), "the collective"));
         }
     }

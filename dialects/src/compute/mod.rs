@@ -292,6 +292,9 @@ fn verify_reshape(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     if a.elem != r.elem {
         return Err(ctx.op_error(op, "requires the same element type for operand and result"));
     }
+    if a.checked_numel().is_none() || r.checked_numel().is_none() {
+        return Err(ctx.op_error(op, "element count overflows"));
+    }
     if a.numel() != r.numel() {
         return Err(ctx.op_error(
             op,
@@ -398,7 +401,9 @@ fn verify_concat(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
                 ));
             }
         }
-        want[d] += t.shape[d];
+        want[d] = want[d]
+            .checked_add(t.shape[d])
+            .ok_or_else(|| ctx.op_error(op, format!("concatenated dim {d} overflows")))?;
     }
     if r.shape != want || r.elem != first.elem {
         return Err(ctx.op_error(

@@ -545,16 +545,14 @@ fn huge_numbers() {
     ] {
         cases.push(no_crash(name, text));
     }
-    cases.push(known_bug(
-        "G*d0 overflows in dialects/src/coll/verify.rs",
-        no_crash(
-            "huge group size",
-            "coll.group @g {size = 9223372036854775807 : i64}\n\
-             func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n\
-             \x20 %r = coll.all_gather_into_tensor %x {group = @g} : (tensor<4xf32>) -> tensor<4xf32>\n\
-             \x20 %y = coll.wait_tensor %r : tensor<4xf32>\n\
-             \x20 return %y : tensor<4xf32>\n}\n",
-        ),
+    cases.push(no_crash(
+        "huge group size",
+        "coll.group @g {size = 9223372036854775807 : i64}\n\
+         func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n\
+         \x20 %r = coll.all_gather_into_tensor %x {group = @g} : (tensor<4xf32>) -> tensor<4xf32>\n\
+         \x20 %y = coll.wait_tensor %r : tensor<4xf32>\n\
+         \x20 return %y : tensor<4xf32>\n}\n"
+            .to_string(),
     ));
     check_all(cases);
 }
@@ -708,21 +706,8 @@ fn extreme_shapes_through_passes() {
             ),
         ),
     ];
-    // Overflows found by this test, to be fixed in dialects/ (checked arithmetic).
-    let known_bugs: &[(&str, &'static str)] = &[
-        (
-            "all_to_all splits that overflow",
-            "the sum of split sizes overflows in the coll verifier",
-        ),
-        (
-            "reshape with an overflowing element count",
-            "the element count overflows in the compute.reshape verifier",
-        ),
-        (
-            "all_reduce of a huge tensor",
-            "byte size overflows in dialects/src/shape.rs (coll-to-comm)",
-        ),
-    ];
+    // Overflows this test found in the dialects (now checked arithmetic); none left.
+    let known_bugs: &[(&str, &'static str)] = &[];
     let mut cases: Vec<Case> = Vec::new();
     for (name, text) in programs {
         let report = scratch_dir().join(format!("report-{}.json", name.replace(' ', "-")));
