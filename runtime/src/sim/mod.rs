@@ -69,6 +69,7 @@ pub fn try_run(
         ));
     }
     let entry = find_entry(ctx, module, opts.entry.as_deref())?;
+    check_sizes(ctx, module, opts.ranks)?;
     let (params, _) = func_signature(ctx, entry)
         .ok_or_else(|| SimError::op(ctx, entry, "has no function type"))?;
     let arg_types = params
@@ -102,6 +103,55 @@ pub fn try_run(
             })
         })
         .collect()
+}
+
+/// Largest memory the simulated ranks may use together, in bytes. The sim backend holds every
+/// tensor of every rank in host memory; beyond this a program is a GPU-sized workload, and
+/// failing up front with a diagnostic beats exhausting the host.
+pub const MAX_SIM_BYTES: u64 = 8 << 30;
+
+/// Rejects programs whose tensors cannot fit the sim backend's memory budget: the sum over all
+/// values of the module (an upper bound on what is live at once), times the number of ranks.
+fn check_sizes(ctx: &Context, module: OpId, ranks: usize) -> Result<(), SimError> {
+    let mut total: u64 = 0;
+    let mut worst: Option<(OpId, u64)> = None;
+    let mut err = None;
+    ctx.walk(module, |op| {
+        if err.is_some() {
+            return;
+        }
+        let mut vals: Vec<commlir_ir::Value> = ctx.results(op).to_vec();
+        for &r in ctx.op_regions(op) {
+            for &b in ctx.region_blocks(r) {
+                vals.extend_from_slice(ctx.block_args(b));
+            }
+        }
+        for v in vals {
+            let bytes = match commlir_dialects::shape::tensor_info(ctx, ctx.value_type(v)) {
+                Some(t) => commlir_dialects::shape::tensor_bytes(ctx, ctx.value_type(v))
+                    .filter(|_| t.shape.iter().all(|d| *d >= 0))
+                    .unwrap_or(u64::MAX),
+                None => 0,
+            };
+            total = total.saturating_add(bytes.saturating_mul(ranks as u64));
+            if worst.is_none_or(|(_, w)| bytes > w) {
+                worst = Some((op, bytes));
+            }
+            if total > MAX_SIM_BYTES {
+                let (at, b) = worst.unwrap_or((op, bytes));
+                err = Some(SimError::op(
+                    ctx,
+                    at,
+                    format!(
+                        "needs more memory than the sim backend allows ({} bytes on {ranks} ranks; largest tensor {b} bytes, limit {MAX_SIM_BYTES} bytes in all): run it on the cuda backend",
+                        total
+                    ),
+                ));
+                return;
+            }
+        }
+    });
+    err.map_or(Ok(()), Err)
 }
 
 /// The function to run: `name` if given; otherwise the only public function with a body,
