@@ -117,6 +117,9 @@ pub struct Context {
     ident_strs: Vec<Box<str>>,
     registry: &'static Registry,
     extra_ops: Registry,
+    /// Op definitions by name identifier, filled on first use: creating an op must not hash
+    /// (or copy) its name text every time. Cleared when an op is registered.
+    op_defs_by_ident: FxHashMap<Ident, Option<&'static OpDef>>,
     /// Accept ops of unregistered dialects (`--allow-unregistered-dialect`).
     pub allow_unregistered: bool,
     unknown_loc: Loc,
@@ -149,6 +152,7 @@ impl Context {
             ident_strs: Vec::new(),
             registry: Registry::global(),
             extra_ops: Registry::default(),
+            op_defs_by_ident: FxHashMap::default(),
             allow_unregistered: false,
             unknown_loc: Loc(0),
         };
@@ -159,6 +163,17 @@ impl Context {
     /// Registers an op definition for this context only (in addition to the global ones).
     pub fn register_op(&mut self, def: &'static OpDef) {
         self.extra_ops.insert(def);
+        self.op_defs_by_ident.clear();
+    }
+
+    /// The definition of the op named by identifier `name`, through the per-context cache.
+    fn op_def_by_ident(&mut self, name: Ident) -> Option<&'static OpDef> {
+        if let Some(&d) = self.op_defs_by_ident.get(&name) {
+            return d;
+        }
+        let d = self.op_def_by_name(&self.ident_strs[name.index()]);
+        self.op_defs_by_ident.insert(name, d);
+        d
     }
 
     /// The definition of op `name`, if registered.
@@ -432,8 +447,7 @@ impl Context {
     /// Creates a detached op (not in any block) with fresh results and empty regions.
     pub fn create_op(&mut self, st: OpState) -> OpId {
         let id = OpId(self.ops.len() as u32);
-        let name_str = self.ident_str(st.name).to_string();
-        let def = self.op_def_by_name(&name_str);
+        let def = self.op_def_by_ident(st.name);
         let mut attrs = st.attrs;
         self.sort_named(&mut attrs);
         self.ops.push(OpData {

@@ -77,6 +77,31 @@ pub(super) struct UseRef<'a> {
     pub pos: usize,
 }
 
+/// A `%name:count` result group written before an op.
+pub(super) struct ResultGroup<'a> {
+    pub name: &'a str,
+    pub count: u32,
+    pub pos: usize,
+}
+
+/// The parts of a generic-form op, gathered by either front end.
+pub(super) struct GenericOp<'a, 'u> {
+    pub name: Ident,
+    pub uses: &'u [UseRef<'a>],
+    pub successors: Vec<BlockId>,
+    pub props: Option<Attr>,
+    pub attrs: Vec<(Ident, Attr)>,
+    /// The signature and where it was written.
+    pub sig: Type,
+    pub sig_pos: usize,
+    pub num_regions: usize,
+    /// The number of result names written before the op (0: none).
+    pub num_defs: u64,
+    /// Where the op starts.
+    pub pos: usize,
+    pub loc: Loc,
+}
+
 /// The IR builder: walks pest pairs and creates ops in the context.
 pub(super) struct Builder<'a, 'c> {
     pub ctx: &'c mut Context,
@@ -93,6 +118,8 @@ pub(super) struct Builder<'a, 'c> {
     /// of the file, after their uses, so they are built on first use.
     pub lazy_locs: FxHashMap<&'a str, Pair<'a, Rule>>,
     pub lazily_built: FxHashSet<&'a str>,
+    /// The file string of the last `"file":line:col` location and its identifier.
+    pub last_loc_file: Option<(&'a str, Ident)>,
     names: Vec<NameScope<'a>>,
     block_scopes: Vec<BlockScope<'a>>,
     block_depth: usize,
@@ -121,6 +148,7 @@ impl<'a, 'c> Builder<'a, 'c> {
             attr_aliases: FxHashMap::default(),
             lazy_locs: FxHashMap::default(),
             lazily_built: FxHashSet::default(),
+            last_loc_file: None,
             names: Vec::new(),
             block_scopes: Vec::new(),
             block_depth: 0,
@@ -189,9 +217,7 @@ impl<'a, 'c> Builder<'a, 'c> {
                 }
             }
         }
-        let top = self.ctx.new_block(&[]);
-        self.push_names(true);
-        self.push_blocks();
+        let top = self.begin_file();
         for item in file.into_inner() {
             match item.as_rule() {
                 Rule::operation => self.build_operation(item, top)?,
@@ -200,6 +226,20 @@ impl<'a, 'c> Builder<'a, 'c> {
                 _ => {}
             }
         }
+        self.finish_file(top)
+    }
+
+    /// Opens the file's scopes; returns the block that collects the top-level ops.
+    pub(super) fn begin_file(&mut self) -> BlockId {
+        let top = self.ctx.new_block(&[]);
+        self.push_names(true);
+        self.push_blocks();
+        top
+    }
+
+    /// Closes the file's scopes (reporting unresolved names) and returns the top-level module:
+    /// the file's only op when that is a `builtin.module`, else an implicit module around `top`.
+    pub(super) fn finish_file(&mut self, top: BlockId) -> PResult<OpId> {
         self.pop_blocks()?;
         self.pop_names()?;
 
@@ -228,17 +268,25 @@ impl<'a, 'c> Builder<'a, 'c> {
         let mut it = p.into_inner();
         let name = &self.child(&mut it)?.as_str()[1..];
         let value = self.child(&mut it)?;
-        if self.lazily_built.remove(name) {
-            // Already built when a use came first.
+        if !self.start_attr_alias(name, pos)? {
             return Ok(());
+        }
+        let a = self.build_attr(value)?;
+        self.attr_aliases.insert(name, a);
+        Ok(())
+    }
+
+    /// Checks that `#name` (defined at `pos`) may be defined now. `false`: a use earlier in the
+    /// file already built this (location) alias from this very definition, so it is skipped.
+    pub(super) fn start_attr_alias(&mut self, name: &'a str, pos: usize) -> PResult<bool> {
+        if self.lazily_built.remove(name) {
+            return Ok(false);
         }
         if self.attr_aliases.contains_key(name) {
             return Err(self.err(pos, format!("redefinition of attribute alias id '{name}'")));
         }
         self.lazy_locs.remove(name);
-        let a = self.build_attr(value)?;
-        self.attr_aliases.insert(name, a);
-        Ok(())
+        Ok(true)
     }
 
     fn type_alias_def(&mut self, p: Pair<'a, Rule>) -> PResult<()> {
@@ -246,11 +294,17 @@ impl<'a, 'c> Builder<'a, 'c> {
         let mut it = p.into_inner();
         let name = &self.child(&mut it)?.as_str()[1..];
         let value = self.child(&mut it)?;
+        self.start_type_alias(name, pos)?;
+        let t = self.type_token(value)?;
+        self.type_aliases.insert(name, t);
+        Ok(())
+    }
+
+    /// Checks that `!name` (defined at `pos`) is not defined yet.
+    pub(super) fn start_type_alias(&mut self, name: &'a str, pos: usize) -> PResult<()> {
         if self.type_aliases.contains_key(name) {
             return Err(self.err(pos, format!("redefinition of type alias id '{name}'")));
         }
-        let t = self.type_token(value)?;
-        self.type_aliases.insert(name, t);
         Ok(())
     }
 
@@ -271,8 +325,15 @@ impl<'a, 'c> Builder<'a, 'c> {
             return Ok(());
         };
         let mark = top.marks.pop().unwrap_or(0);
-        for key in top.defs.drain(mark..) {
-            top.values.remove(&key);
+        if mark == 0 {
+            // Every definition goes: keep only the unresolved forward references (the only
+            // entries not in `defs`), in one pass instead of a removal per name.
+            top.defs.clear();
+            top.values.retain(|_, e| e.forward.is_some());
+        } else {
+            for key in top.defs.drain(mark..) {
+                top.values.remove(&key);
+            }
         }
         if !top.marks.is_empty() {
             return Ok(());
@@ -317,7 +378,7 @@ impl<'a, 'c> Builder<'a, 'c> {
     }
 
     /// The block a successor `^name` refers to, created on first reference.
-    fn block_ref(&mut self, name: &'a str, pos: usize) -> BlockId {
+    pub(super) fn block_ref(&mut self, name: &'a str, pos: usize) -> BlockId {
         let scope = self.block_depth - 1;
         if let Some(e) = self.block_scopes[scope].blocks.get(name) {
             return e.block;
@@ -335,7 +396,12 @@ impl<'a, 'c> Builder<'a, 'c> {
     }
 
     /// Defines label `^name` in `region`, reusing a block created by an earlier reference.
-    fn define_block(&mut self, name: &'a str, pos: usize, region: RegionId) -> PResult<BlockId> {
+    pub(super) fn define_block(
+        &mut self,
+        name: &'a str,
+        pos: usize,
+        region: RegionId,
+    ) -> PResult<BlockId> {
         let scope = self.block_depth - 1;
         let b = match self.block_scopes[scope].blocks.get_mut(name) {
             Some(e) if e.defined => {
@@ -427,8 +493,21 @@ impl<'a, 'c> Builder<'a, 'c> {
         let Some(scope) = self.names.last_mut() else {
             return Ok(());
         };
-        match scope.values.get_mut(&key) {
-            Some(e) if e.forward.is_some() => {
+        // One hash lookup for the common case, a fresh name.
+        let e = match scope.values.entry(key) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(Entry {
+                    value,
+                    pos,
+                    forward: None,
+                });
+                scope.defs.push(key);
+                return Ok(());
+            }
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+        };
+        match e {
+            e if e.forward.is_some() => {
                 let (old, old_pos) = (e.value, e.pos);
                 let (old_ty, new_ty) = (self.ctx.value_type(old), self.ctx.value_type(value));
                 if old_ty != new_ty {
@@ -456,24 +535,12 @@ impl<'a, 'c> Builder<'a, 'c> {
                 }
                 Ok(())
             }
-            Some(e) => {
+            e => {
                 let prev = e.pos;
                 let note_loc = self.loc_at(prev);
                 Err(self
                     .err(pos, format!("redefinition of SSA value '{name}'"))
                     .with_note(note_loc, "previously defined here"))
-            }
-            None => {
-                scope.values.insert(
-                    key,
-                    Entry {
-                        value,
-                        pos,
-                        forward: None,
-                    },
-                );
-                scope.defs.push(key);
-                Ok(())
             }
         }
     }
@@ -481,8 +548,12 @@ impl<'a, 'c> Builder<'a, 'c> {
     // ----- operations -------------------------------------------------------------------------
 
     fn use_ref(&mut self, p: &Pair<'a, Rule>) -> PResult<UseRef<'a>> {
-        let text = p.as_str();
         let pos = self.off(p);
+        self.use_ref_text(p.as_str(), pos)
+    }
+
+    /// A `%name` / `%name#index` token at `pos`.
+    pub(super) fn use_ref_text(&mut self, text: &'a str, pos: usize) -> PResult<UseRef<'a>> {
         match text.split_once('#') {
             None => Ok(UseRef {
                 name: text,
@@ -496,11 +567,33 @@ impl<'a, 'c> Builder<'a, 'c> {
         }
     }
 
+    /// A `%name` / `%name:count` result group token at `pos`, added to the op's running
+    /// result count `num_defs`.
+    pub(super) fn result_group(
+        &mut self,
+        text: &'a str,
+        pos: usize,
+        num_defs: &mut u64,
+    ) -> PResult<ResultGroup<'a>> {
+        let (name, count) = match text.split_once(':') {
+            None => (text, 1),
+            Some((name, n)) => match n.parse::<u32>() {
+                Ok(n) if n >= 1 => (name, n),
+                _ => return Err(self.err(pos, "expected integer number of results")),
+            },
+        };
+        *num_defs += count as u64;
+        if *num_defs > MAX_RESULTS {
+            return Err(self.err(pos, "too many results"));
+        }
+        Ok(ResultGroup { name, count, pos })
+    }
+
     /// Builds one `operation` pair and appends it to `block`.
     pub(super) fn build_operation(&mut self, p: Pair<'a, Rule>, block: BlockId) -> PResult<()> {
         let pos = self.off(&p);
         let default_loc = self.loc_at(pos);
-        let mut defs: Vec<(&'a str, u32, usize)> = Vec::new();
+        let mut defs: Vec<ResultGroup<'a>> = Vec::new();
         let mut num_defs: u64 = 0;
         let mut body = None;
         let mut explicit_loc = None;
@@ -508,19 +601,7 @@ impl<'a, 'c> Builder<'a, 'c> {
             match c.as_rule() {
                 Rule::value_def => {
                     let dpos = self.off(&c);
-                    let text = c.as_str();
-                    let (name, count) = match text.split_once(':') {
-                        None => (text, 1),
-                        Some((name, n)) => match n.parse::<u32>() {
-                            Ok(n) if n >= 1 => (name, n),
-                            _ => return Err(self.err(dpos, "expected integer number of results")),
-                        },
-                    };
-                    num_defs += count as u64;
-                    if num_defs > MAX_RESULTS {
-                        return Err(self.err(dpos, "too many results"));
-                    }
-                    defs.push((name, count, dpos));
+                    defs.push(self.result_group(c.as_str(), dpos, &mut num_defs)?);
                 }
                 r if super::typeattr::is_loc_rule(r) => explicit_loc = Some(c),
                 _ => body = Some(c),
@@ -538,6 +619,23 @@ impl<'a, 'c> Builder<'a, 'c> {
             Rule::call_op => self.call_op(body, default_loc)?,
             _ => return Err(self.err(pos, "expected operation name")),
         };
+        self.bind_results(op, &defs, num_defs, pos)?;
+        if let Some(l) = explicit_loc {
+            let loc = self.loc_inner(l, 0)?;
+            self.ctx.set_op_loc(op, loc);
+        }
+        self.ctx.append_op(block, op);
+        Ok(())
+    }
+
+    /// Binds the result groups written before op `op` (at `pos`) to its results.
+    pub(super) fn bind_results(
+        &mut self,
+        op: OpId,
+        defs: &[ResultGroup<'a>],
+        num_defs: u64,
+        pos: usize,
+    ) -> PResult<()> {
         let nres = self.ctx.results(op).len() as u64;
         if !defs.is_empty() && nres != num_defs {
             return Err(self.err(
@@ -546,18 +644,13 @@ impl<'a, 'c> Builder<'a, 'c> {
             ));
         }
         let mut next = 0usize;
-        for (name, count, dpos) in defs {
-            for i in 0..count {
+        for g in defs {
+            for i in 0..g.count {
                 let v = self.ctx.result(op, next);
                 next += 1;
-                self.define_value(name, i, v, dpos)?;
+                self.define_value(g.name, i, v, g.pos)?;
             }
         }
-        if let Some(l) = explicit_loc {
-            let loc = self.loc_inner(l, 0)?;
-            self.ctx.set_op_loc(op, loc);
-        }
-        self.ctx.append_op(block, op);
         Ok(())
     }
 
@@ -570,10 +663,15 @@ impl<'a, 'c> Builder<'a, 'c> {
         Ok(op)
     }
 
+    /// Whether the regions of `op` start an isolated name scope.
+    pub(super) fn regions_isolated(&self, op: OpId) -> bool {
+        self.ctx.op_has_trait(op, Trait::IsolatedFromAbove)
+    }
+
     /// Builds the regions of `op` from a `region_list` pair.
     fn op_regions(&mut self, op: OpId, list: Option<Pair<'a, Rule>>) -> PResult<()> {
         let Some(list) = list else { return Ok(()) };
-        let isolated = self.ctx.op_has_trait(op, Trait::IsolatedFromAbove);
+        let isolated = self.regions_isolated(op);
         for (i, r) in list.into_inner().enumerate() {
             let region = self.ctx.op_regions(op)[i];
             self.enter_region(isolated);
@@ -583,14 +681,31 @@ impl<'a, 'c> Builder<'a, 'c> {
         Ok(())
     }
 
-    fn enter_region(&mut self, isolated: bool) {
+    /// Opens the name and block-label scopes of a region.
+    pub(super) fn enter_region(&mut self, isolated: bool) {
         self.push_names(isolated);
         self.push_blocks();
     }
 
-    fn exit_region(&mut self) -> PResult<()> {
+    /// Closes the scopes of a region, reporting undefined blocks and (for an isolated region)
+    /// unresolved value names.
+    pub(super) fn exit_region(&mut self) -> PResult<()> {
         self.pop_blocks()?;
         self.pop_names()
+    }
+
+    /// The block an unlabeled op at the start of `region` goes into: `cur`, or a new entry
+    /// block.
+    pub(super) fn current_block(&mut self, region: RegionId, cur: &mut Option<BlockId>) -> BlockId {
+        match *cur {
+            Some(b) => b,
+            None => {
+                let b = self.ctx.new_block(&[]);
+                self.ctx.append_block(region, b);
+                *cur = Some(b);
+                b
+            }
+        }
     }
 
     /// Fills `region` from a `region` pair. `entry` is a pre-made entry block (a function's,
@@ -609,15 +724,7 @@ impl<'a, 'c> Builder<'a, 'c> {
         for c in p.into_inner() {
             match c.as_rule() {
                 Rule::operation => {
-                    let b = match cur {
-                        Some(b) => b,
-                        None => {
-                            let b = self.ctx.new_block(&[]);
-                            self.ctx.append_block(region, b);
-                            cur = Some(b);
-                            b
-                        }
-                    };
+                    let b = self.current_block(region, &mut cur);
                     self.build_operation(c, b)?;
                 }
                 Rule::block => {
@@ -653,14 +760,27 @@ impl<'a, 'c> Builder<'a, 'c> {
                         Some(l) => self.loc_inner(l, 0)?,
                         None => default_loc,
                     };
-                    let v = self.ctx.add_block_arg(b, ty, Some(loc));
-                    self.define_value(name.as_str(), 0, v, npos)?;
+                    self.block_arg(b, name.as_str(), npos, ty, loc)?;
                 }
                 Rule::operation => self.build_operation(c, b)?,
                 _ => {}
             }
         }
         Ok(b)
+    }
+
+    /// Adds argument `name` (at `pos`) of type `ty` to block `b` and defines its name.
+    pub(super) fn block_arg(
+        &mut self,
+        b: BlockId,
+        name: &'a str,
+        pos: usize,
+        ty: Type,
+        loc: Loc,
+    ) -> PResult<Value> {
+        let v = self.ctx.add_block_arg(b, ty, Some(loc));
+        self.define_value(name, 0, v, pos)?;
+        Ok(v)
     }
 
     fn generic_op(
@@ -702,15 +822,39 @@ impl<'a, 'c> Builder<'a, 'c> {
             return Err(self.err(pos, "expected function type"));
         };
         let sig_pos = self.off(&sig);
-        let ty = self.type_token(sig)?;
-        let (inputs, results) = match self.ctx.type_kind(ty) {
+        let sig = self.type_token(sig)?;
+        let num_regions = regions
+            .as_ref()
+            .map_or(0, |r| r.clone().into_inner().count());
+        let op = self.create_generic(GenericOp {
+            name,
+            uses: &uses,
+            successors,
+            props,
+            attrs,
+            sig,
+            sig_pos,
+            num_regions,
+            num_defs,
+            pos,
+            loc,
+        })?;
+        self.op_regions(op, regions)?;
+        Ok(op)
+    }
+
+    /// Checks a generic op's signature against its operands and result names, resolves the
+    /// operands and creates the op (its regions are filled by the caller).
+    pub(super) fn create_generic(&mut self, g: GenericOp<'a, '_>) -> PResult<OpId> {
+        let (inputs, results) = match self.ctx.type_kind(g.sig) {
             TypeKind::Function { inputs, results } => (inputs.len(), results.clone()),
-            _ => return Err(self.err(sig_pos, "expected function type")),
+            _ => return Err(self.err(g.sig_pos, "expected function type")),
         };
+        let uses = g.uses;
         if inputs != uses.len() {
             let plural = if uses.len() == 1 { "" } else { "s" };
             return Err(self.err(
-                sig_pos,
+                g.sig_pos,
                 format!(
                     "expected {} operand type{plural} but had {}",
                     uses.len(),
@@ -718,28 +862,25 @@ impl<'a, 'c> Builder<'a, 'c> {
                 ),
             ));
         }
-        if num_defs != 0 && results.len() as u64 != num_defs {
+        if g.num_defs != 0 && results.len() as u64 != g.num_defs {
             return Err(self.err(
-                pos,
+                g.pos,
                 format!(
-                    "operation defines {} results but was provided {num_defs} to bind",
-                    results.len()
+                    "operation defines {} results but was provided {} to bind",
+                    results.len(),
+                    g.num_defs
                 ),
             ));
         }
-        let operands = self.resolve_uses_of_fn(&uses, ty)?;
-        let mut st = OpState::new(name, loc);
+        let operands = self.resolve_uses_of_fn(uses, g.sig)?;
+        let mut st = OpState::new(g.name, g.loc);
         st.operands = operands;
         st.result_types = results;
-        st.properties = props;
-        st.attrs = attrs;
-        st.successors = successors;
-        st.num_regions = regions
-            .as_ref()
-            .map_or(0, |r| r.clone().into_inner().count());
-        let op = self.create_checked(st)?;
-        self.op_regions(op, regions)?;
-        Ok(op)
+        st.properties = g.props;
+        st.attrs = g.attrs;
+        st.successors = g.successors;
+        st.num_regions = g.num_regions;
+        self.create_checked(st)
     }
 
     fn custom_op(

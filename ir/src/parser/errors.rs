@@ -94,9 +94,8 @@ fn rule_word(r: Rule) -> Option<&'static str> {
         number | dec_int => "integer literal",
         r#type | type_tree | function_type | fn_results | int_type | float_type | index_type
         | none_type | tensor_type | memref_type | unranked | dims | dim | encoding
-        | layout_rest | tuple_type | opaque_type | dialect_type | func_result | func_result_bare | func_results => {
-            "type"
-        }
+        | layout_rest | tuple_type | opaque_type | dialect_type | func_result
+        | func_result_bare | func_results => "type",
         attr_tree | typed_number | typed_string | array_attr | hash_attr | bool_attr
         | unit_attr | dense_array | opaque_attr | opaque_body | type_attr | attr_key
         | dict_entry => "attribute value",

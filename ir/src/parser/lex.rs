@@ -13,10 +13,25 @@ pub(crate) fn check_utf8(bytes: &[u8]) -> Result<&str, usize> {
 /// errs on the side of counting too deep (every `<` opens, `->` and `>=` never close), so the
 /// recursive grammar can never nest deeper than what this scan accepted.
 pub(crate) fn find_nesting_overflow(src: &str, max: usize) -> Option<usize> {
+    // The bytes the scan acts on; the others are stepped over in a tight loop.
+    const STOP: [bool; 256] = {
+        let mut t = [false; 256];
+        let stops = b"\"/([{<>)]}";
+        let mut i = 0;
+        while i < stops.len() {
+            t[stops[i] as usize] = true;
+            i += 1;
+        }
+        t
+    };
     let b = src.as_bytes();
     let mut depth = 0usize;
     let mut i = 0;
     while i < b.len() {
+        if !STOP[b[i] as usize] {
+            i += 1;
+            continue;
+        }
         match b[i] {
             b'"' => {
                 i += 1;

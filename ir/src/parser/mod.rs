@@ -3,6 +3,9 @@
 //! locations and aliases.
 //!
 //! The grammar is `mlir.pest` (pest); [`build`] walks the parse tree into the [`Context`].
+//! Files in the generic form first go through [`fast`], a hand-written front end that builds
+//! through the same [`build`] functions and hands types and attributes to the pest-based code;
+//! whatever it does not take whole is parsed by pest (see [`FrontEnd`]).
 //! Robustness on hostile input comes from three layers: the input is checked to be UTF-8 and
 //! pre-scanned for nesting deeper than [`ParseOptions::max_nesting`] before pest runs (pest
 //! recurses per nesting level); the parse and the build run on a thread with a large stack;
@@ -10,6 +13,7 @@
 
 mod build;
 mod errors;
+mod fast;
 mod grammar;
 mod lex;
 mod typeattr;
@@ -46,6 +50,18 @@ impl Default for ParseOptions {
     }
 }
 
+/// Which front end [`parse_source_with`] uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FrontEnd {
+    /// The generic-form fast path, and pest for any file it does not take whole.
+    #[default]
+    Auto,
+    /// The pest grammar only (the reference: every form, and the diagnostics).
+    PestOnly,
+    /// The fast path only; a file it does not handle fails (for tests and measurements).
+    FastOnly,
+}
+
 /// Parses a whole file into a `builtin.module` (an implicit one when the file has none at
 /// top level). `file_name` is used for the locations of parsed ops. On error, returns the
 /// first diagnostic (file:line:col of the offending token).
@@ -55,8 +71,29 @@ pub fn parse_source(
     bytes: &[u8],
     opts: &ParseOptions,
 ) -> Result<OpId, Diagnostic> {
+    parse_source_with(ctx, file_name, bytes, opts, FrontEnd::Auto)
+}
+
+/// [`parse_source`] with a choice of front end. Under [`FrontEnd::Auto`] a file that the fast
+/// path gives up on is parsed again by pest; what the fast path created until then stays in
+/// the context's arenas, detached and unreachable.
+pub fn parse_source_with(
+    ctx: &mut Context,
+    file_name: &str,
+    bytes: &[u8],
+    opts: &ParseOptions,
+    front_end: FrontEnd,
+) -> Result<OpId, Diagnostic> {
     let src = checked_source(ctx, file_name, bytes, opts)?;
     on_big_stack(ctx, |ctx| {
+        if front_end != FrontEnd::PestOnly {
+            let mut b = Builder::new(ctx, src, file_name, opts.max_nesting);
+            match fast::parse_file(&mut b) {
+                Ok(module) => return Ok(module),
+                Err(e) if front_end == FrontEnd::FastOnly => return Err(e),
+                Err(_) => {}
+            }
+        }
         let mut b = Builder::new(ctx, src, file_name, opts.max_nesting);
         let file = match run_pest(Rule::file, src) {
             Ok(mut pairs) => pairs.next(),

@@ -64,11 +64,15 @@ impl<'a> Builder<'a, '_> {
 
     /// A string token interned as an identifier (op names, keys, file names).
     pub(super) fn string_ident(&mut self, p: &Pair<'a, Rule>) -> PResult<Ident> {
-        let text = p.as_str();
+        self.string_ident_of(p.as_str())
+    }
+
+    /// A string literal token's text (with its quotes) interned as an identifier.
+    pub(super) fn string_ident_of(&mut self, text: &'a str) -> PResult<Ident> {
         if !text.contains('\\') {
             return Ok(self.ctx.ident(&text[1..text.len() - 1]));
         }
-        let b = self.string_bytes(p)?;
+        let b = self.string_bytes_of(text)?;
         Ok(self.ctx.ident(&String::from_utf8_lossy(&b)))
     }
 
@@ -87,7 +91,12 @@ impl<'a> Builder<'a, '_> {
 
     /// The type of a `type` token, through the text cache.
     pub(super) fn type_token(&mut self, p: Pair<'a, Rule>) -> PResult<Type> {
-        let text = p.as_str();
+        self.type_of_token_text(p.as_str())
+    }
+
+    /// The type written as the `type` token `text` (a slice of the source), through the text
+    /// cache.
+    pub(super) fn type_of_token_text(&mut self, text: &'a str) -> PResult<Type> {
         if let Some(&t) = self.type_cache.get(text) {
             return Ok(t);
         }
@@ -279,25 +288,43 @@ impl<'a> Builder<'a, '_> {
             let epos = self.off(&e);
             let mut it = e.into_inner();
             let key = self.child(&mut it)?;
-            let k = if key.as_str().starts_with('"') {
-                self.string_ident(&key)?
-            } else {
-                self.ctx.ident(key.as_str())
-            };
+            let k = self.key_ident(key.as_str())?;
             let v = match it.next() {
                 Some(v) => self.build_attr(v)?,
                 None => self.ctx.unit_attr(),
             };
-            if out.iter().any(|(x, _)| *x == k) {
-                let name = self.ctx.ident_str(k).to_string();
-                return Err(self.err(
-                    epos,
-                    format!("duplicate key '{name}' in dictionary attribute"),
-                ));
-            }
-            out.push((k, v));
+            self.push_named(&mut out, k, v, epos)?;
         }
         Ok(out)
+    }
+
+    /// A dictionary key token (a bare identifier or a string literal) as an identifier.
+    pub(super) fn key_ident(&mut self, text: &'a str) -> PResult<Ident> {
+        if text.starts_with('"') {
+            self.string_ident_of(text)
+        } else {
+            Ok(self.ctx.ident(text))
+        }
+    }
+
+    /// Appends entry `k = v` (written at `pos`) to a dictionary's entries; a key may appear
+    /// only once.
+    pub(super) fn push_named(
+        &mut self,
+        out: &mut Vec<(Ident, Attr)>,
+        k: Ident,
+        v: Attr,
+        pos: usize,
+    ) -> PResult<()> {
+        if out.iter().any(|(x, _)| *x == k) {
+            let name = self.ctx.ident_str(k).to_string();
+            return Err(self.err(
+                pos,
+                format!("duplicate key '{name}' in dictionary attribute"),
+            ));
+        }
+        out.push((k, v));
+        Ok(())
     }
 
     /// Builds an attribute from one of the attribute rules.
@@ -642,15 +669,23 @@ impl<'a> Builder<'a, '_> {
     }
 
     /// `"file":line[:col] [to [line]:col | to line]`, one token.
-    fn file_loc(&mut self, text: &'a str, pos: usize) -> PResult<Loc> {
+    pub(super) fn file_loc(&mut self, text: &'a str, pos: usize) -> PResult<Loc> {
         // End of the string literal: the first unescaped quote after the opening one.
         let b = text.as_bytes();
         let mut i = 1;
         while i < b.len() && b[i] != b'"' {
             i += if b[i] == b'\\' { 2 } else { 1 };
         }
-        let file_bytes = self.string_bytes_of(&text[..(i + 1).min(text.len())])?;
-        let file = self.ctx.ident(&String::from_utf8_lossy(&file_bytes));
+        // Consecutive locations nearly always name the same file.
+        let quoted = &text[..(i + 1).min(text.len())];
+        let file = match self.last_loc_file {
+            Some((t, id)) if t == quoted => id,
+            _ => {
+                let id = self.string_ident_of(quoted)?;
+                self.last_loc_file = Some((quoted, id));
+                id
+            }
+        };
         let rest = text.get(i + 2..).unwrap_or("");
         let (head, tail) = match rest.split_once("to") {
             Some((h, t)) => (h.trim(), Some(t.trim())),

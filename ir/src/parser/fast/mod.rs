@@ -1,0 +1,601 @@
+//! A hand-written front end for files in the generic form, the form of large machine-written
+//! files (`mlir-opt --mlir-print-op-generic --mlir-print-debuginfo`, our printer under
+//! `--mlir-print-op-generic`).
+//!
+//! It reads the op structure itself — result groups, op names, operands, successors,
+//! properties, region lists, blocks and their arguments, attribute dictionaries, trailing
+//! locations, alias definitions and metadata — and builds IR through the same [`Builder`]
+//! functions as the pest front end, so both share one implementation of the semantics (name
+//! scoping, forward references, signature checks, properties vs attributes, unregistered
+//! dialects). Types and attribute values are only *delimited* here: each span goes to the
+//! pest-based type and attribute parsers, cached by its text, so types and attributes keep one
+//! implementation. `loc("file":line:col)` and `loc(#alias)` are read directly.
+//!
+//! It never reports an error of its own: on anything it does not handle (custom-form ops,
+//! `module {`, unusual spellings) or any error at all, it fails, and the caller re-parses the
+//! whole file with pest, which gives the diagnostic. To keep its results identical to pest's
+//! it builds in the same order: an op's properties, attributes and signature are read before
+//! its regions (so the region list is skipped first and read after the op exists), and result
+//! names are bound after the regions.
+//!
+//! Recursion follows region nesting only, and stops at the nesting limit.
+
+mod scan;
+
+use super::build::{Builder, GenericOp, PResult, ResultGroup, UseRef};
+use crate::attrs::AttrKind;
+use crate::diag::Diagnostic;
+use crate::entity::{Attr, BlockId, Ident, Loc, OpId, RegionId, Value};
+use crate::location::LocKind;
+use rustc_hash::FxHashMap;
+use scan::Scanner;
+
+/// Parses a whole generic-form file; any failure means "use the pest front end".
+pub(super) fn parse_file<'a>(b: &mut Builder<'a, '_>) -> PResult<OpId> {
+    let mut p = Fast {
+        s: Scanner::new(b.src),
+        max_nesting: b.max_nesting,
+        b,
+        depth: 0,
+        uses: Vec::new(),
+        defs: Vec::new(),
+        deferred: Vec::new(),
+        attr_dicts: FxHashMap::default(),
+        prop_dicts: FxHashMap::default(),
+    };
+    p.file()
+}
+
+/// What an op or block argument location was written as.
+enum ParsedLoc<'a> {
+    Loc(Loc),
+    /// `loc(#name)` before `#name` is defined (mlir-opt prints location aliases at the end).
+    Alias(&'a str),
+}
+
+/// Where a location that waits for its alias goes.
+enum LocTarget {
+    Op(OpId),
+    Arg(Value),
+}
+
+struct Fast<'a, 'b, 'c> {
+    b: &'b mut Builder<'a, 'c>,
+    s: Scanner<'a>,
+    max_nesting: usize,
+    /// Region nesting depth.
+    depth: usize,
+    /// Operands and result groups of the ops being read, as stacks: an op's own entries sit
+    /// above those of the ops it is nested in, so no op allocates lists of its own.
+    uses: Vec<UseRef<'a>>,
+    defs: Vec<ResultGroup<'a>>,
+    /// Locations that name an alias defined later in the file.
+    deferred: Vec<(LocTarget, &'a str)>,
+    /// Attribute and property dictionaries by text.
+    attr_dicts: FxHashMap<&'a str, Vec<(Ident, Attr)>>,
+    prop_dicts: FxHashMap<&'a str, Attr>,
+}
+
+/// The fast path's only error: "not handled here". Its text is never shown (pest re-parses).
+fn unsupported() -> Diagnostic {
+    Diagnostic::error(Loc(0), "not handled by the generic-form fast path")
+}
+
+impl<'a> Fast<'a, '_, '_> {
+    fn expect(&mut self, c: u8) -> PResult<()> {
+        if self.s.eat(c) {
+            Ok(())
+        } else {
+            Err(unsupported())
+        }
+    }
+
+    /// The text of a token a lexer found at the current position, moving past it.
+    fn token(&mut self, end: Option<usize>) -> PResult<&'a str> {
+        let end = end.ok_or_else(unsupported)?;
+        let text = self.s.text(self.s.pos, end).ok_or_else(unsupported)?;
+        self.s.advance(end);
+        Ok(text)
+    }
+
+    /// A `file:line:col` location for a 1-based line and byte column.
+    fn loc_at(&mut self, (line, col): (u32, u32)) -> Loc {
+        let file = self.b.file;
+        self.b.ctx.loc(LocKind::FileLineCol { file, line, col })
+    }
+
+    // ----- the file ---------------------------------------------------------------------------
+
+    fn file(&mut self) -> PResult<OpId> {
+        let top = self.b.begin_file();
+        loop {
+            self.s.skip_ws();
+            match self.s.peek() {
+                _ if self.s.at_end() => break,
+                b'%' | b'"' => self.operation(top)?,
+                b'#' => self.attr_alias_def()?,
+                b'!' => self.type_alias_def()?,
+                b'{' if self.s.starts_with(b"{-#") => {
+                    let end = self.s.metadata();
+                    self.token(end)?;
+                }
+                _ => return Err(unsupported()),
+            }
+        }
+        let module = self.b.finish_file(top)?;
+        for (target, name) in std::mem::take(&mut self.deferred) {
+            let l = self.known_loc_alias(name)?.ok_or_else(unsupported)?;
+            match target {
+                LocTarget::Op(op) => self.b.ctx.set_op_loc(op, l),
+                LocTarget::Arg(v) => self.b.ctx.set_value_loc(v, l),
+            }
+        }
+        Ok(module)
+    }
+
+    /// `#name = attribute`.
+    fn attr_alias_def(&mut self) -> PResult<()> {
+        let pos = self.s.pos;
+        let end = self.s.alias_name(pos, b'#');
+        let name = &self.token(end)?[1..];
+        self.s.skip_ws();
+        self.expect(b'=')?;
+        self.s.skip_ws();
+        if !self.b.start_attr_alias(name, pos)? {
+            return Err(unsupported());
+        }
+        let value = match self.location()? {
+            Some(ParsedLoc::Loc(l)) => self.b.ctx.attr(AttrKind::Location(l)),
+            Some(ParsedLoc::Alias(_)) => return Err(unsupported()),
+            // A top-level value ends with its line: a value that goes on (`5\n: i32`) leaves
+            // text no top-level item starts with, which fails the file.
+            None => self.attr_value(true)?,
+        };
+        self.b.attr_aliases.insert(name, value);
+        Ok(())
+    }
+
+    /// `!name = type`.
+    fn type_alias_def(&mut self) -> PResult<()> {
+        let pos = self.s.pos;
+        let end = self.s.alias_name(pos, b'!');
+        let name = &self.token(end)?[1..];
+        self.s.skip_ws();
+        self.expect(b'=')?;
+        self.s.skip_ws();
+        self.b.start_type_alias(name, pos)?;
+        let t = self.type_token()?;
+        self.b.type_aliases.insert(name, t);
+        Ok(())
+    }
+
+    // ----- operations -------------------------------------------------------------------------
+
+    /// One generic-form op, appended to `block`.
+    fn operation(&mut self, block: BlockId) -> PResult<()> {
+        let pos = self.s.pos;
+        let line_col = self.s.line_col();
+        let defs_start = self.defs.len();
+        let mut num_defs = 0u64;
+        if self.s.peek() == b'%' {
+            loop {
+                let dpos = self.s.pos;
+                let end = self.s.value_def(dpos);
+                let text = self.token(end)?;
+                let g = self.b.result_group(text, dpos, &mut num_defs)?;
+                self.defs.push(g);
+                self.s.skip_ws();
+                if self.s.eat(b',') {
+                    self.s.skip_ws();
+                    continue;
+                }
+                self.expect(b'=')?;
+                self.s.skip_ws();
+                break;
+            }
+        }
+
+        let end = self.s.string(self.s.pos);
+        let name = self.token(end)?;
+        let name = self.b.string_ident_of(name)?;
+        self.s.skip_ws();
+
+        self.expect(b'(')?;
+        self.s.skip_ws();
+        let uses_start = self.uses.len();
+        if !self.s.eat(b')') {
+            loop {
+                let upos = self.s.pos;
+                let end = self.s.value_use(upos);
+                let text = self.token(end)?;
+                let u = self.b.use_ref_text(text, upos)?;
+                self.uses.push(u);
+                self.s.skip_ws();
+                if self.s.eat(b',') {
+                    self.s.skip_ws();
+                    continue;
+                }
+                self.expect(b')')?;
+                break;
+            }
+        }
+        self.s.skip_ws();
+
+        let mut successors = Vec::new();
+        if self.s.eat(b'[') {
+            loop {
+                self.s.skip_ws();
+                let spos = self.s.pos;
+                let end = self.s.sigil_name(spos, b'^');
+                let label = self.token(end)?;
+                successors.push(self.b.block_ref(label, spos));
+                self.s.skip_ws();
+                if !self.s.eat(b',') {
+                    break;
+                }
+            }
+            self.expect(b']')?;
+            self.s.skip_ws();
+        }
+
+        let mut props = None;
+        if self.s.eat(b'<') {
+            self.s.skip_ws();
+            let key = self.dict_text();
+            let cached = key.and_then(|k| self.prop_dicts.get(k).copied());
+            props = Some(match (key, cached) {
+                (Some(k), Some(p)) => {
+                    self.s.advance(self.s.pos + k.len());
+                    p
+                }
+                _ => {
+                    let mut entries = Vec::new();
+                    self.dict(&mut entries)?;
+                    let p = self.b.ctx.dict_attr(entries);
+                    if let Some(k) = key {
+                        self.check_dict_end(k)?;
+                        self.prop_dicts.insert(k, p);
+                    }
+                    p
+                }
+            });
+            self.s.skip_ws();
+            self.expect(b'>')?;
+            self.s.skip_ws();
+        }
+
+        // The regions are read once the op exists: skip them for now.
+        let mut regions = None;
+        if self.s.peek() == b'(' {
+            let start = self.s.mark();
+            let (end, count) = self
+                .s
+                .skip_region_list(self.s.pos)
+                .ok_or_else(unsupported)?;
+            self.s.jump_relative(end);
+            regions = Some((start, end, count));
+            self.s.skip_ws();
+        }
+
+        let mut attrs = Vec::new();
+        if self.s.peek() == b'{' {
+            let key = self.dict_text();
+            match key.and_then(|k| self.attr_dicts.get(k)) {
+                Some(cached) => {
+                    attrs = cached.clone();
+                    let end = self.s.pos + key.map_or(0, str::len);
+                    self.s.advance(end);
+                }
+                None => {
+                    self.dict(&mut attrs)?;
+                    if let Some(k) = key {
+                        self.check_dict_end(k)?;
+                        self.attr_dicts.insert(k, attrs.clone());
+                    }
+                }
+            }
+            self.s.skip_ws();
+        }
+
+        self.expect(b':')?;
+        self.s.skip_ws();
+        let sig_pos = self.s.pos;
+        let sig = self.type_token()?;
+        let after_sig = self.s.mark();
+        self.s.skip_ws();
+        let (loc, deferred) = match self.location()? {
+            Some(ParsedLoc::Loc(l)) => (l, None),
+            Some(ParsedLoc::Alias(name)) => (self.loc_at(line_col), Some(name)),
+            None => {
+                // Not a location: whatever follows belongs to the next item.
+                self.s.reset(after_sig);
+                (self.loc_at(line_col), None)
+            }
+        };
+
+        let op = self.b.create_generic(GenericOp {
+            name,
+            uses: &self.uses[uses_start..],
+            successors,
+            props,
+            attrs,
+            sig,
+            sig_pos,
+            num_regions: regions.map_or(0, |r| r.2),
+            num_defs,
+            pos,
+            loc,
+        })?;
+        self.uses.truncate(uses_start);
+
+        if let Some((start, end, count)) = regions {
+            let tail = self.s.mark();
+            self.s.reset(start);
+            self.region_list(op, count)?;
+            if self.s.pos != end {
+                return Err(unsupported());
+            }
+            let base = self.s.mark();
+            self.s.join_lines(base, tail);
+        }
+
+        self.b
+            .bind_results(op, &self.defs[defs_start..], num_defs, pos)?;
+        self.defs.truncate(defs_start);
+        if let Some(name) = deferred {
+            self.deferred.push((LocTarget::Op(op), name));
+        }
+        self.b.ctx.append_op(block, op);
+        Ok(())
+    }
+
+    /// `"(" region ("," region)* ")"` of `op`, which was created with `count` regions.
+    fn region_list(&mut self, op: OpId, count: usize) -> PResult<()> {
+        if self.depth >= self.max_nesting {
+            return Err(unsupported());
+        }
+        self.depth += 1;
+        let isolated = self.b.regions_isolated(op);
+        self.expect(b'(')?;
+        let mut i = 0;
+        loop {
+            self.s.skip_ws();
+            self.expect(b'{')?;
+            let region = *self.b.ctx.op_regions(op).get(i).ok_or_else(unsupported)?;
+            self.b.enter_region(isolated);
+            self.region_body(region)?;
+            self.b.exit_region()?;
+            i += 1;
+            self.s.skip_ws();
+            if !self.s.eat(b',') {
+                break;
+            }
+        }
+        self.expect(b')')?;
+        self.depth -= 1;
+        if i != count {
+            return Err(unsupported());
+        }
+        Ok(())
+    }
+
+    /// The ops and blocks of a region, after its `{`, through its `}`.
+    fn region_body(&mut self, region: RegionId) -> PResult<()> {
+        let mut cur = None;
+        loop {
+            self.s.skip_ws();
+            match self.s.peek() {
+                b'}' => {
+                    self.s.pos += 1;
+                    return Ok(());
+                }
+                b'^' => cur = Some(self.block_label(region)?),
+                b'%' | b'"' => {
+                    let b = self.b.current_block(region, &mut cur);
+                    self.operation(b)?;
+                }
+                _ => return Err(unsupported()),
+            }
+        }
+    }
+
+    /// `^label ("(" (arg ("," arg)*)? ")")? ":"`, defining the block in `region`.
+    fn block_label(&mut self, region: RegionId) -> PResult<BlockId> {
+        let pos = self.s.pos;
+        let end = self.s.sigil_name(pos, b'^');
+        let label = self.token(end)?;
+        let b = self.b.define_block(label, pos, region)?;
+        self.s.skip_ws();
+        if self.s.eat(b'(') {
+            self.s.skip_ws();
+            if !self.s.eat(b')') {
+                loop {
+                    self.block_arg(b)?;
+                    self.s.skip_ws();
+                    if self.s.eat(b',') {
+                        self.s.skip_ws();
+                        continue;
+                    }
+                    self.expect(b')')?;
+                    break;
+                }
+            }
+            self.s.skip_ws();
+        }
+        self.expect(b':')?;
+        Ok(b)
+    }
+
+    /// `%name ":" type location?`.
+    fn block_arg(&mut self, b: BlockId) -> PResult<()> {
+        let pos = self.s.pos;
+        let line_col = self.s.line_col();
+        let end = self.s.sigil_name(pos, b'%');
+        let name = self.token(end)?;
+        self.s.skip_ws();
+        self.expect(b':')?;
+        self.s.skip_ws();
+        let ty = self.type_token()?;
+        let after_type = self.s.mark();
+        self.s.skip_ws();
+        let (loc, deferred) = match self.location()? {
+            Some(ParsedLoc::Loc(l)) => (l, None),
+            Some(ParsedLoc::Alias(name)) => (self.loc_at(line_col), Some(name)),
+            None => {
+                self.s.reset(after_type);
+                (self.loc_at(line_col), None)
+            }
+        };
+        let v = self.b.block_arg(b, name, pos, ty, loc)?;
+        if let Some(name) = deferred {
+            self.deferred.push((LocTarget::Arg(v), name));
+        }
+        Ok(())
+    }
+
+    // ----- types, attributes, locations -------------------------------------------------------
+
+    /// A `type` token, built (once per distinct text) by the pest-based type parser.
+    fn type_token(&mut self) -> PResult<crate::entity::Type> {
+        let end = self.s.type_token(self.s.pos);
+        let text = self.token(end)?;
+        self.b.type_of_token_text(text)
+    }
+
+    /// The text of the `{...}` dictionary at the current position, as a cache key: the same
+    /// dictionaries repeat on op after op. `None` where it holds a `//`, which `balanced`
+    /// reads as text but the dictionary grammar as a comment.
+    fn dict_text(&mut self) -> Option<&'a str> {
+        let start = self.s.pos;
+        let end = self.s.brace_group(start);
+        // Nothing is consumed yet: a newline seen in the group is counted when it is.
+        self.s.forget_token();
+        let text = self.s.text(start, end?)?;
+        (!text.contains("//")).then_some(text)
+    }
+
+    /// After reading dictionary `key` entry by entry: the two readings must end together.
+    fn check_dict_end(&self, key: &'a str) -> PResult<()> {
+        match self
+            .s
+            .text(self.s.pos - key.len().min(self.s.pos), self.s.pos)
+        {
+            Some(t) if std::ptr::eq(t.as_ptr(), key.as_ptr()) => Ok(()),
+            _ => Err(unsupported()),
+        }
+    }
+
+    /// `"{" (entry ("," entry)*)? "}"` into `out`, where an entry is `key ("=" attribute)?`.
+    fn dict(&mut self, out: &mut Vec<(Ident, Attr)>) -> PResult<()> {
+        self.expect(b'{')?;
+        self.s.skip_ws();
+        if self.s.eat(b'}') {
+            return Ok(());
+        }
+        loop {
+            let epos = self.s.pos;
+            let end = if self.s.peek() == b'"' {
+                self.s.string(epos)
+            } else {
+                self.s.bare_key(epos)
+            };
+            let key = self.token(end)?;
+            let k = self.b.key_ident(key)?;
+            self.s.skip_ws();
+            let v = if self.s.eat(b'=') {
+                self.s.skip_ws();
+                self.attr_value(false)?
+            } else {
+                self.b.ctx.unit_attr()
+            };
+            self.b.push_named(out, k, v, epos)?;
+            self.s.skip_ws();
+            if self.s.eat(b',') {
+                self.s.skip_ws();
+                continue;
+            }
+            return self.expect(b'}');
+        }
+    }
+
+    /// One attribute value, delimited here and built (once per distinct text) by the pest-based
+    /// attribute parser. `line_ends`: a top-level alias value, which ends with its line.
+    fn attr_value(&mut self, line_ends: bool) -> PResult<Attr> {
+        let start = self.s.pos;
+        let end = self.s.attr_span(start, line_ends);
+        let text = self.token(end)?.trim_end();
+        if text.is_empty() {
+            return Err(unsupported());
+        }
+        self.b.attr_from_text(text)
+    }
+
+    /// `loc(...)` at the current position, if there is one. The common forms
+    /// `loc("file":line:col)` and `loc(#alias)` are read here; any other goes, as one span, to
+    /// the pest-based attribute parser.
+    fn location(&mut self) -> PResult<Option<ParsedLoc<'a>>> {
+        if !self.s.starts_with(b"loc") {
+            return Ok(None);
+        }
+        let before = self.s.mark();
+        let start = self.s.pos;
+        self.s.pos += 3;
+        self.s.skip_ws();
+        if self.s.peek() != b'(' {
+            self.s.reset(before);
+            return Ok(None);
+        }
+        let open = self.s.mark();
+        self.s.pos += 1;
+        self.s.skip_ws();
+        let tpos = self.s.pos;
+        match self.s.peek() {
+            b'"' => {
+                if let Some(end) = self.s.loc_file(tpos) {
+                    let text = self.token(Some(end))?;
+                    self.s.skip_ws();
+                    if self.s.eat(b')') {
+                        return Ok(Some(ParsedLoc::Loc(self.b.file_loc(text, tpos)?)));
+                    }
+                }
+            }
+            b'#' => {
+                if let Some(end) = self.s.alias_name(tpos, b'#') {
+                    let name = &self.token(Some(end))?[1..];
+                    self.s.skip_ws();
+                    if self.s.eat(b')') {
+                        return Ok(Some(match self.known_loc_alias(name)? {
+                            Some(l) => ParsedLoc::Loc(l),
+                            None => ParsedLoc::Alias(name),
+                        }));
+                    }
+                }
+            }
+            _ => {}
+        }
+        self.s.reset(open);
+        let end = self.s.paren_group(self.s.pos);
+        self.token(end)?;
+        let text = self.s.text(start, self.s.pos).ok_or_else(unsupported)?;
+        // `balanced` reads `//` as text, the location grammar as a comment: leave those to pest.
+        if text.contains("//") {
+            return Err(unsupported());
+        }
+        let a = self.b.attr_from_text(text)?;
+        match self.b.ctx.attr_kind(a) {
+            AttrKind::Location(l) => Ok(Some(ParsedLoc::Loc(*l))),
+            _ => Err(unsupported()),
+        }
+    }
+
+    /// The location alias `#name` if it is defined already; an alias of anything else fails.
+    fn known_loc_alias(&self, name: &str) -> PResult<Option<Loc>> {
+        match self.b.attr_aliases.get(name) {
+            None => Ok(None),
+            Some(&a) => match self.b.ctx.attr_kind(a) {
+                AttrKind::Location(l) => Ok(Some(*l)),
+                _ => Err(unsupported()),
+            },
+        }
+    }
+}
