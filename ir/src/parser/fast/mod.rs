@@ -43,7 +43,12 @@ pub(super) fn parse_file<'a>(b: &mut Builder<'a, '_>) -> PResult<OpId> {
         attr_dicts: FxHashMap::default(),
         prop_dicts: FxHashMap::default(),
     };
-    p.file()
+    p.file().map_err(|Bail| {
+        Diagnostic::error(
+            p.b.ctx.unknown_loc(),
+            "not handled by the generic-form fast path",
+        )
+    })
 }
 
 /// What an op or block argument location was written as.
@@ -76,13 +81,25 @@ struct Fast<'a, 'b, 'c> {
     prop_dicts: FxHashMap<&'a str, Attr>,
 }
 
-/// The fast path's only error: "not handled here". Its text is never shown (pest re-parses).
-fn unsupported() -> Diagnostic {
-    Diagnostic::error(Loc(0), "not handled by the generic-form fast path")
+/// The fast path's only failure, "not handled here": what went wrong is told by pest, which
+/// parses the file again. A unit type keeps results small on the hot paths.
+struct Bail;
+
+/// An error from the shared builder functions is a failure like any other.
+impl From<Diagnostic> for Bail {
+    fn from(_: Diagnostic) -> Self {
+        Bail
+    }
+}
+
+type FResult<T> = Result<T, Bail>;
+
+fn unsupported() -> Bail {
+    Bail
 }
 
 impl<'a> Fast<'a, '_, '_> {
-    fn expect(&mut self, c: u8) -> PResult<()> {
+    fn expect(&mut self, c: u8) -> FResult<()> {
         if self.s.eat(c) {
             Ok(())
         } else {
@@ -91,7 +108,8 @@ impl<'a> Fast<'a, '_, '_> {
     }
 
     /// The text of a token a lexer found at the current position, moving past it.
-    fn token(&mut self, end: Option<usize>) -> PResult<&'a str> {
+    #[inline]
+    fn token(&mut self, end: Option<usize>) -> FResult<&'a str> {
         let end = end.ok_or_else(unsupported)?;
         let text = self.s.text(self.s.pos, end).ok_or_else(unsupported)?;
         self.s.advance(end);
@@ -106,7 +124,7 @@ impl<'a> Fast<'a, '_, '_> {
 
     // ----- the file ---------------------------------------------------------------------------
 
-    fn file(&mut self) -> PResult<OpId> {
+    fn file(&mut self) -> FResult<OpId> {
         let top = self.b.begin_file();
         loop {
             self.s.skip_ws();
@@ -134,7 +152,7 @@ impl<'a> Fast<'a, '_, '_> {
     }
 
     /// `#name = attribute`.
-    fn attr_alias_def(&mut self) -> PResult<()> {
+    fn attr_alias_def(&mut self) -> FResult<()> {
         let pos = self.s.pos;
         let end = self.s.alias_name(pos, b'#');
         let name = &self.token(end)?[1..];
@@ -156,7 +174,7 @@ impl<'a> Fast<'a, '_, '_> {
     }
 
     /// `!name = type`.
-    fn type_alias_def(&mut self) -> PResult<()> {
+    fn type_alias_def(&mut self) -> FResult<()> {
         let pos = self.s.pos;
         let end = self.s.alias_name(pos, b'!');
         let name = &self.token(end)?[1..];
@@ -172,7 +190,7 @@ impl<'a> Fast<'a, '_, '_> {
     // ----- operations -------------------------------------------------------------------------
 
     /// One generic-form op, appended to `block`.
-    fn operation(&mut self, block: BlockId) -> PResult<()> {
+    fn operation(&mut self, block: BlockId) -> FResult<()> {
         let pos = self.s.pos;
         let line_col = self.s.line_col();
         let defs_start = self.defs.len();
@@ -350,7 +368,7 @@ impl<'a> Fast<'a, '_, '_> {
     }
 
     /// `"(" region ("," region)* ")"` of `op`, which was created with `count` regions.
-    fn region_list(&mut self, op: OpId, count: usize) -> PResult<()> {
+    fn region_list(&mut self, op: OpId, count: usize) -> FResult<()> {
         if self.depth >= self.max_nesting {
             return Err(unsupported());
         }
@@ -380,7 +398,7 @@ impl<'a> Fast<'a, '_, '_> {
     }
 
     /// The ops and blocks of a region, after its `{`, through its `}`.
-    fn region_body(&mut self, region: RegionId) -> PResult<()> {
+    fn region_body(&mut self, region: RegionId) -> FResult<()> {
         let mut cur = None;
         loop {
             self.s.skip_ws();
@@ -400,7 +418,7 @@ impl<'a> Fast<'a, '_, '_> {
     }
 
     /// `^label ("(" (arg ("," arg)*)? ")")? ":"`, defining the block in `region`.
-    fn block_label(&mut self, region: RegionId) -> PResult<BlockId> {
+    fn block_label(&mut self, region: RegionId) -> FResult<BlockId> {
         let pos = self.s.pos;
         let end = self.s.sigil_name(pos, b'^');
         let label = self.token(end)?;
@@ -427,7 +445,7 @@ impl<'a> Fast<'a, '_, '_> {
     }
 
     /// `%name ":" type location?`.
-    fn block_arg(&mut self, b: BlockId) -> PResult<()> {
+    fn block_arg(&mut self, b: BlockId) -> FResult<()> {
         let pos = self.s.pos;
         let line_col = self.s.line_col();
         let end = self.s.sigil_name(pos, b'%');
@@ -456,10 +474,10 @@ impl<'a> Fast<'a, '_, '_> {
     // ----- types, attributes, locations -------------------------------------------------------
 
     /// A `type` token, built (once per distinct text) by the pest-based type parser.
-    fn type_token(&mut self) -> PResult<crate::entity::Type> {
+    fn type_token(&mut self) -> FResult<crate::entity::Type> {
         let end = self.s.type_token(self.s.pos);
         let text = self.token(end)?;
-        self.b.type_of_token_text(text)
+        Ok(self.b.type_of_token_text(text)?)
     }
 
     /// The text of the `{...}` dictionary at the current position, as a cache key: the same
@@ -475,7 +493,7 @@ impl<'a> Fast<'a, '_, '_> {
     }
 
     /// After reading dictionary `key` entry by entry: the two readings must end together.
-    fn check_dict_end(&self, key: &'a str) -> PResult<()> {
+    fn check_dict_end(&self, key: &'a str) -> FResult<()> {
         match self
             .s
             .text(self.s.pos - key.len().min(self.s.pos), self.s.pos)
@@ -486,7 +504,7 @@ impl<'a> Fast<'a, '_, '_> {
     }
 
     /// `"{" (entry ("," entry)*)? "}"` into `out`, where an entry is `key ("=" attribute)?`.
-    fn dict(&mut self, out: &mut Vec<(Ident, Attr)>) -> PResult<()> {
+    fn dict(&mut self, out: &mut Vec<(Ident, Attr)>) -> FResult<()> {
         self.expect(b'{')?;
         self.s.skip_ws();
         if self.s.eat(b'}') {
@@ -520,20 +538,20 @@ impl<'a> Fast<'a, '_, '_> {
 
     /// One attribute value, delimited here and built (once per distinct text) by the pest-based
     /// attribute parser. `line_ends`: a top-level alias value, which ends with its line.
-    fn attr_value(&mut self, line_ends: bool) -> PResult<Attr> {
+    fn attr_value(&mut self, line_ends: bool) -> FResult<Attr> {
         let start = self.s.pos;
         let end = self.s.attr_span(start, line_ends);
         let text = self.token(end)?.trim_end();
         if text.is_empty() {
             return Err(unsupported());
         }
-        self.b.attr_from_text(text)
+        Ok(self.b.attr_from_text(text)?)
     }
 
     /// `loc(...)` at the current position, if there is one. The common forms
     /// `loc("file":line:col)` and `loc(#alias)` are read here; any other goes, as one span, to
     /// the pest-based attribute parser.
-    fn location(&mut self) -> PResult<Option<ParsedLoc<'a>>> {
+    fn location(&mut self) -> FResult<Option<ParsedLoc<'a>>> {
         if !self.s.starts_with(b"loc") {
             return Ok(None);
         }
@@ -589,7 +607,7 @@ impl<'a> Fast<'a, '_, '_> {
     }
 
     /// The location alias `#name` if it is defined already; an alias of anything else fails.
-    fn known_loc_alias(&self, name: &str) -> PResult<Option<Loc>> {
+    fn known_loc_alias(&self, name: &str) -> FResult<Option<Loc>> {
         match self.b.attr_aliases.get(name) {
             None => Ok(None),
             Some(&a) => match self.b.ctx.attr_kind(a) {

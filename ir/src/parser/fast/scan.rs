@@ -106,6 +106,7 @@ impl<'a> Scanner<'a> {
         self.pos >= self.b.len()
     }
 
+    #[inline]
     pub(super) fn starts_with(&self, s: &[u8]) -> bool {
         self.b
             .get(self.pos..)
@@ -125,15 +126,18 @@ impl<'a> Scanner<'a> {
 
     /// The source text between two offsets found by the lexers (always on ASCII boundaries;
     /// `None` otherwise, never a panic).
+    #[inline]
     pub(super) fn text(&self, start: usize, end: usize) -> Option<&'a str> {
         self.src.get(start..end)
     }
 
     /// 1-based line and byte column of the current position.
+    #[inline]
     pub(super) fn line_col(&self) -> (u32, u32) {
         (self.line, (self.pos - self.line_start) as u32 + 1)
     }
 
+    #[inline]
     pub(super) fn mark(&self) -> Mark {
         Mark {
             pos: self.pos,
@@ -142,6 +146,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    #[inline]
     pub(super) fn reset(&mut self, m: Mark) {
         self.pos = m.pos;
         self.line = m.line;
@@ -149,6 +154,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Moves to `end`, the end of a token that a lexer just found from the current position.
+    #[inline]
     pub(super) fn advance(&mut self, end: usize) {
         if std::mem::take(&mut self.token_newline) {
             self.count_lines(self.pos, end);
