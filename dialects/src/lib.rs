@@ -1,5 +1,5 @@
 //! commlir dialects, one folder per dialect: `func` (structure), and the communication
-//! dialects `compute`, `coll`, `comm` and `symm`.
+//! dialects `compute`, `coll`, `comm` and `symm`, and the runtime-call dialect `rt`.
 //!
 //! Every op is declared once with [`commlir_ir::register_op!`] and registers itself; linking
 //! this crate is enough for a [`commlir_ir::Context`] to know its ops. Call [`link`] from a
@@ -10,6 +10,7 @@ pub mod comm;
 pub mod compute;
 pub mod docgen;
 pub mod func;
+pub mod rt;
 pub mod shape;
 pub mod symm;
 
@@ -22,5 +23,6 @@ pub fn link() {
         &coll::ALL_REDUCE,
         &comm::WAIT,
         &symm::ONE_SHOT_ALL_REDUCE,
+        &rt::LAUNCH,
     ));
 }

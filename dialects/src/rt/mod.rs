@@ -1,0 +1,592 @@
+//! The `rt` dialect: explicit runtime calls, what `comm-to-rt` (in `commlir-codegen`) lowers
+//! planned comm-level IR to, and what the host program and the NVPTX kernels are generated from.
+//!
+//! Values are device buffers typed `memref<SHAPE x ELEM>` (row-major, contiguous), pools
+//! (`!rt.pool`) and events (`!rt.event`). Every op is one call of the runtime's C ABI
+//! (`codegen/include/commlir_rt.h`), in program order, on one of two streams: *compute*
+//! (allocation, kernels, GEMMs, symmetric-memory collectives, frees) and *comm* (NCCL
+//! collectives). The only cross-stream ordering is what `rt.event_record` / `rt.stream_wait`
+//! state, so the lowering makes every dependency between the streams explicit.
+//!
+//! Kernels are `rt.kernel` symbols whose region holds the `compute` ops they evaluate, on
+//! tensors (element values, not buffers): a fused elementwise chain is several ops in one
+//! kernel. `rt.launch` binds buffers to the kernel's arguments and its one result.
+
+use crate::shape::ty_str;
+use commlir_ir::{
+    register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, Context, Diagnostic, OpDef,
+    OpId, Trait, Type, TypeConstraint, TypeKind, Value,
+};
+
+register_dialect!(pub RT_DIALECT = commlir_ir::opdef::DialectDef {
+    name: "rt",
+    summary: "Runtime calls: buffers, pools, kernel launches, cuBLAS GEMMs, NCCL collectives, events.",
+    description: "The last level before LLVM. Buffers are `memref` values (row-major, \
+        contiguous device memory); `!rt.pool` is one persistent comm-buffer allocation; \
+        `!rt.event` a recorded stream event. Each op is one call of the runtime C ABI \
+        (`codegen/include/commlir_rt.h`, see docs/codegen.md) on the *compute* stream, except \
+        the `rt.nccl_*` collectives, which run on the *comm* stream. Cross-stream order is only \
+        what `rt.event_record` / `rt.stream_wait` state. Collectives address their buffers as \
+        (pool, byte offset), as registered and symmetric buffers are found by the pool they \
+        belong to.",
+});
+
+const ANY: TypeConstraint = TypeConstraint::Any;
+const GROUP: AttrDef = AttrDef::required("group", AttrConstraint::SymbolRef)
+    .doc("The `coll.group` the collective runs on.");
+const DTYPES: &[&str] = &[
+    "i8", "u8", "i32", "u32", "i64", "u64", "f16", "f32", "f64", "bf16",
+];
+const DTYPE: AttrDef = AttrDef::required("dtype", AttrConstraint::StrEnum(DTYPES))
+    .doc("Element type of the transferred data (NCCL's `ncclDataType_t`).");
+const REDUCE_OP: AttrDef = AttrDef::required(
+    "reduce_op",
+    AttrConstraint::StrEnum(&["sum", "product", "max", "min", "avg"]),
+)
+.doc("The reduction (NCCL's `ncclRedOp_t`).");
+const STREAM: AttrDef =
+    AttrDef::required("stream", AttrConstraint::StrEnum(&["compute", "comm"])).doc("The stream.");
+const COMM: &[Trait] = &[Trait::Collective, Trait::MemRead, Trait::MemWrite];
+
+/// The `!rt.pool` type.
+pub fn pool_type(ctx: &mut Context) -> Type {
+    dialect_type(ctx, "rt.pool")
+}
+
+/// The `!rt.event` type.
+pub fn event_type(ctx: &mut Context) -> Type {
+    dialect_type(ctx, "rt.event")
+}
+
+fn dialect_type(ctx: &mut Context, text: &str) -> Type {
+    let dialect = ctx.ident("rt");
+    ctx.ty(TypeKind::Dialect {
+        dialect,
+        text: text.into(),
+    })
+}
+
+fn is_dialect_type(ctx: &Context, t: Type, text: &str) -> bool {
+    matches!(ctx.type_kind(t), TypeKind::Dialect { text: x, .. } if x == text)
+}
+
+/// Shape and element type of a statically shaped `memref`.
+pub fn memref_info(ctx: &Context, t: Type) -> Option<(Vec<i64>, Type)> {
+    match ctx.type_kind(t) {
+        TypeKind::MemRef {
+            shape, elem, rest, ..
+        } if rest.is_none() && shape.iter().all(|d| *d >= 0) => Some((shape.clone(), *elem)),
+        _ => None,
+    }
+}
+
+fn expect_memref(ctx: &Context, op: OpId, v: Value, what: &str) -> Result<(), Diagnostic> {
+    if memref_info(ctx, ctx.value_type(v)).is_none() {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "{what} must be a statically shaped memref without layout, got {}",
+                ty_str(ctx, ctx.value_type(v))
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn expect_type(
+    ctx: &Context,
+    op: OpId,
+    v: Value,
+    text: &str,
+    what: &str,
+) -> Result<(), Diagnostic> {
+    if !is_dialect_type(ctx, ctx.value_type(v), text) {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "{what} must be !{text}, got {}",
+                ty_str(ctx, ctx.value_type(v))
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn int(ctx: &Context, op: OpId, name: &str) -> Option<i64> {
+    ctx.inherent_attr(op, name).and_then(|a| ctx.attr_as_i64(a))
+}
+
+fn nonneg(ctx: &Context, op: OpId, names: &[&str]) -> Result<(), Diagnostic> {
+    for n in names {
+        if int(ctx, op, n).is_some_and(|v| v < 0) {
+            return Err(ctx.op_error(op, format!("'{n}' must be non-negative")));
+        }
+    }
+    Ok(())
+}
+
+register_op!(
+    pub KERNEL = OpDef {
+        name: "rt.kernel",
+        summary: "A device kernel, defined by the compute ops it evaluates",
+        description: "Module-level symbol. Its single block's arguments are the kernel's \
+            inputs (tensors: element values) and `rt.yield` names its result; the body is one \
+            `compute` op, or a chain of elementwise ones (a fused kernel, whose intermediate \
+            results never reach memory). The code generator turns it into one NVPTX entry of \
+            the same name, taking one global pointer per argument and one for the result.",
+        attributes: &[AttrDef::required("sym_name", AttrConstraint::SymbolName)],
+        regions: Some(1),
+        traits: &[Trait::IsolatedFromAbove, Trait::Symbol, Trait::SingleBlock],
+        verify: Some(verify_kernel),
+        example: "rt.kernel @k0 ({\n^bb0(%a: tensor<8x16xbf16>):\n  %0 = compute.gelu %a : tensor<8x16xbf16>\n  rt.yield %0 : tensor<8x16xbf16>\n})",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_kernel(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let r = ctx.op_regions(op)[0];
+    let Some(&b) = ctx.region_blocks(r).first() else {
+        return Err(ctx.op_error(op, "requires a body"));
+    };
+    match ctx.block_last(b) {
+        Some(t) if ctx.op_name(t) == "rt.yield" => Ok(()),
+        _ => Err(ctx.op_error(op, "body must end with 'rt.yield'")),
+    }
+}
+
+register_op!(
+    pub YIELD = OpDef {
+        name: "rt.yield",
+        summary: "The result of an `rt.kernel`",
+        description: "Names the one value the kernel stores to its result buffer.",
+        operands: &[ArgDef::one("value", TypeConstraint::StaticTensor)],
+        traits: &[Trait::Pure, Trait::Terminator, Trait::HasParent("rt.kernel")],
+        example: "rt.yield %0 : tensor<8x16xbf16>",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub ALLOC = OpDef {
+        name: "rt.alloc",
+        summary: "Allocate a device buffer (compute stream)",
+        description: "Stream-ordered allocation (`cudaMallocAsync` semantics) of the result \
+            type's bytes; freed by `rt.free`, or handed to the caller when returned.",
+        results: &[ArgDef::one("buffer", ANY)],
+        traits: &[Trait::MemAlloc],
+        verify: Some(verify_alloc),
+        example: "%b = rt.alloc : memref<8x16xbf16>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_alloc(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    expect_memref(ctx, op, ctx.result(op, 0), "result")
+}
+
+register_op!(
+    pub FREE = OpDef {
+        name: "rt.free",
+        summary: "Free a buffer of `rt.alloc` (compute stream)",
+        description: "Stream-ordered free after every earlier compute-stream use.",
+        operands: &[ArgDef::one("buffer", ANY)],
+        traits: &[Trait::MemWrite],
+        verify: Some(|ctx, op| expect_memref(ctx, op, ctx.operand(op, 0), "operand")),
+        example: "rt.free %b : memref<8x16xbf16>",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub POOL_ALLOC = OpDef {
+        name: "rt.pool_alloc",
+        summary: "Allocate a comm-buffer pool and register it with the group",
+        description: "One allocation of `size` bytes for the comm buffers of (`kind`, `group`): \
+            `ncclMemAlloc` + `ncclCommRegister` on the group's communicator for `nccl`, a \
+            symmetric allocation (every rank of the group, same size) for `symm_mem`. \
+            Collective over the group: every rank calls it in the same order with the same \
+            size.",
+        results: &[ArgDef::one("pool", ANY)],
+        attributes: &[
+            AttrDef::required("kind", AttrConstraint::StrEnum(&["nccl", "symm_mem"])),
+            GROUP,
+            AttrDef::required("size", AttrConstraint::Integer).doc("Bytes."),
+            AttrDef::required("alignment", AttrConstraint::Integer).doc("Slot alignment (bytes)."),
+        ],
+        traits: &[Trait::MemAlloc, Trait::Collective],
+        verify: Some(|ctx, op| {
+            nonneg(ctx, op, &["size", "alignment"])?;
+            expect_type(ctx, op, ctx.result(op, 0), "rt.pool", "result")
+        }),
+        example: "%p = rt.pool_alloc {alignment = 64 : i64, group = @tp, kind = \"nccl\", size = 16384 : i64} : !rt.pool",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub POOL_FREE = OpDef {
+        name: "rt.pool_free",
+        summary: "Deregister and free a pool",
+        description: "Placed after the compute stream has waited for the comm stream's last \
+            work, so no collective still uses the pool.",
+        operands: &[ArgDef::one("pool", ANY)],
+        traits: &[Trait::MemWrite],
+        verify: Some(|ctx, op| expect_type(ctx, op, ctx.operand(op, 0), "rt.pool", "operand")),
+        example: "rt.pool_free %p : !rt.pool",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub POOL_VIEW = OpDef {
+        name: "rt.pool_view",
+        summary: "The buffer at a byte offset of a pool",
+        description: "No call: the host computes `base + offset`. Used where a compute op \
+            writes or reads a comm buffer.",
+        operands: &[ArgDef::one("pool", ANY)],
+        results: &[ArgDef::one("buffer", ANY)],
+        attributes: &[AttrDef::required("offset", AttrConstraint::Integer).doc("Bytes.")],
+        traits: &[Trait::Pure],
+        verify: Some(|ctx, op| {
+            nonneg(ctx, op, &["offset"])?;
+            expect_type(ctx, op, ctx.operand(op, 0), "rt.pool", "operand")?;
+            expect_memref(ctx, op, ctx.result(op, 0), "result")
+        }),
+        example: "%b = rt.pool_view %p {offset = 256 : i64} : (!rt.pool) -> memref<8x16xbf16>",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub LAUNCH = OpDef {
+        name: "rt.launch",
+        summary: "Launch an `rt.kernel` (compute stream)",
+        description: "Operands: one buffer per kernel argument, then the result buffer. \
+            `grid` blocks of `block` threads; every kernel loops grid-stride, so any grid is \
+            correct and the grid only sets the parallelism.",
+        operands: &[ArgDef::variadic("buffers", ANY)],
+        attributes: &[
+            AttrDef::required("kernel", AttrConstraint::SymbolRef),
+            AttrDef::required("grid", AttrConstraint::Integer),
+            AttrDef::required("block", AttrConstraint::Integer),
+        ],
+        traits: &[Trait::MemRead, Trait::MemWrite],
+        verify: Some(verify_launch),
+        example: "rt.launch %a, %b {block = 256 : i64, grid = 1 : i64, kernel = @k0} : memref<8x16xbf16>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_launch(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    for &v in ctx.operands(op) {
+        expect_memref(ctx, op, v, "every operand")?;
+    }
+    for n in ["grid", "block"] {
+        if !int(ctx, op, n).is_some_and(|v| (1..=i64::from(u32::MAX)).contains(&v)) {
+            return Err(ctx.op_error(op, format!("'{n}' must be in [1, 2^32)")));
+        }
+    }
+    let name = ctx
+        .inherent_attr(op, "kernel")
+        .and_then(|a| ctx.attr_as_symbol(a))
+        .unwrap_or("");
+    let Some(k) = ctx
+        .lookup_symbol(op, name)
+        .filter(|k| ctx.op_name(*k) == "rt.kernel")
+    else {
+        return Err(ctx.op_error(op, format!("'@{name}' is not an rt.kernel")));
+    };
+    let Some(&body) = ctx.region_blocks(ctx.op_regions(k)[0]).first() else {
+        return Ok(());
+    };
+    let mut want: Vec<Type> = ctx
+        .block_args(body)
+        .iter()
+        .map(|v| ctx.value_type(*v))
+        .collect();
+    if let Some(y) = ctx
+        .block_last(body)
+        .filter(|y| ctx.op_name(*y) == "rt.yield")
+    {
+        want.extend(ctx.operands(y).iter().map(|v| ctx.value_type(*v)));
+    }
+    if want.len() != ctx.operands(op).len() {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "kernel @{name} takes {} buffers (arguments then result), got {}",
+                want.len(),
+                ctx.operands(op).len()
+            ),
+        ));
+    }
+    for (i, (&v, &t)) in ctx.operands(op).iter().zip(&want).enumerate() {
+        let got = memref_info(ctx, ctx.value_type(v));
+        let expect = match ctx.type_kind(t) {
+            TypeKind::Tensor { shape, elem, .. } => Some((shape.clone(), *elem)),
+            _ => None,
+        };
+        if got != expect {
+            return Err(ctx.op_error(
+                op,
+                format!(
+                    "buffer #{i} ({}) does not match kernel @{name}'s {}",
+                    ty_str(ctx, ctx.value_type(v)),
+                    ty_str(ctx, t)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+register_op!(
+    pub GEMM = OpDef {
+        name: "rt.gemm",
+        summary: "A cuBLAS GEMM (compute stream)",
+        description: "`C = op(A)·op(B)` in cuBLAS's column-major convention, strided-batched: \
+            the attributes are exactly `cublasGemmStridedBatchedEx`'s (`transa`/`transb`: 0 = \
+            N, 1 = T; alpha 1, beta 0; f32 accumulation). A row-major product `X·Y` is \
+            lowered as the column-major `Yᵀ·Xᵀ`, so operand `a` is the row-major right factor.",
+        operands: &[ArgDef::one("a", ANY), ArgDef::one("b", ANY), ArgDef::one("c", ANY)],
+        attributes: &[
+            AttrDef::required("transa", AttrConstraint::Integer),
+            AttrDef::required("transb", AttrConstraint::Integer),
+            AttrDef::required("m", AttrConstraint::Integer),
+            AttrDef::required("n", AttrConstraint::Integer),
+            AttrDef::required("k", AttrConstraint::Integer),
+            AttrDef::required("lda", AttrConstraint::Integer),
+            AttrDef::required("ldb", AttrConstraint::Integer),
+            AttrDef::required("ldc", AttrConstraint::Integer),
+            AttrDef::required("stride_a", AttrConstraint::Integer).doc("Elements between batches."),
+            AttrDef::required("stride_b", AttrConstraint::Integer),
+            AttrDef::required("stride_c", AttrConstraint::Integer),
+            AttrDef::required("batch", AttrConstraint::Integer),
+            DTYPE,
+        ],
+        traits: &[Trait::MemRead, Trait::MemWrite],
+        verify: Some(|ctx, op| {
+            for &v in ctx.operands(op) {
+                expect_memref(ctx, op, v, "every operand")?;
+            }
+            nonneg(ctx, op, &["m", "n", "k", "lda", "ldb", "ldc", "stride_a", "stride_b", "stride_c", "batch"])
+        }),
+        example: "rt.gemm %w, %x, %y {batch = 1 : i64, dtype = \"bf16\", k = 16 : i64, lda = 4 : i64, ldb = 16 : i64, ldc = 4 : i64, m = 4 : i64, n = 8 : i64, stride_a = 0 : i64, stride_b = 0 : i64, stride_c = 0 : i64, transa = 0 : i64, transb = 0 : i64} : (memref<16x4xbf16>, memref<8x16xbf16>, memref<8x4xbf16>) -> ()",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_pools(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    for &v in ctx.operands(op) {
+        expect_type(ctx, op, v, "rt.pool", "every operand")?;
+    }
+    nonneg(
+        ctx,
+        op,
+        &[
+            "offset",
+            "send_offset",
+            "recv_offset",
+            "count",
+            "send_count",
+            "recv_count",
+            "row_elems",
+        ],
+    )
+}
+
+register_op!(
+    pub NCCL_ALL_REDUCE = OpDef {
+        name: "rt.nccl_all_reduce",
+        summary: "In-place `ncclAllReduce` (comm stream)",
+        description: "Reduces `count` elements at `offset` of the pool across the group, in place.",
+        operands: &[ArgDef::one("pool", ANY)],
+        attributes: &[
+            AttrDef::required("offset", AttrConstraint::Integer),
+            AttrDef::required("count", AttrConstraint::Integer),
+            DTYPE,
+            REDUCE_OP,
+            GROUP,
+        ],
+        traits: COMM,
+        verify: Some(verify_pools),
+        example: "rt.nccl_all_reduce %p {count = 128 : i64, dtype = \"bf16\", group = @tp, offset = 0 : i64, reduce_op = \"sum\"} : !rt.pool",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub NCCL_ALL_GATHER = OpDef {
+        name: "rt.nccl_all_gather",
+        summary: "`ncclAllGather` (comm stream)",
+        description: "`send_count` elements at `send_offset` of the first pool from every rank, \
+            concatenated in rank order at `recv_offset` of the second.",
+        operands: &[ArgDef::one("send_pool", ANY), ArgDef::one("recv_pool", ANY)],
+        attributes: &[
+            AttrDef::required("send_offset", AttrConstraint::Integer),
+            AttrDef::required("recv_offset", AttrConstraint::Integer),
+            AttrDef::required("send_count", AttrConstraint::Integer),
+            DTYPE,
+            GROUP,
+        ],
+        traits: COMM,
+        verify: Some(verify_pools),
+        example: "rt.nccl_all_gather %p, %p {dtype = \"f32\", group = @tp, recv_offset = 256 : i64, send_count = 32 : i64, send_offset = 0 : i64} : (!rt.pool, !rt.pool) -> ()",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub NCCL_REDUCE_SCATTER = OpDef {
+        name: "rt.nccl_reduce_scatter",
+        summary: "`ncclReduceScatter` (comm stream)",
+        description: "Reduces G·`recv_count` elements at `send_offset`; this rank's block of \
+            `recv_count` lands at `recv_offset`.",
+        operands: &[ArgDef::one("send_pool", ANY), ArgDef::one("recv_pool", ANY)],
+        attributes: &[
+            AttrDef::required("send_offset", AttrConstraint::Integer),
+            AttrDef::required("recv_offset", AttrConstraint::Integer),
+            AttrDef::required("recv_count", AttrConstraint::Integer),
+            DTYPE,
+            REDUCE_OP,
+            GROUP,
+        ],
+        traits: COMM,
+        verify: Some(verify_pools),
+        example: "rt.nccl_reduce_scatter %p, %p {dtype = \"f32\", group = @tp, recv_count = 32 : i64, recv_offset = 256 : i64, reduce_op = \"sum\", send_offset = 0 : i64} : (!rt.pool, !rt.pool) -> ()",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub NCCL_ALL_TO_ALL = OpDef {
+        name: "rt.nccl_all_to_all",
+        summary: "All-to-all through grouped `ncclSend`/`ncclRecv` (comm stream)",
+        description: "`count` elements at `send_offset` are split along dim 0 (rows of \
+            `row_elems` elements) and exchanged; with the optional split matrices (dim-0 rows, \
+            one row per rank, rank-major, as on `coll.all_to_all_single`) the blocks are uneven, \
+            else G equal blocks.",
+        operands: &[ArgDef::one("send_pool", ANY), ArgDef::one("recv_pool", ANY)],
+        attributes: &[
+            AttrDef::required("send_offset", AttrConstraint::Integer),
+            AttrDef::required("recv_offset", AttrConstraint::Integer),
+            AttrDef::required("count", AttrConstraint::Integer),
+            AttrDef::required("row_elems", AttrConstraint::Integer),
+            AttrDef::optional("input_split_sizes", AttrConstraint::Array),
+            AttrDef::optional("output_split_sizes", AttrConstraint::Array),
+            DTYPE,
+            GROUP,
+        ],
+        traits: COMM,
+        verify: Some(verify_pools),
+        example: "rt.nccl_all_to_all %p, %p {count = 64 : i64, dtype = \"f32\", group = @tp, recv_offset = 256 : i64, row_elems = 8 : i64, send_offset = 0 : i64} : (!rt.pool, !rt.pool) -> ()",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub NCCL_BROADCAST = OpDef {
+        name: "rt.nccl_broadcast",
+        summary: "In-place `ncclBroadcast` (comm stream)",
+        description: "Overwrites `count` elements at `offset` with rank `root`'s (rank in the group).",
+        operands: &[ArgDef::one("pool", ANY)],
+        attributes: &[
+            AttrDef::required("offset", AttrConstraint::Integer),
+            AttrDef::required("count", AttrConstraint::Integer),
+            AttrDef::required("root", AttrConstraint::Integer),
+            DTYPE,
+            GROUP,
+        ],
+        traits: COMM,
+        verify: Some(verify_pools),
+        example: "rt.nccl_broadcast %p {count = 128 : i64, dtype = \"f32\", group = @tp, offset = 0 : i64, root = 0 : i64} : !rt.pool",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub NCCL_GROUP_START = OpDef {
+        name: "rt.nccl_group_start",
+        summary: "`ncclGroupStart`",
+        description: "The collectives up to `rt.nccl_group_end` form one launch (coalesced forms).",
+        traits: &[Trait::Collective],
+        example: "rt.nccl_group_start",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub NCCL_GROUP_END = OpDef {
+        name: "rt.nccl_group_end",
+        summary: "`ncclGroupEnd`",
+        description: "Closes an `rt.nccl_group_start`.",
+        traits: &[Trait::Collective],
+        example: "rt.nccl_group_end",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub SYMM_ONE_SHOT_ALL_REDUCE = OpDef {
+        name: "rt.symm_one_shot_all_reduce",
+        summary: "One-shot all-reduce from symmetric memory (compute stream, blocking)",
+        description: "Sums `count` elements at `offset` of a `symm_mem` pool over the group's \
+            ranks (each reads every peer's copy) into `out`. Runs on the compute stream, so no \
+            event is needed; the runtime synchronizes the peers (barrier) before reading.",
+        operands: &[ArgDef::one("pool", ANY), ArgDef::one("out", ANY)],
+        attributes: &[
+            AttrDef::required("offset", AttrConstraint::Integer),
+            AttrDef::required("count", AttrConstraint::Integer),
+            DTYPE,
+            GROUP,
+        ],
+        traits: &[Trait::Collective, Trait::MemRead, Trait::MemWrite, Trait::Blocking],
+        verify: Some(|ctx, op| {
+            expect_type(ctx, op, ctx.operand(op, 0), "rt.pool", "operand 'pool'")?;
+            expect_memref(ctx, op, ctx.operand(op, 1), "operand 'out'")?;
+            nonneg(ctx, op, &["offset", "count"])
+        }),
+        example: "rt.symm_one_shot_all_reduce %p, %out {count = 16 : i64, dtype = \"f32\", group = @tp, offset = 0 : i64} : (!rt.pool, memref<4x4xf32>) -> ()",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub EVENT_RECORD = OpDef {
+        name: "rt.event_record",
+        summary: "Record an event on a stream",
+        description: "The event completes when the stream's work issued so far has.",
+        results: &[ArgDef::one("event", ANY)],
+        attributes: &[STREAM],
+        traits: &[Trait::MemRead],
+        verify: Some(|ctx, op| expect_type(ctx, op, ctx.result(op, 0), "rt.event", "result")),
+        example: "%e = rt.event_record {stream = \"comm\"} : !rt.event",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub STREAM_WAIT = OpDef {
+        name: "rt.stream_wait",
+        summary: "Make a stream wait for an event",
+        description: "Work issued later on `stream` starts after the event completes \
+            (`cudaStreamWaitEvent`; the host does not block).",
+        operands: &[ArgDef::one("event", ANY)],
+        attributes: &[STREAM],
+        traits: &[Trait::MemRead, Trait::Wait],
+        verify: Some(|ctx, op| expect_type(ctx, op, ctx.operand(op, 0), "rt.event", "operand")),
+        example: "rt.stream_wait %e {stream = \"compute\"} : !rt.event",
+        ..OpDef::EMPTY
+    }
+);
+
+/// Every op name of the dialect that runs on the comm stream.
+pub const COMM_STREAM_OPS: &[&str] = &[
+    "rt.nccl_all_reduce",
+    "rt.nccl_all_gather",
+    "rt.nccl_reduce_scatter",
+    "rt.nccl_all_to_all",
+    "rt.nccl_broadcast",
+    "rt.nccl_group_start",
+    "rt.nccl_group_end",
+];
