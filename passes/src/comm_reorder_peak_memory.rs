@@ -84,6 +84,10 @@ pub fn reorder_peak_memory(ctx: &mut Context, func: OpId, opts: &IterOptions) ->
         let mut group_runtime = 0.0;
         let mut cand = list.prev[c as usize];
         while cand != NONE {
+            if opts.out_of_moves(info.moves) {
+                info.limit = Limit::MoveLimit;
+                break;
+            }
             let ci = cand as usize;
             if opts.use_runtime_estimates
                 && rt[c as usize] - comp[c as usize] < -extra * rt[c as usize]
@@ -221,6 +225,7 @@ pub(crate) const STATS: &[StatisticDef] = &[
     StatisticDef::new("processed", "Collectives (or waits) processed"),
     StatisticDef::new("moves", "Ops moved past"),
     StatisticDef::new("grouped", "Ops moved along as a group"),
+    StatisticDef::new("limited-by-moves", "Stopped after max-moves moves"),
     StatisticDef::new("limited-by-none", "Stopped at the block boundary"),
     StatisticDef::new("limited-by-data", "Stopped by a data dependency"),
     StatisticDef::new("limited-by-collective", "Stopped by another collective"),

@@ -93,6 +93,10 @@ pub fn sink_waits_iterative(ctx: &mut Context, func: OpId, opts: &IterOptions) -
         let mut group_runtime = 0.0;
         let mut cand = list.next[w as usize];
         while cand != NONE {
+            if opts.out_of_moves(info.moves) {
+                info.limit = Limit::MoveLimit;
+                break;
+            }
             let ci = cand as usize;
             if graph.kind[ci] == NodeKind::Fixed {
                 info.limit = Limit::FixedOp;

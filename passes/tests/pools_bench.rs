@@ -42,7 +42,7 @@ impl Row {
                 self.buffers += p.slots.len();
                 self.unshared += p.unshared_bytes;
                 self.lower += p.lower_bound;
-                self.first_fit += p.first_fit_bytes;
+                self.first_fit += p.first_fit_bytes.unwrap();
                 self.planned += p.bytes;
             }
         }

@@ -25,7 +25,8 @@ pub struct PoolPlan {
     /// The most bytes of the pool's buffers live at one time.
     pub lower_bound: u64,
     /// What first fit by decreasing size would need (for comparison).
-    pub first_fit_bytes: u64,
+    /// The first-fit-by-size baseline (`None` for pools too large to bother).
+    pub first_fit_bytes: Option<u64>,
     /// Bytes without any reuse (every buffer its own range).
     pub unshared_bytes: u64,
     /// (index into [`FunctionPlan::liveness`]'s slots, its range in the pool).
@@ -80,7 +81,7 @@ pub fn plan_block(ctx: &Context, block: BlockId, alignment: u64) -> FunctionPlan
                 alignment,
                 bytes: placement.bytes,
                 lower_bound: packing::max_live(&items),
-                first_fit_bytes: packing::first_fit_by_size(&items, alignment).bytes,
+                first_fit_bytes: packing::first_fit_by_size(&items, alignment).map(|p| p.bytes),
                 unshared_bytes: items.iter().map(|i| i.size).sum(),
                 slots: ids
                     .iter()

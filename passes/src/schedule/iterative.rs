@@ -26,6 +26,10 @@ pub struct IterOptions {
     pub verify_memory: bool,
     /// Emit one remark per collective (or wait) with its statistics.
     pub remarks: bool,
+    /// Most ops one collective (or wait) may move past; 0 = no limit. Bounds the pass to
+    /// O(n × max-moves) when nothing else stops a move (e.g. prefetches that never raise the
+    /// peak), the step limit Inductor's docstring promises.
+    pub max_moves: u32,
 }
 
 impl IterOptions {
@@ -53,6 +57,7 @@ impl IterOptions {
             unsafe_collective_reorder: o.get_bool("unsafe-collective-reorder"),
             verify_memory: o.get_bool("verify-memory"),
             remarks: o.get_bool("remarks"),
+            max_moves: u32::try_from(o.get_uint("max-moves")).unwrap_or(u32::MAX),
         })
     }
 }
@@ -66,7 +71,19 @@ impl Default for IterOptions {
             unsafe_collective_reorder: false,
             verify_memory: false,
             remarks: false,
+            max_moves: DEFAULT_MAX_MOVES,
         }
+    }
+}
+
+/// Default of `max-moves`: far more than any useful prefetch distance in a transformer layer,
+/// small enough that a 100k-op program schedules in linear time.
+pub const DEFAULT_MAX_MOVES: u32 = 256;
+
+impl IterOptions {
+    /// Whether a collective that moved `moves` times must stop.
+    pub fn out_of_moves(&self, moves: u32) -> bool {
+        self.max_moves != 0 && moves >= self.max_moves
     }
 }
 
@@ -102,6 +119,12 @@ pub const OPTIONS: &[OptionDef] = &[
         "remarks",
         false,
         "Emit a remark per collective (or wait) with its statistics",
+    ),
+    OptionDef::new(
+        "max-moves",
+        OptionKind::UInt,
+        "256",
+        "Most ops one collective (or wait) may move past (0: no limit)",
     ),
 ];
 

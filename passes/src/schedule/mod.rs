@@ -86,6 +86,8 @@ pub enum Limit {
     Unexposed,
     /// The move would expose other communication more than it hides this one.
     ExposureTradeoff,
+    /// It moved `max-moves` times.
+    MoveLimit,
 }
 
 impl Limit {
@@ -99,6 +101,7 @@ impl Limit {
             Limit::PeakMemory => "peak memory",
             Limit::Unexposed => "unexposed by runtime estimates",
             Limit::ExposureTradeoff => "exposure trade-off",
+            Limit::MoveLimit => "move limit",
         }
     }
 
@@ -112,6 +115,7 @@ impl Limit {
             Limit::PeakMemory => "limited-by-memory",
             Limit::Unexposed => "limited-by-overlap",
             Limit::ExposureTradeoff => "limited-by-tradeoff",
+            Limit::MoveLimit => "limited-by-moves",
         }
     }
 }
