@@ -30,6 +30,9 @@ RELEASE_BIN := target/release
 DEMO_INPUT ?= examples/tp_mlp.mlir
 DEMO_PIPELINE ?= builtin.module(func.func(coll-to-comm,cse,dce),symbol-dce)
 DEMO_FLAGS ?=
+# demo: the full pipeline run on every example (lowered, scheduled, pools planned), then run
+# on the sim backend and compared with the input's results.
+DEMO_SCHEDULE ?= builtin.module(func.func(coll-to-comm{one-shot-threshold=0},comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools))
 
 FUZZ_SECONDS ?= 600
 FUZZ_TARGET ?= roundtrip
@@ -75,6 +78,17 @@ demo: setup build
 	@cat $(DEMO_INPUT)
 	@echo; echo "==> $(RELEASE_BIN)/commlir-opt $(DEMO_INPUT) --pass-pipeline='$(DEMO_PIPELINE)' $(DEMO_FLAGS)"; echo
 	@$(RELEASE_BIN)/commlir-opt $(DEMO_INPUT) --pass-pipeline='$(DEMO_PIPELINE)' $(DEMO_FLAGS)
+	@for f in examples/*.mlir; do \
+	  echo; echo "==> $$f on 2 simulated ranks, before and after $(DEMO_SCHEDULE)"; \
+	  $(RELEASE_BIN)/commlir-run $$f --ranks 2 > /tmp/commlir-demo-before.txt; \
+	  $(RELEASE_BIN)/commlir-opt $$f --pass-pipeline='$(DEMO_SCHEDULE)' --comm-report=/tmp/commlir-demo-report.json \
+	    | $(RELEASE_BIN)/commlir-run - --ranks 2 > /tmp/commlir-demo-after.txt; \
+	  cat /tmp/commlir-demo-after.txt; \
+	  if cmp -s /tmp/commlir-demo-before.txt /tmp/commlir-demo-after.txt; then \
+	    echo "   results bit-identical before and after the pipeline"; \
+	  else echo "   RESULTS DIFFER"; diff /tmp/commlir-demo-before.txt /tmp/commlir-demo-after.txt; exit 1; fi; \
+	  grep -E '"(peak_memory_bytes|exposed_comm_ns|makespan_ns|lower_bound_bytes)"' /tmp/commlir-demo-report.json | sed 's/^ */   /'; \
+	done
 
 # The docs freshness check (docs/dialects/*.md generated from the op definitions) is the
 # cargo test dialects/tests/docs_fresh.rs, and lit runs from tools/commlir-opt/tests/lit.rs:
