@@ -21,7 +21,9 @@ impl TensorInfo {
 
     /// Number of elements, `None` if it overflows i64.
     pub fn checked_numel(&self) -> Option<i64> {
-        self.shape.iter().try_fold(1i64, |acc, d| acc.checked_mul(*d))
+        self.shape
+            .iter()
+            .try_fold(1i64, |acc, d| acc.checked_mul(*d))
     }
 }
 
@@ -91,7 +93,9 @@ pub fn tensor_bytes(ctx: &Context, t: Type) -> Option<u64> {
     }
     ti.shape
         .iter()
-        .try_fold(elem_bytes(ctx, ti.elem), |acc, d| acc.checked_mul(*d as u64))
+        .try_fold(elem_bytes(ctx, ti.elem), |acc, d| {
+            acc.checked_mul(*d as u64)
+        })
 }
 
 /// A type as text, for diagnostics.

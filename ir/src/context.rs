@@ -133,7 +133,12 @@ impl Default for Context {
 
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Context({} ops, {} values)", self.ops.len(), self.values.len())
+        write!(
+            f,
+            "Context({} ops, {} values)",
+            self.ops.len(),
+            self.values.len()
+        )
     }
 }
 
@@ -226,7 +231,10 @@ impl Context {
     }
     /// `iN` (signless).
     pub fn int_type(&mut self, width: u32) -> Type {
-        self.ty(TypeKind::Integer { width, signedness: Signedness::Signless })
+        self.ty(TypeKind::Integer {
+            width,
+            signedness: Signedness::Signless,
+        })
     }
     /// A float type.
     pub fn float_type(&mut self, k: FloatKind) -> Type {
@@ -242,7 +250,11 @@ impl Context {
     }
     /// A ranked tensor type without encoding.
     pub fn tensor_type(&mut self, shape: &[i64], elem: Type) -> Type {
-        self.ty(TypeKind::Tensor { shape: shape.to_vec(), elem, encoding: None })
+        self.ty(TypeKind::Tensor {
+            shape: shape.to_vec(),
+            elem,
+            encoding: None,
+        })
     }
     /// A function type.
     pub fn function_type(&mut self, inputs: Vec<Type>, results: Vec<Type>) -> Type {
@@ -267,7 +279,10 @@ impl Context {
     /// An integer attribute of type `iN`.
     pub fn int_attr(&mut self, v: i64, width: u32) -> Attr {
         let ty = self.int_type(width);
-        self.attr(AttrKind::Integer { value: IntValue::Small(v as i128), ty })
+        self.attr(AttrKind::Integer {
+            value: IntValue::Small(v as i128),
+            ty,
+        })
     }
     /// The unit attribute.
     pub fn unit_attr(&mut self) -> Attr {
@@ -276,7 +291,10 @@ impl Context {
     /// A flat symbol reference `@name`.
     pub fn symbol_ref(&mut self, name: &str) -> Attr {
         let root = self.ident(name);
-        self.attr(AttrKind::SymbolRef { root, nested: Vec::new() })
+        self.attr(AttrKind::SymbolRef {
+            root,
+            nested: Vec::new(),
+        })
     }
     /// A type attribute.
     pub fn type_attr(&mut self, t: Type) -> Attr {
@@ -317,7 +335,9 @@ impl Context {
     /// A flat symbol reference's name.
     pub fn attr_as_symbol(&self, a: Attr) -> Option<&str> {
         match self.attr_kind(a) {
-            AttrKind::SymbolRef { root, nested } if nested.is_empty() => Some(self.ident_str(*root)),
+            AttrKind::SymbolRef { root, nested } if nested.is_empty() => {
+                Some(self.ident_str(*root))
+            }
             _ => None,
         }
     }
@@ -361,7 +381,12 @@ impl Context {
 
     fn new_value(&mut self, ty: Type, def: ValueDef, loc: Option<Loc>) -> Value {
         let v = Value(self.values.len() as u32);
-        self.values.push(ValueData { ty, def, uses: Vec::new(), loc });
+        self.values.push(ValueData {
+            ty,
+            def,
+            uses: Vec::new(),
+            loc,
+        });
         v
     }
     /// The type of a value.
@@ -433,7 +458,12 @@ impl Context {
     }
 
     /// Replaces the uses of `from` with `to` where `pred` accepts the using op.
-    pub fn replace_uses_where(&mut self, from: Value, to: Value, pred: impl Fn(&Context, OpId) -> bool) {
+    pub fn replace_uses_where(
+        &mut self,
+        from: Value,
+        to: Value,
+        pred: impl Fn(&Context, OpId) -> bool,
+    ) {
         let uses: Vec<Use> = self.uses(from).to_vec();
         for u in uses {
             if pred(self, u.op) {
@@ -467,14 +497,29 @@ impl Context {
             erased: false,
         });
         for (i, v) in st.operands.iter().enumerate() {
-            self.add_use(*v, Use { op: id, index: i as u32 });
+            self.add_use(
+                *v,
+                Use {
+                    op: id,
+                    index: i as u32,
+                },
+            );
         }
         self.ops[id.index()].operands = st.operands;
         let results: Vec<Value> = st
             .result_types
             .iter()
             .enumerate()
-            .map(|(i, t)| self.new_value(*t, ValueDef::Result { op: id, index: i as u32 }, None))
+            .map(|(i, t)| {
+                self.new_value(
+                    *t,
+                    ValueDef::Result {
+                        op: id,
+                        index: i as u32,
+                    },
+                    None,
+                )
+            })
             .collect();
         self.ops[id.index()].results = results;
         for _ in 0..st.num_regions {
@@ -528,18 +573,42 @@ impl Context {
         if old == v {
             return;
         }
-        self.remove_use(old, Use { op, index: i as u32 });
+        self.remove_use(
+            old,
+            Use {
+                op,
+                index: i as u32,
+            },
+        );
         self.ops[op.index()].operands[i] = v;
-        self.add_use(v, Use { op, index: i as u32 });
+        self.add_use(
+            v,
+            Use {
+                op,
+                index: i as u32,
+            },
+        );
     }
     /// Replaces the whole operand list.
     pub fn set_operands(&mut self, op: OpId, vals: Vec<Value>) {
         let old = std::mem::take(&mut self.ops[op.index()].operands);
         for (i, v) in old.iter().enumerate() {
-            self.remove_use(*v, Use { op, index: i as u32 });
+            self.remove_use(
+                *v,
+                Use {
+                    op,
+                    index: i as u32,
+                },
+            );
         }
         for (i, v) in vals.iter().enumerate() {
-            self.add_use(*v, Use { op, index: i as u32 });
+            self.add_use(
+                *v,
+                Use {
+                    op,
+                    index: i as u32,
+                },
+            );
         }
         self.ops[op.index()].operands = vals;
     }
@@ -595,9 +664,10 @@ impl Context {
     pub fn get_prop(&self, op: OpId, name: &str) -> Option<Attr> {
         let p = self.ops[op.index()].properties?;
         match self.attr_kind(p) {
-            AttrKind::Dict(entries) => {
-                entries.iter().find(|(k, _)| self.ident_str(*k) == name).map(|(_, v)| *v)
-            }
+            AttrKind::Dict(entries) => entries
+                .iter()
+                .find(|(k, _)| self.ident_str(*k) == name)
+                .map(|(_, v)| *v),
             _ => None,
         }
     }
@@ -620,7 +690,10 @@ impl Context {
     }
     /// Removes a discardable attribute; returns it if present.
     pub fn remove_attr(&mut self, op: OpId, name: &str) -> Option<Attr> {
-        let pos = self.ops[op.index()].attrs.iter().position(|(k, _)| self.ident_str(*k) == name)?;
+        let pos = self.ops[op.index()]
+            .attrs
+            .iter()
+            .position(|(k, _)| self.ident_str(*k) == name)?;
         Some(self.ops[op.index()].attrs.remove(pos).1)
     }
     /// Whether the op was erased.
@@ -630,7 +703,10 @@ impl Context {
 
     /// Builds the error diagnostic `'name' op message` at the op's location.
     pub fn op_error(&self, op: OpId, message: impl std::fmt::Display) -> Diagnostic {
-        Diagnostic::error(self.op_loc(op), format!("'{}' op {}", self.op_name(op), message))
+        Diagnostic::error(
+            self.op_loc(op),
+            format!("'{}' op {}", self.op_name(op), message),
+        )
     }
 
     // ----- blocks and regions -------------------------------------------------------------
@@ -719,13 +795,19 @@ impl Context {
     }
     /// Iterates over the ops of a block in order.
     pub fn block_ops(&self, b: BlockId) -> BlockOps<'_> {
-        BlockOps { ctx: self, cur: self.block_first(b) }
+        BlockOps {
+            ctx: self,
+            cur: self.block_first(b),
+        }
     }
 
     // ----- layout edits (all O(1)) ---------------------------------------------------------
 
     fn link(&mut self, op: OpId, block: BlockId, prev: Option<OpId>, next: Option<OpId>) {
-        debug_assert!(self.ops[op.index()].parent.is_none(), "op already in a block");
+        debug_assert!(
+            self.ops[op.index()].parent.is_none(),
+            "op already in a block"
+        );
         {
             let d = &mut self.ops[op.index()];
             d.parent = Some(block);
@@ -747,7 +829,9 @@ impl Context {
 
     /// Detaches an op from its block (it keeps its operands, results and regions).
     pub fn unlink(&mut self, op: OpId) {
-        let Some(block) = self.ops[op.index()].parent else { return };
+        let Some(block) = self.ops[op.index()].parent else {
+            return;
+        };
         let (prev, next) = (self.ops[op.index()].prev, self.ops[op.index()].next);
         match prev {
             Some(p) => self.ops[p.index()].next = next,
@@ -776,13 +860,17 @@ impl Context {
     }
     /// Inserts a detached op right before `anchor`.
     pub fn insert_before(&mut self, anchor: OpId, op: OpId) {
-        let block = self.ops[anchor.index()].parent.expect("anchor not in a block");
+        let block = self.ops[anchor.index()]
+            .parent
+            .expect("anchor not in a block");
         let prev = self.ops[anchor.index()].prev;
         self.link(op, block, prev, Some(anchor));
     }
     /// Inserts a detached op right after `anchor`.
     pub fn insert_after(&mut self, anchor: OpId, op: OpId) {
-        let block = self.ops[anchor.index()].parent.expect("anchor not in a block");
+        let block = self.ops[anchor.index()]
+            .parent
+            .expect("anchor not in a block");
         let next = self.ops[anchor.index()].next;
         self.link(op, block, Some(anchor), next);
     }
@@ -829,7 +917,13 @@ impl Context {
         while let Some(o) = stack.pop() {
             let ops = std::mem::take(&mut self.ops[o.index()].operands);
             for (i, v) in ops.iter().enumerate() {
-                self.remove_use(*v, Use { op: o, index: i as u32 });
+                self.remove_use(
+                    *v,
+                    Use {
+                        op: o,
+                        index: i as u32,
+                    },
+                );
             }
             self.ops[o.index()].erased = true;
             let regions = self.ops[o.index()].regions.clone();
@@ -848,7 +942,11 @@ impl Context {
     /// Replaces the results of `op` with `new_values` everywhere, then erases `op`.
     pub fn replace_op(&mut self, op: OpId, new_values: &[Value]) {
         let results = self.results(op).to_vec();
-        assert_eq!(results.len(), new_values.len(), "replace_op: result count mismatch");
+        assert_eq!(
+            results.len(),
+            new_values.len(),
+            "replace_op: result count mismatch"
+        );
         for (r, n) in results.iter().zip(new_values) {
             self.replace_all_uses(*r, *n);
         }
@@ -887,7 +985,8 @@ impl Context {
 
     /// The `sym_name` of an op (property or attribute), if any.
     pub fn symbol_name(&self, op: OpId) -> Option<&str> {
-        self.inherent_attr(op, "sym_name").and_then(|a| self.attr_as_str(a))
+        self.inherent_attr(op, "sym_name")
+            .and_then(|a| self.attr_as_str(a))
     }
 
     /// Resolves `name` from `from`: searches the symbol tables of the enclosing ops, innermost

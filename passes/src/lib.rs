@@ -2,14 +2,14 @@
 pub mod analysis;
 pub mod coll_to_comm;
 pub mod comm_global_order;
+pub mod comm_plan_pools;
 pub mod comm_reorder_peak_memory;
 pub mod comm_sink_waits_iterative;
-pub mod comm_plan_pools;
 pub mod cse;
 pub mod dce;
+pub mod pools;
 pub mod schedule;
 pub mod schedule_for_comm;
-pub mod pools;
 pub mod strip_debuginfo;
 pub mod symbol_dce;
 pub mod test_count_ops;

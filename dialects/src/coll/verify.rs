@@ -195,7 +195,12 @@ fn check_gather_shape(
             ),
         ));
     }
-    let too_big = || ctx.op_error(op, format!("dim 0 times the group size ({}) overflows", g.size));
+    let too_big = || {
+        ctx.op_error(
+            op,
+            format!("dim 0 times the group size ({}) overflows", g.size),
+        )
+    };
     if gather {
         let want = x.shape[0].checked_mul(g.size).ok_or_else(too_big)?;
         if r.shape[0] != want {
@@ -297,7 +302,10 @@ pub(super) fn verify_all_to_all(ctx: &Context, op: OpId) -> Result<(), Diagnosti
         (Some(i), Some(o)) => {
             for r in 0..g.size as usize {
                 for (which, m) in [("input_split_sizes", i), ("output_split_sizes", o)] {
-                    let s = m[r].iter().try_fold(0i64, |a, x| a.checked_add(*x)).unwrap_or(i64::MAX);
+                    let s = m[r]
+                        .iter()
+                        .try_fold(0i64, |a, x| a.checked_add(*x))
+                        .unwrap_or(i64::MAX);
                     if s != d0 {
                         return Err(ctx
                             .op_error(op, format!("{which}[{r}] sums to {s}, but dim 0 is {d0}")));
@@ -360,7 +368,10 @@ pub(super) fn verify_shard_dim_alltoall(ctx: &Context, op: OpId) -> Result<(), D
             ));
         }
         want[gd as usize] = want[gd as usize].checked_mul(g.size).ok_or_else(|| {
-            ctx.op_error(op, format!("gather_dim times the group size ({}) overflows", g.size))
+            ctx.op_error(
+                op,
+                format!("gather_dim times the group size ({}) overflows", g.size),
+            )
         })?;
         want[sd as usize] /= g.size;
     }

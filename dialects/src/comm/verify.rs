@@ -116,7 +116,10 @@ fn verify_gather_like(ctx: &Context, op: OpId, gather: bool) -> Result<(), Diagn
         }
         if gather {
             want[0] = want[0].checked_mul(g.size).ok_or_else(|| {
-                ctx.op_error(op, format!("input #{i} dim 0 times the group size overflows"))
+                ctx.op_error(
+                    op,
+                    format!("input #{i} dim 0 times the group size overflows"),
+                )
             })?;
         } else {
             if want[0] % g.size != 0 {

@@ -29,7 +29,11 @@ fn render(ctx: &Context, text: &str, ds: &[commlir_ir::Diagnostic]) -> String {
 
 /// The sim backend's output lines for `module` on `ranks` ranks.
 pub fn sim(ctx: &Context, module: OpId, ranks: usize, seed: u64) -> String {
-    let opts = SimOptions { ranks, entry: None, seed };
+    let opts = SimOptions {
+        ranks,
+        entry: None,
+        seed,
+    };
     match commlir_runtime::run(ctx, module, &opts) {
         Ok(r) => format_results(&r, PrintMode::Digest),
         Err(d) => format!("error: {}", d.message),
@@ -41,7 +45,11 @@ pub fn run_pipeline(ctx: &mut Context, module: OpId, pipeline: &str, text: &str)
     let opm = parse_pipeline(pipeline).unwrap_or_else(|e| panic!("bad pipeline {pipeline}: {e:?}"));
     let mut pm = PassManager::from_pipeline(opm);
     if let Err(ds) = pm.run(ctx, module) {
-        panic!("{pipeline} failed:\n{}\ninput:\n{text}\nIR:\n{}", render(ctx, text, &ds), print_op(ctx, module, &PrintOptions::default()));
+        panic!(
+            "{pipeline} failed:\n{}\ninput:\n{text}\nIR:\n{}",
+            render(ctx, text, &ds),
+            print_op(ctx, module, &PrintOptions::default())
+        );
     }
 }
 
