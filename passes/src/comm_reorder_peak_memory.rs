@@ -223,6 +223,10 @@ commlir_ir::register_pass!(
 /// The statistics of both iterative passes.
 pub(crate) const STATS: &[StatisticDef] = &[
     StatisticDef::new("processed", "Collectives (or waits) processed"),
+    StatisticDef::new(
+        "reverted",
+        "Reorderings undone because the timeline got slower",
+    ),
     StatisticDef::new("moves", "Ops moved past"),
     StatisticDef::new("grouped", "Ops moved along as a group"),
     StatisticDef::new("limited-by-moves", "Stopped after max-moves moves"),
@@ -282,8 +286,15 @@ impl Pass for ReorderPeakMemory {
         op: OpId,
         env: &mut PassEnv<'_>,
     ) -> Result<(), Diagnostic> {
-        let infos = reorder_peak_memory(ctx, op, &self.0);
+        let (infos, reverted) = if self.0.revert_if_slower {
+            crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx| {
+                reorder_peak_memory(ctx, op, &self.0)
+            })
+        } else {
+            (reorder_peak_memory(ctx, op, &self.0), false)
+        };
         report(ctx, &infos, &self.0, env);
+        env.add_stat("reverted", u64::from(reverted));
         Ok(())
     }
 }

@@ -271,8 +271,15 @@ impl Pass for SinkWaitsIterative {
         op: OpId,
         env: &mut PassEnv<'_>,
     ) -> Result<(), Diagnostic> {
-        let infos = sink_waits_iterative(ctx, op, &self.0);
+        let (infos, reverted) = if self.0.revert_if_slower {
+            crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx| {
+                sink_waits_iterative(ctx, op, &self.0)
+            })
+        } else {
+            (sink_waits_iterative(ctx, op, &self.0), false)
+        };
         report(ctx, &infos, &self.0, env);
+        env.add_stat("reverted", u64::from(reverted));
         Ok(())
     }
 }

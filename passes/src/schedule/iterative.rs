@@ -30,6 +30,8 @@ pub struct IterOptions {
     /// O(n × max-moves) when nothing else stops a move (e.g. prefetches that never raise the
     /// peak), the step limit Inductor's docstring promises.
     pub max_moves: u32,
+    /// Undo the pass when the two-stream timeline says the function got slower.
+    pub revert_if_slower: bool,
 }
 
 impl IterOptions {
@@ -58,6 +60,7 @@ impl IterOptions {
             verify_memory: o.get_bool("verify-memory"),
             remarks: o.get_bool("remarks"),
             max_moves: u32::try_from(o.get_uint("max-moves")).unwrap_or(u32::MAX),
+            revert_if_slower: o.get_bool("revert-if-slower"),
         })
     }
 }
@@ -72,6 +75,7 @@ impl Default for IterOptions {
             verify_memory: false,
             remarks: false,
             max_moves: DEFAULT_MAX_MOVES,
+            revert_if_slower: true,
         }
     }
 }
@@ -125,6 +129,11 @@ pub const OPTIONS: &[OptionDef] = &[
         OptionKind::UInt,
         "256",
         "Most ops one collective (or wait) may move past (0: no limit)",
+    ),
+    OptionDef::bool(
+        "revert-if-slower",
+        true,
+        "Undo the reordering when the two-stream timeline simulation says it made the function slower",
     ),
 ];
 

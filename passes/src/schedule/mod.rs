@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod graph;
+pub mod guard;
 pub mod iterative;
 pub mod memory;
 
