@@ -1,6 +1,6 @@
-//! commlir-translate: thin driver over [`commlir_codegen`].
+//! commlir-translate: the translation driver. All the logic lives in
+//! [`commlir_codegen::translate`], so embedders can drive the same stages.
 
-fn main() {
-    let (a, b, c) = commlir_codegen::llvm_version();
-    println!("LLVM {a}.{b}.{c}");
+fn main() -> std::process::ExitCode {
+    commlir_codegen::translate::translate_main()
 }

@@ -1,0 +1,89 @@
+/* commlir_rt.h: the C ABI between a compiled commlir program (the host code of an artifact)
+ * and the runtime that runs it (commlir-run --backend=cuda). See docs/codegen.md.
+ *
+ * The program calls the runtime only through the table below; every function returns 0 on
+ * success and a nonzero runtime-defined code on failure, which commlir_main returns at once.
+ * All calls are asynchronous (stream-ordered) unless stated otherwise.
+ *
+ * Rust mirror: codegen/src/abi.rs (same layout, #[repr(C)]).
+ */
+#ifndef COMMLIR_RT_H
+#define COMMLIR_RT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COMMLIR_RT_ABI_VERSION 1u
+
+/* Streams. */
+enum { COMMLIR_STREAM_COMPUTE = 0, COMMLIR_STREAM_COMM = 1 };
+/* Pool kinds. */
+enum { COMMLIR_POOL_NCCL = 0, COMMLIR_POOL_SYMM_MEM = 1 };
+/* dtype: the values of ncclDataType_t. */
+enum {
+  COMMLIR_I8 = 0, COMMLIR_U8 = 1, COMMLIR_I32 = 2, COMMLIR_U32 = 3, COMMLIR_I64 = 4,
+  COMMLIR_U64 = 5, COMMLIR_F16 = 6, COMMLIR_F32 = 7, COMMLIR_F64 = 8, COMMLIR_BF16 = 9
+};
+/* Reductions: the values of ncclRedOp_t. */
+enum { COMMLIR_SUM = 0, COMMLIR_PROD = 1, COMMLIR_MAX = 2, COMMLIR_MIN = 3, COMMLIR_AVG = 4 };
+
+typedef struct commlir_rt_api {
+  uint32_t abi_version; /* COMMLIR_RT_ABI_VERSION; commlir_main returns -1 on a mismatch */
+  uint32_t num_fns;     /* number of function pointers that follow (16 in version 1) */
+  /* compute stream, stream-ordered (cudaMallocAsync / cudaFreeAsync) */
+  int (*alloc)(void *rt, uint64_t bytes, void **out);
+  int (*free)(void *rt, void *ptr);
+  /* collective over `group`: ncclMemAlloc + ncclCommRegister (nccl) or a symmetric
+   * allocation (symm_mem) of `bytes`; same size and order on every rank */
+  int (*pool_alloc)(void *rt, uint32_t kind, uint32_t group, uint64_t bytes, uint64_t alignment,
+                    void **out);
+  int (*pool_free)(void *rt, void *base);
+  /* cuLaunchKernel on the compute stream: kernel = index in the artifact's kernel table,
+   * params = cuLaunchKernel's kernelParams (num_params pointers to device pointers) */
+  int (*launch)(void *rt, uint32_t kernel, uint32_t grid_x, uint32_t block_x,
+                uint32_t shared_bytes, void **params, uint32_t num_params);
+  /* cublasGemmStridedBatchedEx, column-major, alpha = 1, beta = 0, compute type 32F;
+   * trans: 0 = CUBLAS_OP_N, 1 = CUBLAS_OP_T */
+  int (*gemm)(void *rt, uint32_t transa, uint32_t transb, int64_t m, int64_t n, int64_t k,
+              const void *a, int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
+              int64_t stride_b, void *c, int64_t ldc, int64_t stride_c, int64_t batch,
+              uint32_t dtype);
+  /* NCCL on the comm stream; `group` = index in the artifact's group table */
+  int (*all_reduce)(void *rt, uint32_t group, const void *send, void *recv, uint64_t count,
+                    uint32_t dtype, uint32_t op);
+  int (*all_gather)(void *rt, uint32_t group, const void *send, void *recv,
+                    uint64_t send_count, uint32_t dtype);
+  int (*reduce_scatter)(void *rt, uint32_t group, const void *send, void *recv,
+                        uint64_t recv_count, uint32_t dtype, uint32_t op);
+  /* count elements at send, split along dim 0 (row_elems elements per row); splits: NULL for
+   * G equal blocks, else G*G row counts, rank-major (send_rows[r*G + j]: rows rank r sends
+   * to j; recv_rows[r*G + j]: rows rank r receives from j) */
+  int (*all_to_all)(void *rt, uint32_t group, const void *send, void *recv, uint64_t count,
+                    uint64_t row_elems, uint32_t dtype, const int64_t *send_rows,
+                    const int64_t *recv_rows);
+  int (*broadcast)(void *rt, uint32_t group, const void *send, void *recv, uint64_t count,
+                   uint32_t dtype, uint32_t root);
+  int (*group_start)(void *rt);
+  int (*group_end)(void *rt);
+  /* compute stream, blocking for the collective: sums count elements at pool_base + offset of
+   * a symm_mem pool over the group into out */
+  int (*one_shot_all_reduce)(void *rt, uint32_t group, void *pool_base, uint64_t offset,
+                             void *out, uint64_t count, uint32_t dtype);
+  /* events: indices below the artifact's num_events, created by the runtime at load */
+  int (*event_record)(void *rt, uint32_t stream, uint32_t event);
+  int (*stream_wait)(void *rt, uint32_t stream, uint32_t event);
+} commlir_rt_api;
+
+/* The entry of a compiled function: args[i] = device pointer of argument i (the caller's
+ * buffers); results[i] receives the device pointer of result i (allocated with api->alloc,
+ * owned by the caller afterwards, or an argument's pointer when an argument is returned). */
+typedef int32_t (*commlir_main_fn)(const commlir_rt_api *api, void *rt, void *const *args,
+                                   void **results);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* COMMLIR_RT_H */

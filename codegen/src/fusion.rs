@@ -1,0 +1,170 @@
+//! Elementwise fusion: which `compute` ops of a function body become one kernel.
+//!
+//! A chain of elementwise ops (unary, binary, scale, cast, clone, reshape, fill) whose
+//! intermediate results have exactly one reader, the next op of the chain, is evaluated in one
+//! kernel: each thread computes the whole chain for its element and only the last result is
+//! stored. Every intermediate is still rounded to its element type, so a fused kernel computes
+//! bit for bit what the unfused ops would (the sim backend's per-result rounding).
+//!
+//! Fusing moves the reads of the absorbed ops to the position of the chain's last op. That is
+//! only sound when no op in between changes what they read, so a chain never spans a
+//! *barrier*: a collective start or wait, a pool op, or a comm-buffer producer (comm-buffer
+//! bytes are mutated in place by collectives and reused by the pool plan). An intermediate
+//! that is itself a comm buffer (it carries a `comm.slot`) or is read twice is materialized.
+
+use commlir_dialects::comm::{is_comm_buffer, SLOT_ATTR};
+use commlir_dialects::compute::{BINARY_OPS, UNARY_OPS};
+use commlir_ir::{Context, OpId, Trait, Value};
+use std::collections::HashMap;
+
+/// Whether `name` is an elementwise op that can take part in a fused chain.
+pub fn is_elementwise(name: &str) -> bool {
+    BINARY_OPS.contains(&name)
+        || UNARY_OPS.contains(&name)
+        || matches!(
+            name,
+            "compute.scale" | "compute.cast" | "compute.fill" | "compute.reshape"
+        )
+}
+
+/// Whether `name` is a compute op lowered to a kernel of its own (never fused).
+pub fn is_standalone_kernel(name: &str) -> bool {
+    matches!(
+        name,
+        "compute.softmax"
+            | "compute.reduce_sum"
+            | "compute.transpose"
+            | "compute.slice"
+            | "compute.concat"
+    )
+}
+
+/// One kernel's worth of ops.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    /// The op whose result the kernel stores.
+    pub root: OpId,
+    /// Every op of the kernel, in program order (the root last).
+    pub ops: Vec<OpId>,
+    /// The values the kernel reads from memory, in order of first use.
+    pub inputs: Vec<Value>,
+}
+
+/// The kernels of a block: every kernel op belongs to exactly one group.
+#[derive(Clone, Debug, Default)]
+pub struct FusionPlan {
+    /// Groups in the program order of their roots.
+    pub groups: Vec<Group>,
+    /// For each root, its group's index.
+    pub root_group: HashMap<OpId, usize>,
+    /// Ops absorbed into a later root (emitted nothing where they stood).
+    pub absorbed: HashMap<OpId, OpId>,
+}
+
+impl FusionPlan {
+    /// Number of ops that were fused away (not stored to memory).
+    pub fn num_fused(&self) -> usize {
+        self.absorbed.len()
+    }
+}
+
+fn is_barrier(ctx: &Context, op: OpId) -> bool {
+    let name = ctx.op_name(op);
+    ctx.op_has_trait(op, Trait::Collective)
+        || ctx.op_has_trait(op, Trait::Wait)
+        || name.starts_with("comm.")
+        || name.starts_with("symm.")
+        || ctx.get_attr(op, SLOT_ATTR).is_some()
+        || ctx
+            .results(op)
+            .iter()
+            .any(|r| is_comm_buffer(ctx, ctx.value_type(*r)))
+}
+
+/// Plans the kernels of `ops` (one block, in program order).
+pub fn plan(ctx: &Context, ops: &[OpId]) -> FusionPlan {
+    let pos: HashMap<OpId, usize> = ops.iter().enumerate().map(|(i, o)| (*o, i)).collect();
+    // barriers_before[i]: barriers among ops[..i]; an interval test is then O(1).
+    let mut barriers_before = Vec::with_capacity(ops.len() + 1);
+    barriers_before.push(0usize);
+    for &op in ops {
+        let last = *barriers_before.last().unwrap_or(&0);
+        barriers_before.push(last + usize::from(is_barrier(ctx, op)));
+    }
+    // Working groups keyed by root; members in program order.
+    let mut members: HashMap<OpId, Vec<OpId>> = HashMap::new();
+    let mut absorbed: HashMap<OpId, OpId> = HashMap::new();
+    let mut roots: Vec<OpId> = Vec::new();
+    for &op in ops {
+        let name = ctx.op_name(op);
+        if is_standalone_kernel(name) {
+            members.insert(op, vec![op]);
+            roots.push(op);
+            continue;
+        }
+        if !is_elementwise(name) {
+            continue;
+        }
+        let mut group = Vec::new();
+        for &x in ctx.operands(op) {
+            let Some(p) = ctx.defining_op(x) else {
+                continue;
+            };
+            let fusable = is_elementwise(ctx.op_name(p))
+                && members.contains_key(&p)
+                && ctx.results(p).len() == 1
+                && ctx.uses(x).len() == 1
+                && !is_comm_buffer(ctx, ctx.value_type(x))
+                && ctx.get_attr(p, SLOT_ATTR).is_none();
+            if !fusable {
+                continue;
+            }
+            let first = members[&p][0];
+            let (Some(&a), Some(&b)) = (pos.get(&first), pos.get(&op)) else {
+                continue;
+            };
+            // Barriers strictly between the chain's first op and this one.
+            if barriers_before[b] - barriers_before[a + 1] > 0 {
+                continue;
+            }
+            let sub = members.remove(&p).unwrap_or_default();
+            for &m in &sub {
+                absorbed.insert(m, op);
+            }
+            group.extend(sub);
+        }
+        // Absorbed ops of earlier roots re-point to this root.
+        for m in &group {
+            absorbed.insert(*m, op);
+        }
+        group.sort_by_key(|o| pos[o]);
+        group.push(op);
+        members.insert(op, group);
+        roots.push(op);
+    }
+    let mut plan = FusionPlan {
+        absorbed,
+        ..FusionPlan::default()
+    };
+    for root in roots {
+        let Some(ops_of) = members.remove(&root) else {
+            continue; // absorbed later
+        };
+        let mut inputs: Vec<Value> = Vec::new();
+        for &m in &ops_of {
+            for &v in ctx.operands(m) {
+                let inside = ctx.defining_op(v).is_some_and(|d| ops_of.contains(&d));
+                if !inside && !inputs.contains(&v) {
+                    inputs.push(v);
+                }
+            }
+        }
+        plan.root_group.insert(root, plan.groups.len());
+        plan.groups.push(Group {
+            root,
+            ops: ops_of,
+            inputs,
+        });
+    }
+    plan
+}

@@ -1,0 +1,915 @@
+//! NVPTX kernels: every `rt.kernel` of a module becomes one `ptx_kernel` entry of one LLVM
+//! module (`nvptx64-nvidia-cuda`, `sm_90`, PTX ISA 8.0), verified, optimized and turned into
+//! PTX by LLVM's NVPTX target machine.
+//!
+//! Conventions (what the runner relies on, see docs/codegen.md):
+//! - the entry is named like the kernel symbol; its parameters are one `ptr addrspace(1)` per
+//!   kernel argument, then one for the result, nothing else (shapes are compiled in);
+//! - elementwise and data-movement kernels run one thread per output element in a grid-stride
+//!   loop, so any grid is correct; softmax and reduce_sum run one thread per reduced lane and
+//!   walk the lane in order, which reproduces the sim backend's summation order exactly.
+//!
+//! Arithmetic follows the sim backend (`runtime/src/numeric.rs`): f16/bf16/f32 are computed
+//! in f32, f64 in f64, and every op's result is rounded to its element type (round to nearest
+//! even, hardware `cvt.rn`), including the intermediates of a fused chain. No fast-math flags
+//! are set, so LLVM neither contracts `a*b+c` into an FMA nor reassociates. NVPTX has no libm
+//! (`llvm.exp` and `llvm.tanh` fail instruction selection), so `exp` and `tanh` are generated
+//! here as range reduction + polynomial (within ~2 ulp of f32; f64 transcendental ops are
+//! rejected).
+
+use crate::lower_to_rt::module_block;
+use commlir_dialects::shape::value_tensor;
+use commlir_ir::{Context as IrContext, Diagnostic, FloatKind, OpId, Type, TypeKind, Value};
+use inkwell::builder::Builder;
+use inkwell::context::Context;
+use inkwell::intrinsics::Intrinsic;
+use inkwell::module::{Linkage, Module};
+use inkwell::targets::{
+    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
+};
+use inkwell::types::{BasicTypeEnum, FloatType};
+use inkwell::values::{FloatValue, FunctionValue, IntValue, PointerValue};
+use inkwell::{AddressSpace, FloatPredicate, IntPredicate, OptimizationLevel};
+use std::collections::HashMap;
+
+/// The device triple.
+pub const TRIPLE: &str = "nvptx64-nvidia-cuda";
+/// The GPU architecture (H100/H200).
+pub const CPU: &str = "sm_90";
+/// PTX ISA 8.0 (CUDA 12.0 and later load it).
+pub const FEATURES: &str = "+ptx80";
+/// LLVM's calling convention number of `ptx_kernel`.
+const PTX_KERNEL_CC: u32 = 71;
+
+/// The compiled kernels of a module.
+#[derive(Clone, Debug, Default)]
+pub struct DeviceCode {
+    /// The verified, optimized LLVM IR.
+    pub llvm_ir: String,
+    /// The PTX text.
+    pub ptx: String,
+    /// Entry names, in module order (the kernel index of `rt.launch` in the host ABI).
+    pub kernels: Vec<String>,
+}
+
+/// An element type as kernels see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Elem {
+    F16,
+    BF16,
+    F32,
+    F64,
+}
+
+impl Elem {
+    fn of(ctx: &IrContext, t: Type) -> Option<Elem> {
+        match ctx.type_kind(t) {
+            TypeKind::Float(FloatKind::F16) => Some(Elem::F16),
+            TypeKind::Float(FloatKind::BF16) => Some(Elem::BF16),
+            TypeKind::Float(FloatKind::F32) => Some(Elem::F32),
+            TypeKind::Float(FloatKind::F64) => Some(Elem::F64),
+            _ => None,
+        }
+    }
+    fn bits(self) -> u32 {
+        match self {
+            Elem::F16 | Elem::BF16 => 16,
+            Elem::F32 => 32,
+            Elem::F64 => 64,
+        }
+    }
+}
+
+/// Initializes LLVM's NVPTX target once (idempotent).
+pub fn init_nvptx() {
+    Target::initialize_nvptx(&InitializationConfig::default());
+}
+
+/// The NVPTX target machine (`sm_90`, PTX 8.0).
+pub fn nvptx_machine() -> Result<TargetMachine, String> {
+    init_nvptx();
+    let triple = TargetTriple::create(TRIPLE);
+    let target = Target::from_triple(&triple).map_err(|e| e.to_string())?;
+    target
+        .create_target_machine(
+            &triple,
+            CPU,
+            FEATURES,
+            OptimizationLevel::Aggressive,
+            RelocMode::Default,
+            CodeModel::Default,
+        )
+        .ok_or_else(|| "cannot create the NVPTX target machine".to_string())
+}
+
+/// Compiles every `rt.kernel` of `module` to PTX.
+pub fn compile(ctx: &IrContext, module: OpId) -> Result<DeviceCode, Diagnostic> {
+    let llcx = Context::create();
+    let lm = llcx.create_module("commlir_kernels");
+    let tm = nvptx_machine().map_err(|e| ctx.op_error(module, e))?;
+    lm.set_triple(&tm.get_triple());
+    lm.set_data_layout(&tm.get_target_data().get_data_layout());
+    let mut g = Gen::new(&llcx, &lm);
+    let mut names = Vec::new();
+    if let Some(body) = module_block(ctx, module) {
+        for op in ctx.block_ops(body) {
+            if ctx.op_name(op) == "rt.kernel" {
+                let name = ctx.symbol_name(op).unwrap_or("").to_string();
+                g.kernel(ctx, op, &name)?;
+                names.push(name);
+            }
+        }
+    }
+    lm.verify()
+        .map_err(|e| ctx.op_error(module, format!("LLVM verifier (kernels): {e}")))?;
+    let opts = inkwell::passes::PassBuilderOptions::create();
+    lm.run_passes("default<O2>", &tm, opts)
+        .map_err(|e| ctx.op_error(module, format!("LLVM optimizer: {e}")))?;
+    lm.verify()
+        .map_err(|e| ctx.op_error(module, format!("LLVM verifier (optimized kernels): {e}")))?;
+    let llvm_ir = lm.print_to_string().to_string();
+    let ptx = if names.is_empty() {
+        String::new()
+    } else {
+        let buf = tm
+            .write_to_memory_buffer(&lm, FileType::Assembly)
+            .map_err(|e| ctx.op_error(module, format!("NVPTX code generation: {e}")))?;
+        String::from_utf8_lossy(buf.as_slice()).into_owned()
+    };
+    Ok(DeviceCode {
+        llvm_ir,
+        ptx,
+        kernels: names,
+    })
+}
+
+type R<T> = Result<T, String>;
+
+/// `?` for inkwell's builder errors.
+macro_rules! b {
+    ($e:expr) => {
+        $e.map_err(|e| e.to_string())?
+    };
+}
+
+/// The kernel generator: one LLVM module, helpers (`exp`, `tanh`) emitted once.
+struct Gen<'a, 'c> {
+    cx: &'c Context,
+    m: &'a Module<'c>,
+    b: Builder<'c>,
+    helpers: HashMap<&'static str, FunctionValue<'c>>,
+}
+
+impl<'a, 'c> Gen<'a, 'c> {
+    fn new(cx: &'c Context, m: &'a Module<'c>) -> Self {
+        Gen {
+            cx,
+            m,
+            b: cx.create_builder(),
+            helpers: HashMap::new(),
+        }
+    }
+
+    fn i64(&self, v: u64) -> IntValue<'c> {
+        self.cx.i64_type().const_int(v, false)
+    }
+
+    /// The type values of `e` are computed in.
+    fn compute_ty(&self, e: Elem) -> FloatType<'c> {
+        if e == Elem::F64 {
+            self.cx.f64_type()
+        } else {
+            self.cx.f32_type()
+        }
+    }
+
+    /// The type `e` is stored as.
+    fn storage_ty(&self, e: Elem) -> FloatType<'c> {
+        match e {
+            Elem::F16 => self.cx.f16_type(),
+            Elem::BF16 => self.cx.bf16_type(),
+            Elem::F32 => self.cx.f32_type(),
+            Elem::F64 => self.cx.f64_type(),
+        }
+    }
+
+    fn intrinsic(&self, name: &str, ty: BasicTypeEnum<'c>) -> R<FunctionValue<'c>> {
+        let i = Intrinsic::find(name).ok_or_else(|| format!("no intrinsic {name}"))?;
+        let tys: &[BasicTypeEnum] = if i.is_overloaded() { &[ty] } else { &[] };
+        i.get_declaration(self.m, tys)
+            .ok_or_else(|| format!("cannot declare {name}"))
+    }
+
+    fn call_f(&self, f: FunctionValue<'c>, args: &[FloatValue<'c>]) -> R<FloatValue<'c>> {
+        let a: Vec<_> = args.iter().map(|v| (*v).into()).collect();
+        let c = b!(self.b.build_call(f, &a, "call"));
+        c.try_as_basic_value()
+            .basic()
+            .map(|v| v.into_float_value())
+            .ok_or_else(|| "call without value".to_string())
+    }
+
+    fn sreg(&self, name: &str) -> R<IntValue<'c>> {
+        let f = self.intrinsic(name, self.cx.i32_type().into())?;
+        let c = b!(self.b.build_call(f, &[], "sreg"));
+        let v = c
+            .try_as_basic_value()
+            .basic()
+            .ok_or("sreg without value")?
+            .into_int_value();
+        Ok(b!(self.b.build_int_z_extend(
+            v,
+            self.cx.i64_type(),
+            "sreg64"
+        )))
+    }
+
+    /// Loads element `idx` of `ptr` (elements of `e`) as a compute value.
+    fn load(&self, e: Elem, ptr: PointerValue<'c>, idx: IntValue<'c>) -> R<FloatValue<'c>> {
+        let st = self.storage_ty(e);
+        let p = unsafe { b!(self.b.build_in_bounds_gep(st, ptr, &[idx], "p")) };
+        let v = b!(self.b.build_load(st, p, "ld")).into_float_value();
+        let ct = self.compute_ty(e);
+        if st == ct {
+            Ok(v)
+        } else {
+            Ok(b!(self.b.build_float_ext(v, ct, "ext")))
+        }
+    }
+
+    /// Stores compute value `v` (any float type) as element `idx` of `e`, rounding once.
+    fn store(&self, e: Elem, ptr: PointerValue<'c>, idx: IntValue<'c>, v: FloatValue<'c>) -> R<()> {
+        let st = self.storage_ty(e);
+        let v = self.convert(v, st)?;
+        let p = unsafe { b!(self.b.build_in_bounds_gep(st, ptr, &[idx], "p")) };
+        b!(self.b.build_store(p, v));
+        Ok(())
+    }
+
+    /// `v` converted to float type `t` (one rounding when narrowing).
+    fn convert(&self, v: FloatValue<'c>, t: FloatType<'c>) -> R<FloatValue<'c>> {
+        let from = v.get_type();
+        if from == t {
+            return Ok(v);
+        }
+        let wf = float_width(self.cx, from);
+        let wt = float_width(self.cx, t);
+        if wt == wf {
+            // f16 ↔ bf16: through f32, which holds both exactly.
+            let wide = b!(self.b.build_float_ext(v, self.cx.f32_type(), "ext"));
+            return Ok(b!(self.b.build_float_trunc(wide, t, "trunc")));
+        }
+        if wt > wf {
+            Ok(b!(self.b.build_float_ext(v, t, "ext")))
+        } else {
+            Ok(b!(self.b.build_float_trunc(v, t, "trunc")))
+        }
+    }
+
+    /// Rounds `v` to `e` and returns it in `e`'s compute type (the per-result rounding).
+    fn round(&self, e: Elem, v: FloatValue<'c>) -> R<FloatValue<'c>> {
+        let narrow = self.convert(v, self.storage_ty(e))?;
+        self.convert(narrow, self.compute_ty(e))
+    }
+
+    /// Emits `for (i = global thread id; i < n; i += grid size) body(i)`.
+    fn grid_loop(
+        &self,
+        f: FunctionValue<'c>,
+        n: u64,
+        mut body: impl FnMut(&Self, IntValue<'c>) -> R<()>,
+    ) -> R<()> {
+        let tid = self.sreg("llvm.nvvm.read.ptx.sreg.tid.x")?;
+        let ctaid = self.sreg("llvm.nvvm.read.ptx.sreg.ctaid.x")?;
+        let ntid = self.sreg("llvm.nvvm.read.ptx.sreg.ntid.x")?;
+        let nctaid = self.sreg("llvm.nvvm.read.ptx.sreg.nctaid.x")?;
+        let base = b!(self.b.build_int_mul(ctaid, ntid, "base"));
+        let start = b!(self.b.build_int_add(base, tid, "start"));
+        let stride = b!(self.b.build_int_mul(nctaid, ntid, "stride"));
+        self.counted(f, start, self.i64(n), stride, |g, i| body(g, i))
+    }
+
+    /// Emits `for (i = start; i < end; i += step) body(i)` (unsigned compare).
+    fn counted(
+        &self,
+        f: FunctionValue<'c>,
+        start: IntValue<'c>,
+        end: IntValue<'c>,
+        step: IntValue<'c>,
+        mut body: impl FnMut(&Self, IntValue<'c>) -> R<()>,
+    ) -> R<()> {
+        let pre = self.b.get_insert_block().ok_or("no insert block")?;
+        let head = self.cx.append_basic_block(f, "head");
+        let bb = self.cx.append_basic_block(f, "body");
+        let exit = self.cx.append_basic_block(f, "exit");
+        b!(self.b.build_unconditional_branch(head));
+        self.b.position_at_end(head);
+        let i = b!(self.b.build_phi(self.cx.i64_type(), "i"));
+        i.add_incoming(&[(&start, pre)]);
+        let iv = i.as_basic_value().into_int_value();
+        let c = b!(self.b.build_int_compare(IntPredicate::ULT, iv, end, "c"));
+        b!(self.b.build_conditional_branch(c, bb, exit));
+        self.b.position_at_end(bb);
+        body(self, iv)?;
+        let next = b!(self.b.build_int_add(iv, step, "next"));
+        let latch = self.b.get_insert_block().ok_or("no insert block")?;
+        i.add_incoming(&[(&next, latch)]);
+        b!(self.b.build_unconditional_branch(head));
+        self.b.position_at_end(exit);
+        Ok(())
+    }
+
+    /// Emits `acc = init; for k in 0..n { acc = body(k, acc) }` and returns the final `acc`.
+    fn fold(
+        &self,
+        f: FunctionValue<'c>,
+        n: u64,
+        init: FloatValue<'c>,
+        mut body: impl FnMut(&Self, IntValue<'c>, FloatValue<'c>) -> R<FloatValue<'c>>,
+    ) -> R<FloatValue<'c>> {
+        let pre = self.b.get_insert_block().ok_or("no insert block")?;
+        let head = self.cx.append_basic_block(f, "fhead");
+        let bb = self.cx.append_basic_block(f, "fbody");
+        let exit = self.cx.append_basic_block(f, "fexit");
+        b!(self.b.build_unconditional_branch(head));
+        self.b.position_at_end(head);
+        let k = b!(self.b.build_phi(self.cx.i64_type(), "k"));
+        let acc = b!(self.b.build_phi(init.get_type(), "acc"));
+        k.add_incoming(&[(&self.i64(0), pre)]);
+        acc.add_incoming(&[(&init, pre)]);
+        let kv = k.as_basic_value().into_int_value();
+        let av = acc.as_basic_value().into_float_value();
+        let c = b!(self
+            .b
+            .build_int_compare(IntPredicate::ULT, kv, self.i64(n), "c"));
+        b!(self.b.build_conditional_branch(c, bb, exit));
+        self.b.position_at_end(bb);
+        let nacc = body(self, kv, av)?;
+        let next = b!(self.b.build_int_add(kv, self.i64(1), "knext"));
+        let latch = self.b.get_insert_block().ok_or("no insert block")?;
+        k.add_incoming(&[(&next, latch)]);
+        acc.add_incoming(&[(&nacc, latch)]);
+        b!(self.b.build_unconditional_branch(head));
+        self.b.position_at_end(exit);
+        Ok(av)
+    }
+
+    /// Generates one kernel entry.
+    fn kernel(&mut self, ctx: &IrContext, op: OpId, name: &str) -> Result<(), Diagnostic> {
+        let e = |m: String| ctx.op_error(op, m);
+        let body = ctx
+            .op_regions(op)
+            .first()
+            .and_then(|r| ctx.region_blocks(*r).first().copied())
+            .ok_or_else(|| e("kernel without body".into()))?;
+        let args = ctx.block_args(body).to_vec();
+        let ops: Vec<OpId> = ctx.block_ops(body).collect();
+        let (last, inner) = ops.split_last().ok_or_else(|| e("empty kernel".into()))?;
+        let result = *ctx
+            .operands(*last)
+            .first()
+            .ok_or_else(|| e("rt.yield without value".into()))?;
+        let ptr = self.cx.ptr_type(AddressSpace::from(1u16));
+        let params: Vec<_> = (0..=args.len()).map(|_| ptr.into()).collect();
+        let fty = self.cx.void_type().fn_type(&params, false);
+        let f = self.m.add_function(name, fty, None);
+        f.set_call_conventions(PTX_KERNEL_CC);
+        for (i, p) in f.get_param_iter().enumerate() {
+            p.set_name(&format!("p{i}"));
+            // Buffers never alias within a launch (inputs are distinct buffers or the same one
+            // read twice; the result is a fresh buffer or slot), which lets LLVM use ld.global.nc.
+            let noalias = self.cx.create_enum_attribute(
+                inkwell::attributes::Attribute::get_named_enum_kind_id("noalias"),
+                0,
+            );
+            if i == args.len() {
+                f.add_attribute(inkwell::attributes::AttributeLoc::Param(i as u32), noalias);
+            }
+        }
+        let entry = self.cx.append_basic_block(f, "entry");
+        self.b.position_at_end(entry);
+        let gen = match inner {
+            [single] if crate::fusion::is_standalone_kernel(ctx.op_name(*single)) => {
+                self.standalone(ctx, f, *single, &args)
+            }
+            _ => self.elementwise(ctx, f, inner, &args, result),
+        };
+        gen.and_then(|()| {
+            self.b.build_return(None).map_err(|e| e.to_string())?;
+            Ok(())
+        })
+        .map_err(|m| {
+            let at = inner.first().copied().unwrap_or(op);
+            ctx.op_error(at, format!("kernel @{name}: {m}"))
+        })
+    }
+
+    /// The integer type of `e`'s width (data movement copies bits).
+    fn int_ty(&self, e: Elem) -> inkwell::types::IntType<'c> {
+        match e.bits() {
+            16 => self.cx.i16_type(),
+            32 => self.cx.i32_type(),
+            _ => self.cx.i64_type(),
+        }
+    }
+
+    fn param(&self, f: FunctionValue<'c>, i: usize) -> R<PointerValue<'c>> {
+        Ok(f.get_nth_param(i as u32)
+            .ok_or("missing parameter")?
+            .into_pointer_value())
+    }
+
+    fn elem_of(&self, ctx: &IrContext, v: Value) -> R<(Elem, Vec<i64>)> {
+        let t = value_tensor(ctx, v).ok_or("expects tensors")?;
+        let e = Elem::of(ctx, t.elem).ok_or("element type must be f16, bf16, f32 or f64")?;
+        Ok((e, t.shape))
+    }
+
+    /// A fused chain of elementwise ops, one thread per element.
+    fn elementwise(
+        &mut self,
+        ctx: &IrContext,
+        f: FunctionValue<'c>,
+        ops: &[OpId],
+        args: &[Value],
+        result: Value,
+    ) -> R<()> {
+        for &op in ops {
+            if !crate::fusion::is_elementwise(ctx.op_name(op)) {
+                return Err(format!(
+                    "'{}' cannot be part of a fused kernel",
+                    ctx.op_name(op)
+                ));
+            }
+            let (e, _) = self.elem_of(ctx, ctx.result(op, 0))?;
+            let transcendental = matches!(
+                ctx.op_name(op),
+                "compute.exp" | "compute.tanh" | "compute.gelu" | "compute.silu"
+            );
+            if e == Elem::F64 && transcendental {
+                return Err("f64 exp/tanh/gelu/silu are not generated yet".into());
+            }
+        }
+        let (re, shape) = self.elem_of(ctx, result)?;
+        let n: i64 = shape.iter().product();
+        if transcendental_used(ctx, ops) {
+            self.helper_exp()?;
+            self.helper_tanh()?;
+            self.b
+                .position_at_end(f.get_first_basic_block().ok_or("no entry")?);
+        }
+        let out = self.param(f, args.len())?;
+        self.grid_loop(f, n.max(0) as u64, |g, i| {
+            // Arguments are loaded on first use, once per element.
+            let mut vals: HashMap<Value, FloatValue<'c>> = HashMap::new();
+            for &op in ops {
+                let mut ins = Vec::new();
+                for &v in ctx.operands(op) {
+                    if let Some(x) = vals.get(&v) {
+                        ins.push(*x);
+                    } else {
+                        let k = args
+                            .iter()
+                            .position(|a| *a == v)
+                            .ok_or("operand not in kernel")?;
+                        let (e, _) = g.elem_of(ctx, v)?;
+                        let x = g.load(e, g.param(f, k)?, i)?;
+                        vals.insert(v, x);
+                        ins.push(x);
+                    }
+                }
+                let (e, _) = g.elem_of(ctx, ctx.result(op, 0))?;
+                let v = g.scalar_op(ctx, op, e, &ins)?;
+                let v = g.round(e, v)?;
+                vals.insert(ctx.result(op, 0), v);
+            }
+            let v = *vals.get(&result).ok_or("result not computed")?;
+            g.store(re, out, i, v)
+        })
+    }
+
+    /// One elementwise op on compute values; the result is in `e`'s compute type, unrounded.
+    fn scalar_op(
+        &self,
+        ctx: &IrContext,
+        op: OpId,
+        e: Elem,
+        ins: &[FloatValue<'c>],
+    ) -> R<FloatValue<'c>> {
+        let ct = self.compute_ty(e);
+        let name = ctx.op_name(op).trim_start_matches("compute.");
+        let arg = |i: usize| -> R<FloatValue<'c>> {
+            let v = *ins.get(i).ok_or("missing operand")?;
+            self.convert(v, ct)
+        };
+        let c = |x: f64| ct.const_float(x);
+        Ok(match name {
+            "add" => b!(self.b.build_float_add(arg(0)?, arg(1)?, "add")),
+            "sub" => b!(self.b.build_float_sub(arg(0)?, arg(1)?, "sub")),
+            "mul" => b!(self.b.build_float_mul(arg(0)?, arg(1)?, "mul")),
+            "div" => b!(self.b.build_float_div(arg(0)?, arg(1)?, "div")),
+            "maximum" => self.call_f(
+                self.intrinsic("llvm.maximum", ct.into())?,
+                &[arg(0)?, arg(1)?],
+            )?,
+            "minimum" => self.call_f(
+                self.intrinsic("llvm.minimum", ct.into())?,
+                &[arg(0)?, arg(1)?],
+            )?,
+            "neg" => b!(self.b.build_float_neg(arg(0)?, "neg")),
+            "relu" => {
+                // `x < 0 ? 0 : x` keeps NaN (a max would hide it), as the sim backend does.
+                let x = arg(0)?;
+                let lt = b!(self
+                    .b
+                    .build_float_compare(FloatPredicate::OLT, x, c(0.0), "lt"));
+                b!(self.b.build_select(lt, c(0.0), x, "relu")).into_float_value()
+            }
+            "exp" => self.call_f(self.helpers["exp"], &[arg(0)?])?,
+            "tanh" => self.call_f(self.helpers["tanh"], &[arg(0)?])?,
+            "sqrt" => self.call_f(self.intrinsic("llvm.sqrt", ct.into())?, &[arg(0)?])?,
+            "rsqrt" => {
+                let s = self.call_f(self.intrinsic("llvm.sqrt", ct.into())?, &[arg(0)?])?;
+                b!(self.b.build_float_div(c(1.0), s, "rsqrt"))
+            }
+            "gelu" => {
+                // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), evaluated in the sim's order.
+                let x = arg(0)?;
+                let x3 = b!(self.b.build_float_mul(c(0.044_715), x, "t"));
+                let x3 = b!(self.b.build_float_mul(x3, x, "t"));
+                let x3 = b!(self.b.build_float_mul(x3, x, "t"));
+                let inner = b!(self.b.build_float_add(x, x3, "t"));
+                let k = if e == Elem::F64 {
+                    (2.0 / std::f64::consts::PI).sqrt()
+                } else {
+                    f64::from(0.797_884_6f32)
+                };
+                let inner = b!(self.b.build_float_mul(c(k), inner, "t"));
+                let t = self.call_f(self.helpers["tanh"], &[inner])?;
+                let one_t = b!(self.b.build_float_add(c(1.0), t, "t"));
+                let hx = b!(self.b.build_float_mul(c(0.5), x, "t"));
+                b!(self.b.build_float_mul(hx, one_t, "gelu"))
+            }
+            "silu" => {
+                let x = arg(0)?;
+                let nx = b!(self.b.build_float_neg(x, "nx"));
+                let ex = self.call_f(self.helpers["exp"], &[nx])?;
+                let d = b!(self.b.build_float_add(c(1.0), ex, "d"));
+                b!(self.b.build_float_div(x, d, "silu"))
+            }
+            "scale" => {
+                let factor = ctx
+                    .inherent_attr(op, "factor")
+                    .and_then(|a| ctx.attr_as_f64(a))
+                    .ok_or("requires 'factor'")?;
+                // The sim multiplies by the factor rounded to f32 for f16/bf16/f32.
+                let factor = if e == Elem::F64 {
+                    factor
+                } else {
+                    f64::from(factor as f32)
+                };
+                b!(self.b.build_float_mul(arg(0)?, c(factor), "scale"))
+            }
+            "fill" => {
+                let v = ctx
+                    .inherent_attr(op, "value")
+                    .and_then(|a| ctx.attr_as_f64(a))
+                    .ok_or("requires 'value'")?;
+                // Rounded once from f64 by the caller's per-result rounding.
+                self.cx.f64_type().const_float(v)
+            }
+            "clone" | "reshape" => arg(0)?,
+            // The caller's rounding converts to the result type with a single rounding.
+            "cast" => *ins.first().ok_or("missing operand")?,
+            other => return Err(format!("no kernel code for compute.{other}")),
+        })
+    }
+
+    /// softmax, reduce_sum, transpose, slice, concat.
+    fn standalone(
+        &mut self,
+        ctx: &IrContext,
+        f: FunctionValue<'c>,
+        op: OpId,
+        args: &[Value],
+    ) -> R<()> {
+        let name = ctx.op_name(op).trim_start_matches("compute.");
+        if name == "softmax" {
+            self.helper_exp()?;
+            self.b
+                .position_at_end(f.get_first_basic_block().ok_or("no entry")?);
+        }
+        let (ie, ishape) = self.elem_of(ctx, ctx.operand(op, 0))?;
+        let (oe, oshape) = self.elem_of(ctx, ctx.result(op, 0))?;
+        let out = self.param(f, args.len())?;
+        let input = |i: usize| -> R<PointerValue<'c>> {
+            let v = ctx.operand(op, i);
+            let k = args
+                .iter()
+                .position(|a| *a == v)
+                .ok_or("operand not in kernel")?;
+            self.param(f, k)
+        };
+        let dim = ctx
+            .inherent_attr(op, "dim")
+            .and_then(|a| ctx.attr_as_i64(a))
+            .unwrap_or(0)
+            .max(0) as usize;
+        let prod = |s: &[i64]| s.iter().product::<i64>().max(0) as u64;
+        let onumel = prod(&oshape);
+        match name {
+            "softmax" | "reduce_sum" => {
+                if name == "softmax" && ie == Elem::F64 {
+                    return Err("f64 softmax is not generated yet".into());
+                }
+                let outer = prod(&ishape[..dim]);
+                let len = ishape[dim].max(0) as u64;
+                let inner = prod(&ishape[dim + 1..]);
+                let x = input(0)?;
+                let ct = self.compute_ty(ie);
+                self.grid_loop(f, outer * inner, |g, l| {
+                    let o = b!(g.b.build_int_unsigned_div(l, g.i64(inner.max(1)), "o"));
+                    let inn = b!(g.b.build_int_unsigned_rem(l, g.i64(inner.max(1)), "in"));
+                    let base = b!(g.b.build_int_mul(o, g.i64(len * inner), "b"));
+                    let base = b!(g.b.build_int_add(base, inn, "b"));
+                    let at = |g: &Self, k: IntValue<'c>| -> R<IntValue<'c>> {
+                        let s = b!(g.b.build_int_mul(k, g.i64(inner), "s"));
+                        Ok(b!(g.b.build_int_add(base, s, "at")))
+                    };
+                    if name == "reduce_sum" {
+                        let sum = g.fold(f, len, ct.const_float(0.0), |g, k, acc| {
+                            let v = g.load(ie, x, at(g, k)?)?;
+                            Ok(b!(g.b.build_float_add(acc, v, "acc")))
+                        })?;
+                        return g.store(oe, out, l, sum);
+                    }
+                    let maxf = g.intrinsic("llvm.maximum", ct.into())?;
+                    let m = g.fold(f, len, ct.const_float(f64::NEG_INFINITY), |g, k, acc| {
+                        let v = g.load(ie, x, at(g, k)?)?;
+                        g.call_f(maxf, &[acc, v])
+                    })?;
+                    let exp = g.helpers["exp"];
+                    let sum = g.fold(f, len, ct.const_float(0.0), |g, k, acc| {
+                        let v = g.load(ie, x, at(g, k)?)?;
+                        let d = b!(g.b.build_float_sub(v, m, "d"));
+                        let ev = g.call_f(exp, &[d])?;
+                        Ok(b!(g.b.build_float_add(acc, ev, "acc")))
+                    })?;
+                    g.counted(f, g.i64(0), g.i64(len), g.i64(1), |g, k| {
+                        let idx = at(g, k)?;
+                        let v = g.load(ie, x, idx)?;
+                        let d = b!(g.b.build_float_sub(v, m, "d"));
+                        let ev = g.call_f(exp, &[d])?;
+                        let q = b!(g.b.build_float_div(ev, sum, "q"));
+                        g.store(oe, out, idx, q)
+                    })
+                })
+            }
+            "transpose" => {
+                // out[..., r, c] = in[..., c, r]; out is N×M for an M×N input.
+                let r = ishape.len();
+                let (mm, nn) = (ishape[r - 2].max(0) as u64, ishape[r - 1].max(0) as u64);
+                let x = input(0)?;
+                let it = self.int_ty(ie);
+                self.grid_loop(f, onumel, |g, j| {
+                    let per = g.i64((mm * nn).max(1));
+                    let bt = b!(g.b.build_int_unsigned_div(j, per, "b"));
+                    let rem = b!(g.b.build_int_unsigned_rem(j, per, "r"));
+                    let row = b!(g.b.build_int_unsigned_div(rem, g.i64(mm.max(1)), "row"));
+                    let col = b!(g.b.build_int_unsigned_rem(rem, g.i64(mm.max(1)), "col"));
+                    let src = b!(g.b.build_int_mul(bt, per, "s"));
+                    let cn = b!(g.b.build_int_mul(col, g.i64(nn), "s"));
+                    let src = b!(g.b.build_int_add(src, cn, "s"));
+                    let src = b!(g.b.build_int_add(src, row, "s"));
+                    g.copy_elem(it, x, src, out, j)
+                })
+            }
+            "slice" => {
+                let start = ctx
+                    .inherent_attr(op, "start")
+                    .and_then(|a| ctx.attr_as_i64(a))
+                    .ok_or("requires 'start'")?
+                    .max(0) as u64;
+                let size = oshape[dim].max(0) as u64;
+                let isz = ishape[dim].max(0) as u64;
+                let inner = prod(&ishape[dim + 1..]);
+                let x = input(0)?;
+                let it = self.int_ty(ie);
+                self.grid_loop(f, onumel, |g, j| {
+                    let blk = g.i64((size * inner).max(1));
+                    let o = b!(g.b.build_int_unsigned_div(j, blk, "o"));
+                    let rem = b!(g.b.build_int_unsigned_rem(j, blk, "r"));
+                    let src = b!(g.b.build_int_mul(o, g.i64(isz * inner), "s"));
+                    let src = b!(g.b.build_int_add(src, g.i64(start * inner), "s"));
+                    let src = b!(g.b.build_int_add(src, rem, "s"));
+                    g.copy_elem(it, x, src, out, j)
+                })
+            }
+            "concat" => {
+                let total = oshape[dim].max(0) as u64;
+                let inner = prod(&oshape[dim + 1..]);
+                let mut parts = Vec::new();
+                let mut off = 0u64;
+                for i in 0..ctx.operands(op).len() {
+                    let (_, s) = self.elem_of(ctx, ctx.operand(op, i))?;
+                    let d = s[dim].max(0) as u64;
+                    parts.push((input(i)?, off, d));
+                    off += d;
+                }
+                let it = self.int_ty(oe);
+                self.grid_loop(f, onumel, |g, j| {
+                    let blk = g.i64((total * inner).max(1));
+                    let o = b!(g.b.build_int_unsigned_div(j, blk, "o"));
+                    let rem = b!(g.b.build_int_unsigned_rem(j, blk, "r"));
+                    let d = b!(g.b.build_int_unsigned_div(rem, g.i64(inner.max(1)), "d"));
+                    let inn = b!(g.b.build_int_unsigned_rem(rem, g.i64(inner.max(1)), "in"));
+                    // Select the source part by d's range, from the last part down.
+                    let mut sel: Option<(PointerValue<'c>, IntValue<'c>)> = None;
+                    for &(p, start, len) in parts.iter().rev() {
+                        let local = b!(g.b.build_int_sub(d, g.i64(start), "l"));
+                        let idx = b!(g.b.build_int_mul(o, g.i64(len * inner), "i"));
+                        let li = b!(g.b.build_int_mul(local, g.i64(inner), "i"));
+                        let idx = b!(g.b.build_int_add(idx, li, "i"));
+                        let idx = b!(g.b.build_int_add(idx, inn, "i"));
+                        sel = Some(match sel {
+                            None => (p, idx),
+                            Some((sp, si)) => {
+                                let lt = b!(g.b.build_int_compare(
+                                    IntPredicate::ULT,
+                                    d,
+                                    g.i64(start + len),
+                                    "lt"
+                                ));
+                                let pp = b!(g.b.build_select(lt, p, sp, "pp")).into_pointer_value();
+                                let ii = b!(g.b.build_select(lt, idx, si, "ii")).into_int_value();
+                                (pp, ii)
+                            }
+                        });
+                    }
+                    let (p, idx) = sel.ok_or("concat without operands")?;
+                    g.copy_elem(it, p, idx, out, j)
+                })
+            }
+            other => Err(format!("no kernel code for compute.{other}")),
+        }
+    }
+
+    /// Copies one element's bits (data movement never converts, so NaN payloads survive).
+    fn copy_elem(
+        &self,
+        it: inkwell::types::IntType<'c>,
+        src: PointerValue<'c>,
+        si: IntValue<'c>,
+        dst: PointerValue<'c>,
+        di: IntValue<'c>,
+    ) -> R<()> {
+        let sp = unsafe { b!(self.b.build_in_bounds_gep(it, src, &[si], "sp")) };
+        let v = b!(self.b.build_load(it, sp, "v"));
+        let dp = unsafe { b!(self.b.build_in_bounds_gep(it, dst, &[di], "dp")) };
+        b!(self.b.build_store(dp, v));
+        Ok(())
+    }
+
+    /// `float __commlir_expf(float)`: exp by range reduction `x = n·ln2 + r`, |r| ≤ ln2/2,
+    /// a degree-7 Taylor polynomial for e^r (error < 1e-8 relative) and scaling by 2^n.
+    fn helper_exp(&mut self) -> R<FunctionValue<'c>> {
+        if let Some(f) = self.helpers.get("exp") {
+            return Ok(*f);
+        }
+        let t = self.cx.f32_type();
+        let f = self.m.add_function(
+            "__commlir_expf",
+            t.fn_type(&[t.into()], false),
+            Some(Linkage::Internal),
+        );
+        let saved = self.b.get_insert_block();
+        let entry = self.cx.append_basic_block(f, "entry");
+        self.b.position_at_end(entry);
+        let x = f.get_first_param().ok_or("no param")?.into_float_value();
+        let c = |v: f64| t.const_float(v);
+        let fma = self.intrinsic("llvm.fma", t.into())?;
+        let minf = self.intrinsic("llvm.minnum", t.into())?;
+        let maxf = self.intrinsic("llvm.maxnum", t.into())?;
+        let rint = self.intrinsic("llvm.rint", t.into())?;
+        let ldexp = Intrinsic::find("llvm.ldexp")
+            .ok_or("no llvm.ldexp")?
+            .get_declaration(self.m, &[t.into(), self.cx.i32_type().into()])
+            .ok_or("cannot declare llvm.ldexp")?;
+        // Clamp so that n stays small; out-of-range inputs are fixed up at the end.
+        let xc = self.call_f(maxf, &[x, c(-104.0)])?;
+        let xc = self.call_f(minf, &[xc, c(89.0)])?;
+        let xl = b!(self
+            .b
+            .build_float_mul(xc, c(std::f64::consts::LOG2_E), "xl"));
+        let n = self.call_f(rint, &[xl])?;
+        // ln2 split in a part exact in f32 and the rest, so n·ln2_hi is exact.
+        let r = self.call_f(fma, &[n, c(-0.693_145_751_953_125), xc])?;
+        let r = self.call_f(fma, &[n, c(-1.428_606_765_330_187e-6), r])?;
+        let mut p = c(1.0 / 5040.0);
+        for coef in [
+            1.0 / 720.0,
+            1.0 / 120.0,
+            1.0 / 24.0,
+            1.0 / 6.0,
+            0.5,
+            1.0,
+            1.0,
+        ] {
+            p = self.call_f(fma, &[p, r, c(coef)])?;
+        }
+        let ni = b!(self
+            .b
+            .build_float_to_signed_int(n, self.cx.i32_type(), "ni"));
+        let call = b!(self.b.build_call(ldexp, &[p.into(), ni.into()], "y"));
+        let y = call
+            .try_as_basic_value()
+            .basic()
+            .ok_or("ldexp without value")?
+            .into_float_value();
+        let big = b!(self
+            .b
+            .build_float_compare(FloatPredicate::OGT, x, c(88.8), "big"));
+        let y = b!(self.b.build_select(big, c(f64::INFINITY), y, "y")).into_float_value();
+        let small = b!(self
+            .b
+            .build_float_compare(FloatPredicate::OLT, x, c(-103.9), "small"));
+        let y = b!(self.b.build_select(small, c(0.0), y, "y")).into_float_value();
+        let nan = b!(self.b.build_float_compare(FloatPredicate::UNO, x, x, "nan"));
+        let y = b!(self.b.build_select(nan, x, y, "y")).into_float_value();
+        b!(self.b.build_return(Some(&y)));
+        if let Some(bb) = saved {
+            self.b.position_at_end(bb);
+        }
+        self.helpers.insert("exp", f);
+        Ok(f)
+    }
+
+    /// `float __commlir_tanhf(float)`: an odd Taylor polynomial below |x| = 0.25, else
+    /// `sign(x)·(1 − 2/(e^{2|x|} + 1))`, which saturates to ±1 for large |x|.
+    fn helper_tanh(&mut self) -> R<FunctionValue<'c>> {
+        if let Some(f) = self.helpers.get("tanh") {
+            return Ok(*f);
+        }
+        let exp = self.helper_exp()?;
+        let t = self.cx.f32_type();
+        let f = self.m.add_function(
+            "__commlir_tanhf",
+            t.fn_type(&[t.into()], false),
+            Some(Linkage::Internal),
+        );
+        let saved = self.b.get_insert_block();
+        let entry = self.cx.append_basic_block(f, "entry");
+        self.b.position_at_end(entry);
+        let x = f.get_first_param().ok_or("no param")?.into_float_value();
+        let c = |v: f64| t.const_float(v);
+        let fma = self.intrinsic("llvm.fma", t.into())?;
+        let fabs = self.intrinsic("llvm.fabs", t.into())?;
+        let copysign = self.intrinsic("llvm.copysign", t.into())?;
+        let a = self.call_f(fabs, &[x])?;
+        // Small |x|: x + x³·(−1/3 + x²·(2/15 + x²·(−17/315 + x²·62/2835))).
+        let x2 = b!(self.b.build_float_mul(x, x, "x2"));
+        let mut p = c(62.0 / 2835.0);
+        for coef in [-17.0 / 315.0, 2.0 / 15.0, -1.0 / 3.0] {
+            p = self.call_f(fma, &[p, x2, c(coef)])?;
+        }
+        let x3 = b!(self.b.build_float_mul(x2, x, "x3"));
+        let small = self.call_f(fma, &[x3, p, x])?;
+        let two_a = b!(self.b.build_float_mul(a, c(2.0), "2a"));
+        let e2 = self.call_f(exp, &[two_a])?;
+        let d = b!(self.b.build_float_add(e2, c(1.0), "d"));
+        let q = b!(self.b.build_float_div(c(2.0), d, "q"));
+        let big = b!(self.b.build_float_sub(c(1.0), q, "big"));
+        let big = self.call_f(copysign, &[big, x])?;
+        let is_small = b!(self
+            .b
+            .build_float_compare(FloatPredicate::OLT, a, c(0.25), "s"));
+        let y = b!(self.b.build_select(is_small, small, big, "y")).into_float_value();
+        let nan = b!(self.b.build_float_compare(FloatPredicate::UNO, x, x, "nan"));
+        let y = b!(self.b.build_select(nan, x, y, "y")).into_float_value();
+        b!(self.b.build_return(Some(&y)));
+        if let Some(bb) = saved {
+            self.b.position_at_end(bb);
+        }
+        self.helpers.insert("tanh", f);
+        Ok(f)
+    }
+}
+
+fn transcendental_used(ctx: &IrContext, ops: &[OpId]) -> bool {
+    ops.iter().any(|o| {
+        matches!(
+            ctx.op_name(*o),
+            "compute.exp" | "compute.tanh" | "compute.gelu" | "compute.silu"
+        )
+    })
+}
+
+fn float_width(cx: &Context, t: FloatType<'_>) -> u32 {
+    if t == cx.f16_type() || t == cx.bf16_type() {
+        16
+    } else if t == cx.f32_type() {
+        32
+    } else {
+        64
+    }
+}

@@ -1,0 +1,921 @@
+//! `comm-to-rt`: planned comm-level IR (after `coll-to-comm` and `comm-plan-pools`) to the
+//! runtime-call dialect `rt`.
+//!
+//! Per function, in program order:
+//! - tensors become `memref` buffers. A comm buffer is an `rt.pool_view` of its pool at its
+//!   `comm.slot` offset; every other result gets its own `rt.alloc` (per-value allocation,
+//!   stream-ordered on the compute stream) and an `rt.free` right after its last reader, unless
+//!   it is returned (then the caller owns it). Arguments are the caller's buffers.
+//! - `comm.pool` / `comm.pool_release` become `rt.pool_alloc` / `rt.pool_free`.
+//! - elementwise chains are fused ([`crate::fusion`]); each kernel is an `rt.kernel` symbol
+//!   (identical kernels are shared) launched by `rt.launch`; matmuls become `rt.gemm`.
+//! - a collective start becomes its `rt.nccl_*` call on the comm stream, preceded by an event
+//!   the comm stream waits for (the compute stream produced the buffer) and followed by an
+//!   event recorded on the comm stream; its `comm.wait` makes the compute stream wait for that
+//!   event. The one-shot all-reduce runs on the compute stream.
+//! - before a pool is freed, the compute stream waits for all comm-stream work.
+
+use crate::fusion::{self, FusionPlan};
+use commlir_dialects::comm::{buffer_encoding, encoding_kind_str, pool_info, slot_of};
+use commlir_dialects::rt;
+use commlir_dialects::shape::{elem_bytes, value_tensor};
+use commlir_ir::pass::{Anchor, Pass, PassEnv, PassInfo, StatisticDef};
+use commlir_ir::{
+    AttrKind, BlockId, Builder, Context, Diagnostic, FloatKind, OpId, OpState, Signedness, Type,
+    TypeKind, Value,
+};
+use std::collections::HashMap;
+
+commlir_ir::register_pass!(
+    /// The `comm-to-rt` pass.
+    pub COMM_TO_RT = PassInfo {
+        argument: "comm-to-rt",
+        name: "CommToRt",
+        summary: "Lower planned comm-level IR to runtime calls (rt dialect)",
+        description: "Turns every function of a module planned by `comm-plan-pools` into \
+            `rt` calls: pools, per-value buffers with frees after the last reader, fused \
+            elementwise kernels (`rt.kernel` + `rt.launch`), cuBLAS GEMMs, NCCL collectives on \
+            the comm stream with events for their waits.",
+        anchor: Anchor::MODULE,
+        options: &[],
+        statistics: &[
+            StatisticDef::new("kernels", "Distinct kernels generated"),
+            StatisticDef::new("launches", "Kernel launches"),
+            StatisticDef::new("fused-ops", "Ops fused into a later kernel"),
+            StatisticDef::new("collectives", "NCCL collective calls"),
+        ],
+        create: |_| Ok(Box::new(CommToRt)),
+    }
+);
+
+/// The `comm-to-rt` pass instance.
+pub struct CommToRt;
+
+impl Pass for CommToRt {
+    fn info(&self) -> &'static PassInfo {
+        &COMM_TO_RT
+    }
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
+        let stats = lower_module(ctx, op)?;
+        env.add_stat("kernels", stats.kernels);
+        env.add_stat("launches", stats.launches);
+        env.add_stat("fused-ops", stats.fused_ops);
+        env.add_stat("collectives", stats.collectives);
+        Ok(())
+    }
+}
+
+/// Counts of what the lowering produced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LowerStats {
+    pub kernels: u64,
+    pub launches: u64,
+    pub fused_ops: u64,
+    pub collectives: u64,
+}
+
+/// Threads per block of every elementwise / data-movement kernel.
+pub const BLOCK: i64 = 256;
+/// Upper bound of the grid: kernels loop grid-stride, so more blocks only add scheduling cost.
+pub const MAX_GRID: i64 = 65535;
+
+/// The grid for `n` independent work items at [`BLOCK`] threads per block.
+pub fn grid_for(n: i64) -> i64 {
+    ((n + BLOCK - 1) / BLOCK).clamp(1, MAX_GRID)
+}
+
+/// The module's single body block.
+pub fn module_block(ctx: &Context, module: OpId) -> Option<BlockId> {
+    let r = *ctx.op_regions(module).first()?;
+    ctx.region_blocks(r).first().copied()
+}
+
+/// Lowers every function with a body in `module`.
+pub fn lower_module(ctx: &mut Context, module: OpId) -> Result<LowerStats, Diagnostic> {
+    let Some(body) = module_block(ctx, module) else {
+        return Ok(LowerStats::default());
+    };
+    let funcs: Vec<OpId> = ctx
+        .block_ops(body)
+        .filter(|o| ctx.op_name(*o) == "func.func")
+        .collect();
+    let mut kernels = KernelTable::default();
+    // Kernels already in the module (a second run, or hand-written rt) keep their names.
+    for o in ctx.block_ops(body) {
+        if ctx.op_name(o) == "rt.kernel" {
+            kernels.count += 1;
+        }
+    }
+    let mut stats = LowerStats::default();
+    for f in funcs {
+        lower_function(ctx, f, &mut kernels, &mut stats)?;
+    }
+    stats.kernels = kernels.by_key.len() as u64;
+    Ok(stats)
+}
+
+/// Kernels created so far, deduplicated by a structural key.
+#[derive(Default)]
+struct KernelTable {
+    by_key: HashMap<String, String>,
+    count: usize,
+}
+
+/// The `memref` type with the shape and element type of tensor `t`.
+fn memref_of(ctx: &mut Context, t: Type) -> Type {
+    match ctx.type_kind(t).clone() {
+        TypeKind::Tensor { shape, elem, .. } => ctx.ty(TypeKind::MemRef {
+            shape,
+            elem,
+            rest: None,
+        }),
+        _ => t,
+    }
+}
+
+/// The runtime's dtype spelling of an element type (NCCL's set), if it has one.
+pub fn dtype_name(ctx: &Context, elem: Type) -> Option<&'static str> {
+    Some(match ctx.type_kind(elem) {
+        TypeKind::Float(FloatKind::F16) => "f16",
+        TypeKind::Float(FloatKind::BF16) => "bf16",
+        TypeKind::Float(FloatKind::F32) => "f32",
+        TypeKind::Float(FloatKind::F64) => "f64",
+        TypeKind::Integer {
+            width: 8,
+            signedness,
+        } => {
+            if *signedness == Signedness::Unsigned {
+                "u8"
+            } else {
+                "i8"
+            }
+        }
+        TypeKind::Integer {
+            width: 32,
+            signedness,
+        } => {
+            if *signedness == Signedness::Unsigned {
+                "u32"
+            } else {
+                "i32"
+            }
+        }
+        TypeKind::Integer {
+            width: 64,
+            signedness,
+        } => {
+            if *signedness == Signedness::Unsigned {
+                "u64"
+            } else {
+                "i64"
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// Whether kernels can compute on this element type (f16, bf16, f32, f64).
+fn kernel_elem_ok(ctx: &Context, elem: Type) -> bool {
+    matches!(
+        ctx.type_kind(elem),
+        TypeKind::Float(FloatKind::F16 | FloatKind::BF16 | FloatKind::F32 | FloatKind::F64)
+    )
+}
+
+/// Per-function lowering state.
+struct Lowering {
+    /// Old tensor value → new buffer value.
+    buf: HashMap<Value, Value>,
+    /// Comm buffers: old value → (pool value, byte offset).
+    comm: HashMap<Value, (Value, u64)>,
+    /// (kind, group) → pool value.
+    pools: HashMap<(String, String), Value>,
+    /// Work handle → event recorded after the collective.
+    work: HashMap<Value, Value>,
+    /// Whether the compute stream issued work since the comm stream last waited for it.
+    compute_dirty: bool,
+    /// Whether the comm stream issued work since the compute stream last waited for it.
+    comm_dirty: bool,
+}
+
+fn err(ctx: &Context, op: OpId, msg: impl std::fmt::Display) -> Diagnostic {
+    ctx.op_error(op, msg)
+}
+
+fn i64_attr(ctx: &mut Context, v: i64) -> commlir_ir::Attr {
+    ctx.int_attr(v, 64)
+}
+
+fn lower_function(
+    ctx: &mut Context,
+    func: OpId,
+    kernels: &mut KernelTable,
+    stats: &mut LowerStats,
+) -> Result<(), Diagnostic> {
+    let region = ctx.op_regions(func)[0];
+    let blocks = ctx.region_blocks(region).to_vec();
+    let Some(&block) = blocks.first() else {
+        return Ok(()); // a declaration
+    };
+    if blocks.len() > 1 {
+        return Err(err(ctx, func, "comm-to-rt: expects a single-block body"));
+    }
+    let ops: Vec<OpId> = ctx.block_ops(block).collect();
+    if ops.iter().any(|o| ctx.op_name(*o).starts_with("rt.")) {
+        return Ok(()); // already lowered
+    }
+    let plan = fusion::plan(ctx, &ops);
+    stats.fused_ops += plan.num_fused() as u64;
+    let mut st = Lowering {
+        buf: HashMap::new(),
+        comm: HashMap::new(),
+        pools: HashMap::new(),
+        work: HashMap::new(),
+        compute_dirty: true,
+        comm_dirty: false,
+    };
+    // Arguments become the caller's buffers.
+    for &a in ctx.block_args(block).to_vec().iter() {
+        let t = ctx.value_type(a);
+        if !matches!(ctx.type_kind(t), TypeKind::Tensor { .. }) {
+            return Err(err(
+                ctx,
+                func,
+                "comm-to-rt: every argument must be a ranked tensor",
+            ));
+        }
+        if buffer_encoding(ctx, t).is_some() {
+            return Err(err(
+                ctx,
+                func,
+                "comm-to-rt: a comm-buffer argument has no pool slot; pass a plain tensor",
+            ));
+        }
+        st.buf.insert(a, a);
+    }
+    let module = ctx.parent_op(func);
+    for &op in &ops {
+        lower_op(ctx, op, module, func, &plan, &mut st, kernels, stats)?;
+    }
+    // Retyped last: the lowering above still reads the arguments' tensor types.
+    for &a in ctx.block_args(block).to_vec().iter() {
+        let t = ctx.value_type(a);
+        let m = memref_of(ctx, t);
+        ctx.set_value_type(a, m);
+    }
+    for &op in ops.iter().rev() {
+        ctx.erase_op(op);
+    }
+    insert_frees(ctx, block);
+    // The signature follows the buffers.
+    let inputs: Vec<Type> = ctx
+        .block_args(block)
+        .iter()
+        .map(|v| ctx.value_type(*v))
+        .collect();
+    let results: Vec<Type> = match ctx.block_last(block) {
+        Some(r) if ctx.op_name(r) == "func.return" => {
+            ctx.operands(r).iter().map(|v| ctx.value_type(*v)).collect()
+        }
+        _ => Vec::new(),
+    };
+    let ft = ctx.function_type(inputs, results);
+    let fa = ctx.type_attr(ft);
+    set_inherent(ctx, func, "function_type", fa);
+    Ok(())
+}
+
+/// Sets an inherent attribute wherever it lives (properties of generic-form input, or the
+/// attribute dictionary).
+fn set_inherent(ctx: &mut Context, op: OpId, name: &str, value: commlir_ir::Attr) {
+    if ctx.get_prop(op, name).is_some() {
+        if let Some(p) = ctx.properties(op) {
+            if let AttrKind::Dict(entries) = ctx.attr_kind(p).clone() {
+                let entries = entries
+                    .into_iter()
+                    .map(|(k, v)| {
+                        if ctx.ident_str(k) == name {
+                            (k, value)
+                        } else {
+                            (k, v)
+                        }
+                    })
+                    .collect();
+                let d = ctx.dict_attr(entries);
+                ctx.set_properties(op, Some(d));
+                return;
+            }
+        }
+    }
+    ctx.set_attr(op, name, value);
+}
+
+/// Inserts `rt.free` after the last reader of every `rt.alloc` buffer that is not returned.
+fn insert_frees(ctx: &mut Context, block: BlockId) {
+    let ops: Vec<OpId> = ctx.block_ops(block).collect();
+    let pos: HashMap<OpId, usize> = ops.iter().enumerate().map(|(i, o)| (*o, i)).collect();
+    for &op in &ops {
+        if ctx.op_name(op) != "rt.alloc" {
+            continue;
+        }
+        let b = ctx.result(op, 0);
+        let users: Vec<OpId> = ctx.uses(b).iter().map(|u| u.op).collect();
+        if users.iter().any(|u| ctx.op_name(*u) == "func.return") {
+            continue;
+        }
+        let last = users
+            .into_iter()
+            .filter_map(|u| pos.get(&u).map(|p| (*p, u)))
+            .max()
+            .map_or(op, |(_, u)| u);
+        let mut bld = Builder::after(ctx, last);
+        bld.create("rt.free", &[b], &[], &[]);
+    }
+}
+
+/// The buffer of an already lowered value.
+fn buffer(ctx: &Context, st: &Lowering, op: OpId, v: Value) -> Result<Value, Diagnostic> {
+    st.buf.get(&v).copied().ok_or_else(|| {
+        err(
+            ctx,
+            op,
+            "comm-to-rt: operand has no buffer (defined by an unsupported op)",
+        )
+    })
+}
+
+/// Creates the buffer `op`'s result `r` is stored to: a pool view for a comm buffer, else a
+/// fresh allocation.
+fn result_buffer(
+    ctx: &mut Context,
+    st: &mut Lowering,
+    op: OpId,
+    r: Value,
+) -> Result<Value, Diagnostic> {
+    let t = ctx.value_type(r);
+    let m = memref_of(ctx, t);
+    let b = if let Some(enc) = buffer_encoding(ctx, t) {
+        let slot = slot_of(ctx, op).ok_or_else(|| {
+            err(
+                ctx,
+                op,
+                "comm-to-rt: comm buffer without 'comm.slot': run comm-plan-pools first",
+            )
+        })?;
+        let key = (enc.kind_str().to_string(), enc.group.clone());
+        let pool = *st.pools.get(&key).ok_or_else(|| {
+            err(
+                ctx,
+                op,
+                format!(
+                    "comm-to-rt: no comm.pool for ({}, @{}) before this op",
+                    key.0, key.1
+                ),
+            )
+        })?;
+        let off = i64::try_from(slot.offset).unwrap_or(i64::MAX);
+        let off = i64_attr(ctx, off);
+        let mut bld = Builder::before(ctx, op);
+        let v = bld.create_value("rt.pool_view", &[pool], m, &[("offset", off)]);
+        st.comm.insert(r, (pool, slot.offset));
+        v
+    } else {
+        let mut bld = Builder::before(ctx, op);
+        bld.create_value("rt.alloc", &[], m, &[])
+    };
+    st.buf.insert(r, b);
+    Ok(b)
+}
+
+/// The (pool, offset) of a comm-buffer operand.
+fn comm_loc(ctx: &Context, st: &Lowering, op: OpId, v: Value) -> Result<(Value, u64), Diagnostic> {
+    st.comm.get(&v).copied().ok_or_else(|| {
+        err(
+            ctx,
+            op,
+            "comm-to-rt: collective operand is not a planned comm buffer",
+        )
+    })
+}
+
+fn dtype_of(ctx: &Context, op: OpId, v: Value) -> Result<&'static str, Diagnostic> {
+    let t = value_tensor(ctx, v).ok_or_else(|| err(ctx, op, "comm-to-rt: expects tensors"))?;
+    dtype_name(ctx, t.elem).ok_or_else(|| {
+        err(
+            ctx,
+            op,
+            "comm-to-rt: element type has no runtime dtype (f16, bf16, f32, f64, i8, u8, i32, u32, i64, u64)",
+        )
+    })
+}
+
+fn numel(ctx: &Context, v: Value) -> i64 {
+    value_tensor(ctx, v).map_or(0, |t| t.numel())
+}
+
+/// Makes `waiter` wait for the work issued so far on `from` (record + wait).
+fn sync_streams(ctx: &mut Context, before: OpId, from: &str, waiter: &str) -> Value {
+    let et = rt::event_type(ctx);
+    let s_from = ctx.str_attr(from);
+    let s_wait = ctx.str_attr(waiter);
+    let mut bld = Builder::before(ctx, before);
+    let e = bld.create_value("rt.event_record", &[], et, &[("stream", s_from)]);
+    bld.create("rt.stream_wait", &[e], &[], &[("stream", s_wait)]);
+    e
+}
+
+#[allow(clippy::too_many_arguments)]
+fn lower_op(
+    ctx: &mut Context,
+    op: OpId,
+    module: Option<OpId>,
+    func: OpId,
+    plan: &FusionPlan,
+    st: &mut Lowering,
+    kernels: &mut KernelTable,
+    stats: &mut LowerStats,
+) -> Result<(), Diagnostic> {
+    let name = ctx.op_name(op).to_string();
+    if plan.absorbed.contains_key(&op) {
+        return Ok(());
+    }
+    if let Some(&g) = plan.root_group.get(&op) {
+        let group = &plan.groups[g];
+        let sym = kernel_symbol(ctx, module, func, group, kernels)?;
+        let mut args = Vec::new();
+        for &v in &group.inputs {
+            args.push(buffer(ctx, st, op, v)?);
+        }
+        let r = ctx.result(op, 0);
+        let out = result_buffer(ctx, st, op, r)?;
+        args.push(out);
+        let work = launch_items(ctx, op);
+        let k = ctx.symbol_ref(&sym);
+        let grid = i64_attr(ctx, grid_for(work));
+        let block = i64_attr(ctx, BLOCK);
+        let mut bld = Builder::before(ctx, op);
+        bld.create(
+            "rt.launch",
+            &args,
+            &[],
+            &[("kernel", k), ("grid", grid), ("block", block)],
+        );
+        st.compute_dirty = true;
+        stats.launches += 1;
+        return Ok(());
+    }
+    match name.as_str() {
+        "comm.pool" => {
+            let info = pool_info(ctx, op)
+                .ok_or_else(|| err(ctx, op, "comm-to-rt: malformed comm.pool"))?;
+            let kind = encoding_kind_str(info.kind);
+            let pt = rt::pool_type(ctx);
+            let attrs = [
+                ("kind", ctx.str_attr(kind)),
+                ("group", ctx.symbol_ref(&info.group)),
+                (
+                    "size",
+                    i64_attr(ctx, i64::try_from(info.size).unwrap_or(i64::MAX)),
+                ),
+                (
+                    "alignment",
+                    i64_attr(ctx, i64::try_from(info.alignment).unwrap_or(i64::MAX)),
+                ),
+            ];
+            let mut bld = Builder::before(ctx, op);
+            let p = bld.create_value("rt.pool_alloc", &[], pt, &attrs);
+            st.pools.insert((kind.to_string(), info.group), p);
+        }
+        "comm.pool_release" => {
+            let pool_op = ctx.defining_op(ctx.operand(op, 0));
+            let info = pool_op.and_then(|p| pool_info(ctx, p));
+            let p = info
+                .and_then(|i| {
+                    st.pools
+                        .get(&(encoding_kind_str(i.kind).to_string(), i.group))
+                        .copied()
+                })
+                .ok_or_else(|| err(ctx, op, "comm-to-rt: releases an unknown pool"))?;
+            if st.comm_dirty {
+                sync_streams(ctx, op, "comm", "compute");
+                st.comm_dirty = false;
+            }
+            let mut bld = Builder::before(ctx, op);
+            bld.create("rt.pool_free", &[p], &[], &[]);
+        }
+        "comm.alloc" => {
+            let r = ctx.result(op, 0);
+            result_buffer(ctx, st, op, r)?;
+        }
+        "compute.matmul" => lower_matmul(ctx, op, st)?,
+        "comm.all_reduce"
+        | "comm.all_reduce_coalesced"
+        | "comm.all_gather"
+        | "comm.reduce_scatter"
+        | "comm.all_to_all"
+        | "comm.broadcast" => {
+            stats.collectives += lower_collective(ctx, op, st)?;
+        }
+        "comm.wait" => {
+            let w = ctx.operand(op, 0);
+            let e = *st
+                .work
+                .get(&w)
+                .ok_or_else(|| err(ctx, op, "comm-to-rt: waits on an unknown work handle"))?;
+            let s = ctx.str_attr("compute");
+            let mut bld = Builder::before(ctx, op);
+            bld.create("rt.stream_wait", &[e], &[], &[("stream", s)]);
+            for (i, &r) in ctx.results(op).to_vec().iter().enumerate() {
+                let b = ctx.operand(op, i + 1);
+                let nb = buffer(ctx, st, op, b)?;
+                st.buf.insert(r, nb);
+                if let Some(&loc) = st.comm.get(&b) {
+                    st.comm.insert(r, loc);
+                }
+            }
+        }
+        "symm.one_shot_all_reduce" => {
+            let x = ctx.operand(op, 0);
+            let (pool, off) = comm_loc(ctx, st, op, x)?;
+            let dtype = dtype_of(ctx, op, x)?;
+            let r = ctx.result(op, 0);
+            let out = result_buffer(ctx, st, op, r)?;
+            let group = ctx
+                .inherent_attr(op, "group")
+                .ok_or_else(|| err(ctx, op, "requires 'group'"))?;
+            let attrs = [
+                ("offset", i64_attr(ctx, off as i64)),
+                ("count", i64_attr(ctx, numel(ctx, x))),
+                ("dtype", ctx.str_attr(dtype)),
+                ("group", group),
+            ];
+            let mut bld = Builder::before(ctx, op);
+            bld.create("rt.symm_one_shot_all_reduce", &[pool, out], &[], &attrs);
+            st.compute_dirty = true;
+        }
+        "func.return" => {
+            let mut vals = Vec::new();
+            for &v in ctx.operands(op).to_vec().iter() {
+                vals.push(buffer(ctx, st, op, v)?);
+            }
+            if st.comm_dirty {
+                sync_streams(ctx, op, "comm", "compute");
+                st.comm_dirty = false;
+            }
+            let mut bld = Builder::before(ctx, op);
+            bld.create("func.return", &vals, &[], &[]);
+        }
+        n if n.starts_with("coll.") => {
+            return Err(err(ctx, op, "comm-to-rt: run coll-to-comm first"));
+        }
+        _ => {
+            return Err(err(
+                ctx,
+                op,
+                "comm-to-rt: no runtime lowering for this op yet",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Number of independent work items (threads) of a kernel rooted at `op`.
+fn launch_items(ctx: &Context, op: OpId) -> i64 {
+    let r = ctx.result(op, 0);
+    match ctx.op_name(op) {
+        // One thread per lane: the reduced dimension is walked by the thread, in order.
+        "compute.softmax" | "compute.reduce_sum" => {
+            let x = ctx.operand(op, 0);
+            let t = value_tensor(ctx, x).unwrap_or_else(|| value_tensor(ctx, r).unwrap());
+            let dim = ctx
+                .inherent_attr(op, "dim")
+                .and_then(|a| ctx.attr_as_i64(a))
+                .unwrap_or(0) as usize;
+            let len = t.shape.get(dim).copied().unwrap_or(1).max(1);
+            (t.numel() / len).max(1)
+        }
+        _ => numel(ctx, r).max(1),
+    }
+}
+
+fn lower_matmul(ctx: &mut Context, op: OpId, st: &mut Lowering) -> Result<(), Diagnostic> {
+    let (a, b, r) = (ctx.operand(op, 0), ctx.operand(op, 1), ctx.result(op, 0));
+    let (ta, tb) = match (value_tensor(ctx, a), value_tensor(ctx, b)) {
+        (Some(x), Some(y)) => (x, y),
+        _ => return Err(err(ctx, op, "expects tensors")),
+    };
+    let (batch, m, k, n) = match (ta.shape.as_slice(), tb.shape.as_slice()) {
+        ([m, k], [_, n]) => (1, *m, *k, *n),
+        ([bb, m, k], [_, _, n]) => (*bb, *m, *k, *n),
+        _ => return Err(err(ctx, op, "comm-to-rt: matmul of unexpected rank")),
+    };
+    let dtype = dtype_of(ctx, op, a)?;
+    let ba = buffer(ctx, st, op, a)?;
+    let bb = buffer(ctx, st, op, b)?;
+    let out = result_buffer(ctx, st, op, r)?;
+    // Row-major C[m×n] = A[m×k]·B[k×n] is column-major Cᵀ = Bᵀ·Aᵀ, and a row-major matrix
+    // read column-major is its transpose: so cuBLAS gets (B, A) with no transposition,
+    // m' = n, n' = m, and leading dimensions n, k, n.
+    let attrs = [
+        ("transa", 0),
+        ("transb", 0),
+        ("m", n),
+        ("n", m),
+        ("k", k),
+        ("lda", n),
+        ("ldb", k),
+        ("ldc", n),
+        ("stride_a", k * n),
+        ("stride_b", m * k),
+        ("stride_c", m * n),
+        ("batch", batch),
+    ];
+    let mut named: Vec<(&str, commlir_ir::Attr)> =
+        attrs.iter().map(|(k, v)| (*k, i64_attr(ctx, *v))).collect();
+    named.push(("dtype", ctx.str_attr(dtype)));
+    let mut bld = Builder::before(ctx, op);
+    bld.create("rt.gemm", &[bb, ba, out], &[], &named);
+    st.compute_dirty = true;
+    Ok(())
+}
+
+/// One NCCL call to emit: op name, pool operands, attributes.
+type NcclCall = (
+    &'static str,
+    Vec<Value>,
+    Vec<(&'static str, commlir_ir::Attr)>,
+);
+
+fn lower_collective(ctx: &mut Context, op: OpId, st: &mut Lowering) -> Result<u64, Diagnostic> {
+    let name = ctx.op_name(op).to_string();
+    let group = ctx
+        .inherent_attr(op, "group")
+        .ok_or_else(|| err(ctx, op, "requires 'group'"))?;
+    let reduce = ctx.inherent_attr(op, "reduce_op");
+    if st.compute_dirty {
+        sync_streams(ctx, op, "compute", "comm");
+        st.compute_dirty = false;
+    }
+    let operands = ctx.operands(op).to_vec();
+    // (op name, pool operands, attributes) of each NCCL call.
+    let mut calls: Vec<NcclCall> = Vec::new();
+    match name.as_str() {
+        "comm.all_reduce" | "comm.all_reduce_coalesced" => {
+            for &x in &operands {
+                let (p, off) = comm_loc(ctx, st, op, x)?;
+                let dtype = dtype_of(ctx, op, x)?;
+                let attrs = vec![
+                    ("offset", i64_attr(ctx, off as i64)),
+                    ("count", i64_attr(ctx, numel(ctx, x))),
+                    ("dtype", ctx.str_attr(dtype)),
+                    (
+                        "reduce_op",
+                        reduce.ok_or_else(|| err(ctx, op, "requires 'reduce_op'"))?,
+                    ),
+                    ("group", group),
+                ];
+                calls.push(("rt.nccl_all_reduce", vec![p], attrs));
+            }
+        }
+        "comm.broadcast" => {
+            let x = operands[0];
+            let (p, off) = comm_loc(ctx, st, op, x)?;
+            let dtype = dtype_of(ctx, op, x)?;
+            let root = ctx
+                .inherent_attr(op, "src")
+                .ok_or_else(|| err(ctx, op, "requires 'src'"))?;
+            let attrs = vec![
+                ("offset", i64_attr(ctx, off as i64)),
+                ("count", i64_attr(ctx, numel(ctx, x))),
+                ("root", root),
+                ("dtype", ctx.str_attr(dtype)),
+                ("group", group),
+            ];
+            calls.push(("rt.nccl_broadcast", vec![p], attrs));
+        }
+        "comm.all_gather" | "comm.reduce_scatter" | "comm.all_to_all" => {
+            let half = operands.len() / 2;
+            for i in 0..half {
+                let (x, y) = (operands[i], operands[half + i]);
+                let (px, ox) = comm_loc(ctx, st, op, x)?;
+                let (py, oy) = comm_loc(ctx, st, op, y)?;
+                let dtype = dtype_of(ctx, op, x)?;
+                let mut attrs = vec![
+                    ("send_offset", i64_attr(ctx, ox as i64)),
+                    ("recv_offset", i64_attr(ctx, oy as i64)),
+                    ("dtype", ctx.str_attr(dtype)),
+                    ("group", group),
+                ];
+                let call = match name.as_str() {
+                    "comm.all_gather" => {
+                        attrs.push(("send_count", i64_attr(ctx, numel(ctx, x))));
+                        "rt.nccl_all_gather"
+                    }
+                    "comm.reduce_scatter" => {
+                        attrs.push(("recv_count", i64_attr(ctx, numel(ctx, y))));
+                        attrs.push((
+                            "reduce_op",
+                            reduce.ok_or_else(|| err(ctx, op, "requires 'reduce_op'"))?,
+                        ));
+                        "rt.nccl_reduce_scatter"
+                    }
+                    _ => {
+                        let t =
+                            value_tensor(ctx, x).ok_or_else(|| err(ctx, op, "expects tensors"))?;
+                        let rows = t.shape.first().copied().unwrap_or(1).max(1);
+                        attrs.push(("count", i64_attr(ctx, t.numel())));
+                        attrs.push(("row_elems", i64_attr(ctx, t.numel() / rows)));
+                        for s in ["input_split_sizes", "output_split_sizes"] {
+                            if let Some(a) = ctx.inherent_attr(op, s) {
+                                attrs.push((s, a));
+                            }
+                        }
+                        "rt.nccl_all_to_all"
+                    }
+                };
+                calls.push((call, vec![px, py], attrs));
+            }
+        }
+        _ => unreachable!("not a collective: {name}"),
+    }
+    let coalesced = calls.len() > 1;
+    let n = calls.len() as u64;
+    let mut bld = Builder::before(ctx, op);
+    if coalesced {
+        bld.create("rt.nccl_group_start", &[], &[], &[]);
+    }
+    for (call, pools, attrs) in &calls {
+        bld.create(call, pools, &[], attrs);
+    }
+    if coalesced {
+        bld.create("rt.nccl_group_end", &[], &[], &[]);
+    }
+    let et = rt::event_type(ctx);
+    let s = ctx.str_attr("comm");
+    let mut bld = Builder::before(ctx, op);
+    let e = bld.create_value("rt.event_record", &[], et, &[("stream", s)]);
+    st.work.insert(ctx.result(op, 0), e);
+    st.comm_dirty = true;
+    Ok(n)
+}
+
+/// Creates (or reuses) the `rt.kernel` of a fusion group; returns its symbol name.
+fn kernel_symbol(
+    ctx: &mut Context,
+    module: Option<OpId>,
+    func: OpId,
+    group: &fusion::Group,
+    kernels: &mut KernelTable,
+) -> Result<String, Diagnostic> {
+    for &m in &group.ops {
+        for &v in ctx.operands(m).iter().chain(ctx.results(m)) {
+            let ok = value_tensor(ctx, v).is_some_and(|t| kernel_elem_ok(ctx, t.elem));
+            if !ok {
+                return Err(err(
+                    ctx,
+                    m,
+                    "comm-to-rt: kernels support f16, bf16, f32 and f64 tensors only",
+                ));
+            }
+        }
+    }
+    let key = kernel_key(ctx, group);
+    if let Some(s) = kernels.by_key.get(&key) {
+        return Ok(s.clone());
+    }
+    let short: Vec<&str> = group
+        .ops
+        .iter()
+        .map(|o| ctx.op_name(*o).trim_start_matches("compute."))
+        .collect();
+    let mut sym = format!("k{}_{}", kernels.count, short.join("_"));
+    if sym.len() > 64 {
+        sym.truncate(64);
+    }
+    kernels.count += 1;
+    // Build the kernel: block arguments are the inputs (tensors without encoding), the body
+    // clones the group's ops, and `rt.yield` returns the root.
+    let loc = ctx.op_loc(group.root);
+    let arg_types: Vec<Type> = group
+        .inputs
+        .iter()
+        .map(|v| {
+            let t = ctx.value_type(*v);
+            commlir_dialects::shape::strip_encoding(ctx, t)
+        })
+        .collect();
+    let kname = ctx.ident("rt.kernel");
+    let mut s = OpState::new(kname, loc);
+    let sn = ctx.str_attr(&sym);
+    s.attrs.push((ctx.ident("sym_name"), sn));
+    s.num_regions = 1;
+    let kop = ctx.create_op(s);
+    let region = ctx.op_regions(kop)[0];
+    let body = ctx.new_block(&arg_types);
+    ctx.append_block(region, body);
+    let mut map: HashMap<Value, Value> = HashMap::new();
+    for (i, &v) in group.inputs.iter().enumerate() {
+        map.insert(v, ctx.block_args(body)[i]);
+    }
+    for &m in &group.ops {
+        let operands: Vec<Value> = ctx.operands(m).iter().map(|v| map[v]).collect();
+        let rts: Vec<Type> = ctx
+            .results(m)
+            .to_vec()
+            .iter()
+            .map(|r| {
+                let t = ctx.value_type(*r);
+                commlir_dialects::shape::strip_encoding(ctx, t)
+            })
+            .collect();
+        let mut c = OpState::new(ctx.op_name_ident(m), ctx.op_loc(m));
+        c.operands = operands;
+        c.result_types = rts;
+        c.properties = ctx.properties(m);
+        c.attrs = ctx
+            .attrs(m)
+            .iter()
+            .filter(|(k, _)| {
+                let k = ctx.ident_str(*k);
+                k != commlir_dialects::comm::SLOT_ATTR && k != "cost_ns"
+            })
+            .copied()
+            .collect();
+        let nop = ctx.create_op(c);
+        ctx.append_op(body, nop);
+        for (i, &r) in ctx.results(m).to_vec().iter().enumerate() {
+            map.insert(r, ctx.result(nop, i));
+        }
+    }
+    let y = map[&ctx.result(group.root, 0)];
+    let mut bld = Builder::at_end(ctx, body);
+    bld.loc = loc;
+    bld.create("rt.yield", &[y], &[], &[]);
+    match module {
+        Some(_) => ctx.insert_before(func, kop),
+        None => {
+            return Err(err(
+                ctx,
+                func,
+                "comm-to-rt: the function must be in a module",
+            ))
+        }
+    }
+    kernels.by_key.insert(key, sym.clone());
+    Ok(sym)
+}
+
+/// A structural key of a group: equal keys compute the same function of their inputs.
+fn kernel_key(ctx: &Context, group: &fusion::Group) -> String {
+    use std::fmt::Write;
+    let mut key = String::new();
+    let mut idx: HashMap<Value, String> = HashMap::new();
+    for (i, &v) in group.inputs.iter().enumerate() {
+        // Shape and element type only: encodings do not change what a kernel computes.
+        if let Some(t) = value_tensor(ctx, v) {
+            let e = commlir_ir::printer::type_to_string(ctx, t.elem);
+            let _ = write!(key, "in{i}:{:?}x{e};", t.shape);
+        }
+        idx.insert(v, format!("in{i}"));
+    }
+    for (j, &m) in group.ops.iter().enumerate() {
+        let _ = write!(key, "{}(", ctx.op_name(m));
+        for v in ctx.operands(m) {
+            let _ = write!(key, "{},", idx.get(v).map_or("?", |s| s.as_str()));
+        }
+        key.push(')');
+        for (k, a) in ctx.attrs(m) {
+            let k = ctx.ident_str(*k);
+            if k != commlir_dialects::comm::SLOT_ATTR && k != "cost_ns" {
+                let _ = write!(key, "{k}={};", commlir_ir::printer::attr_to_string(ctx, *a));
+            }
+        }
+        if let Some(p) = ctx.properties(m) {
+            let _ = write!(key, "<{}>", commlir_ir::printer::attr_to_string(ctx, p));
+        }
+        for r in ctx.results(m) {
+            let t = value_tensor(ctx, *r);
+            if let Some(t) = t {
+                let _ = write!(
+                    key,
+                    "->{:?}x{}",
+                    t.shape,
+                    commlir_ir::printer::type_to_string(ctx, t.elem)
+                );
+            }
+            idx.insert(*r, format!("v{j}"));
+        }
+        key.push(';');
+    }
+    key
+}
+
+/// Bytes of one element of tensor `t` (for pointer arithmetic in the host program).
+pub fn elem_size(ctx: &Context, t: Type) -> u64 {
+    elem_bytes(ctx, t)
+}

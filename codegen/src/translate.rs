@@ -1,0 +1,281 @@
+//! The `commlir-translate` driver: reads a program, optionally runs a pipeline (e.g. the
+//! lowering to planned comm IR), runs `comm-to-rt`, and prints or writes one stage:
+//!
+//! | `--emit`     | output |
+//! |--------------|--------|
+//! | `rt`         | the module in the `rt` dialect (text) |
+//! | `llvm-ir`    | the kernels' LLVM IR (NVPTX, optimized, verified) |
+//! | `ptx`        | the kernels' PTX |
+//! | `host-ll`    | the host program's LLVM IR (verified) |
+//! | `object`     | the host program as a relocatable object (binary; needs `-o`) |
+//! | `shared-lib` | the host program as a shared library, linked by `clang-22 -shared` (needs `-o`) |
+//! | `artifact`   | the runner's single-file artifact (needs `-o`; see [`crate::artifact`]) |
+
+use crate::{artifact, host, kernels, lower_to_rt};
+use clap::{Parser, ValueEnum};
+use commlir_ir::pass::{parse_pipeline, PassManager};
+use commlir_ir::printer::{print_op, PrintOptions};
+use commlir_ir::{parser, verify, Context, OpId, SourceFile, SourceMgr};
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// What to print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Emit {
+    Rt,
+    LlvmIr,
+    Ptx,
+    HostLl,
+    Object,
+    SharedLib,
+    Artifact,
+}
+
+/// Command line of `commlir-translate`.
+#[derive(Parser, Debug)]
+#[command(
+    name = "commlir-translate",
+    about = "Translate planned comm-level IR to runtime calls, NVPTX kernels, host LLVM IR and the runner artifact"
+)]
+pub struct Args {
+    /// Input file (`-` for standard input).
+    pub file: String,
+    /// The stage to emit.
+    #[arg(long, value_enum, default_value = "rt")]
+    pub emit: Emit,
+    /// Output file (default: standard output; required for binary stages).
+    #[arg(short = 'o')]
+    pub output: Option<String>,
+    /// A pipeline to run before `comm-to-rt`, e.g.
+    /// `builtin.module(func.func(coll-to-comm,comm-plan-pools))`.
+    #[arg(long = "pass-pipeline")]
+    pub pipeline: Option<String>,
+    /// The function `commlir_main` runs (default: the first function with a body).
+    #[arg(long)]
+    pub entry: Option<String>,
+}
+
+/// The entry point of the binary.
+pub fn translate_main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprint!("{msg}");
+            if !msg.ends_with('\n') {
+                eprintln!();
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Everything one compilation produces, up to the requested stage.
+pub struct Compiled {
+    pub rt: String,
+    pub device: kernels::DeviceCode,
+    pub host: Option<host::HostCode>,
+}
+
+/// Parses, lowers and compiles `text`; errors are rendered diagnostics.
+pub fn compile_source(
+    name: &str,
+    text: &str,
+    pipeline: Option<&str>,
+    entry: Option<&str>,
+    emit: Emit,
+) -> Result<Compiled, String> {
+    crate::link();
+    let mut ctx = Context::new();
+    let mut sources = SourceMgr::default();
+    sources.add(SourceFile::new(name, text.to_string()));
+    let render = |ctx: &Context, ds: &[commlir_ir::Diagnostic]| -> String {
+        ds.iter().map(|d| sources.render(ctx, d)).collect()
+    };
+    let module = parser::parse_source(
+        &mut ctx,
+        name,
+        text.as_bytes(),
+        &parser::ParseOptions::default(),
+    )
+    .map_err(|d| render(&ctx, &[d]))?;
+    verify::verify(&ctx, module).map_err(|e| render(&ctx, &e))?;
+    if let Some(p) = pipeline {
+        let opm = parse_pipeline(p).map_err(|e| e.render(p))?;
+        let mut pm = PassManager::from_pipeline(opm);
+        pm.run(&mut ctx, module).map_err(|e| render(&ctx, &e))?;
+    }
+    lower(&mut ctx, module).map_err(|d| render(&ctx, &[d]))?;
+    verify::verify(&ctx, module).map_err(|e| render(&ctx, &e))?;
+    let rt = print_op(&ctx, module, &PrintOptions::default());
+    if emit == Emit::Rt {
+        return Ok(Compiled {
+            rt,
+            device: kernels::DeviceCode::default(),
+            host: None,
+        });
+    }
+    let device = kernels::compile(&ctx, module).map_err(|d| render(&ctx, &[d]))?;
+    let host = if matches!(emit, Emit::LlvmIr | Emit::Ptx) {
+        None
+    } else {
+        let obj = matches!(emit, Emit::Object | Emit::SharedLib | Emit::Artifact);
+        Some(host::compile(&ctx, module, &device, entry, obj).map_err(|d| render(&ctx, &[d]))?)
+    };
+    Ok(Compiled { rt, device, host })
+}
+
+/// Runs `comm-to-rt` on a module.
+pub fn lower(
+    ctx: &mut Context,
+    module: OpId,
+) -> Result<lower_to_rt::LowerStats, commlir_ir::Diagnostic> {
+    lower_to_rt::lower_module(ctx, module)
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let text = if args.file == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| format!("error: cannot read standard input: {e}"))?;
+        s
+    } else {
+        std::fs::read_to_string(&args.file)
+            .map_err(|e| format!("error: cannot read '{}': {e}", args.file))?
+    };
+    let name = if args.file == "-" {
+        "<stdin>"
+    } else {
+        &args.file
+    };
+    let binary = matches!(args.emit, Emit::Object | Emit::SharedLib | Emit::Artifact);
+    if binary && args.output.is_none() {
+        return Err("error: this --emit stage is binary: give an output file with -o".into());
+    }
+    let c = compile_source(
+        name,
+        &text,
+        args.pipeline.as_deref(),
+        args.entry.as_deref(),
+        args.emit,
+    )?;
+    let bytes: Vec<u8> = match args.emit {
+        Emit::Rt => c.rt.into_bytes(),
+        Emit::LlvmIr => c.device.llvm_ir.into_bytes(),
+        Emit::Ptx => c.device.ptx.into_bytes(),
+        Emit::HostLl => c.host.map(|h| h.llvm_ir).unwrap_or_default().into_bytes(),
+        Emit::Object => c.host.map(|h| h.object).unwrap_or_default(),
+        Emit::SharedLib => shared_lib(&c.host.map(|h| h.object).unwrap_or_default())?,
+        Emit::Artifact => {
+            let h = c.host.ok_or("error: no host program")?;
+            let so = shared_lib(&h.object)?;
+            let manifest = manifest(&h, &c.device);
+            let mut ptx = c.device.ptx.clone().into_bytes();
+            ptx.push(0);
+            artifact::write(&[
+                (artifact::MANIFEST, manifest.as_bytes()),
+                (artifact::PTX, &ptx),
+                (artifact::HOST, &so),
+                (artifact::RT_IR, c.rt.as_bytes()),
+            ])
+        }
+    };
+    match &args.output {
+        Some(o) if o != "-" => {
+            std::fs::write(o, &bytes).map_err(|e| format!("error: cannot write '{o}': {e}"))
+        }
+        _ => std::io::stdout()
+            .write_all(&bytes)
+            .map_err(|e| format!("error: cannot write the output: {e}")),
+    }
+}
+
+/// The artifact's JSON manifest (docs/codegen.md lists the fields).
+pub fn manifest(h: &host::HostCode, d: &kernels::DeviceCode) -> String {
+    let groups: Vec<_> = h
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            serde_json::json!({"index": i, "name": g.name, "size": g.size,
+                "ranks": g.ranks, "symm_mem": g.symm_mem})
+        })
+        .collect();
+    let funcs: Vec<_> = h
+        .functions
+        .iter()
+        .map(|(n, a, r)| {
+            serde_json::json!({"name": n, "symbol": format!("commlir_fn_{n}"), "args": a, "results": r})
+        })
+        .collect();
+    let v = serde_json::json!({
+        "format": "commlir-artifact",
+        "format_version": artifact::FORMAT_VERSION,
+        "abi_version": crate::abi::ABI_VERSION,
+        "entry": h.entry,
+        "entry_symbol": crate::abi::MAIN_SYMBOL,
+        "target": {"triple": kernels::TRIPLE, "cpu": kernels::CPU, "ptx_features": kernels::FEATURES},
+        "block_size": lower_to_rt::BLOCK,
+        "kernels": d.kernels,
+        "num_events": h.num_events,
+        "groups": groups,
+        "functions": funcs,
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+/// The compiler driver that links shared libraries (`COMMLIR_CLANG`, else `clang-22`, else
+/// `clang`).
+fn clang() -> String {
+    if let Ok(c) = std::env::var("COMMLIR_CLANG") {
+        return c;
+    }
+    for c in ["clang-22", "/usr/lib/llvm-22/bin/clang", "clang"] {
+        let ok = std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return c.to_string();
+        }
+    }
+    "clang".into()
+}
+
+/// Links a host object into a shared library (no libc: the program calls only the API table).
+pub fn shared_lib(object: &[u8]) -> Result<Vec<u8>, String> {
+    let dir = std::env::temp_dir().join(format!("commlir-translate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("error: cannot create {}: {e}", dir.display()))?;
+    let obj = dir.join("host.o");
+    let so = dir.join("host.so");
+    std::fs::write(&obj, object)
+        .map_err(|e| format!("error: cannot write {}: {e}", obj.display()))?;
+    let cc = clang();
+    let out = std::process::Command::new(&cc)
+        .args(["-shared", "-nostdlib", "-fuse-ld=lld", "-o"])
+        .arg(&so)
+        .arg(&obj)
+        .output();
+    let out = match out {
+        Ok(o) if o.status.success() => o,
+        _ => std::process::Command::new(&cc)
+            .args(["-shared", "-nostdlib", "-o"])
+            .arg(&so)
+            .arg(&obj)
+            .output()
+            .map_err(|e| format!("error: cannot run {cc}: {e}"))?,
+    };
+    if !out.status.success() {
+        return Err(format!(
+            "error: linking the host library with {cc} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let bytes =
+        std::fs::read(&so).map_err(|e| format!("error: cannot read {}: {e}", so.display()))?;
+    let _ = std::fs::remove_dir_all(Path::new(&dir));
+    Ok(bytes)
+}
