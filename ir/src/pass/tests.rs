@@ -142,7 +142,8 @@ impl Pass for Break {
         &TEST_BREAK
     }
     fn run(&mut self, ctx: &mut Context, op: OpId, _: &mut PassEnv<'_>) -> Result<(), Diagnostic> {
-        // A use before its definition: the dominance check fails, registered or not.
+        // A use before its definition in an SSA region (the function is registered in this
+        // test's context): the dominance check fails.
         let body = ctx.region_blocks(ctx.op_regions(op)[0])[0];
         let Some(first) = ctx.block_first(body) else {
             return Ok(());
@@ -347,9 +348,19 @@ fn failures_stop_the_pipeline_and_keep_diagnostics() {
     );
 }
 
+/// A stand-in `func.func` (the func dialect lives in another crate): registered, its region is
+/// an SSA region where dominance is checked (regions of unregistered ops may be graph regions).
+static TEST_FUNC_DEF: crate::opdef::OpDef = crate::opdef::OpDef {
+    name: "func.func",
+    regions: Some(1),
+    traits: &[crate::opdef::Trait::IsolatedFromAbove],
+    ..crate::opdef::OpDef::EMPTY
+};
+
 #[test]
 fn verify_each_catches_broken_ir_unless_disabled() {
     let mut ctx = Context::new();
+    ctx.register_op(&TEST_FUNC_DEF);
     let m = module_with_funcs(&mut ctx, &["a"]);
     let mut pm =
         PassManager::from_pipeline(parse_pipeline("builtin.module(test-pm-break)").unwrap());
