@@ -295,6 +295,11 @@ impl Pass for ReorderPeakMemory {
         };
         report(ctx, &infos, &self.0, env);
         env.add_stat("reverted", u64::from(reverted));
+        if self.0.annotate && !reverted {
+            for i in &infos {
+                crate::schedule::iterative::annotate(ctx, "comm-reorder-peak-memory", i);
+            }
+        }
         Ok(())
     }
 }

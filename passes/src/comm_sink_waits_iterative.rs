@@ -280,6 +280,11 @@ impl Pass for SinkWaitsIterative {
         };
         report(ctx, &infos, &self.0, env);
         env.add_stat("reverted", u64::from(reverted));
+        if self.0.annotate && !reverted {
+            for i in &infos {
+                crate::schedule::iterative::annotate(ctx, "comm-sink-waits-iterative", i);
+            }
+        }
         Ok(())
     }
 }

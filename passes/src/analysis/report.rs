@@ -42,6 +42,10 @@ pub struct CollectiveReport {
     pub exposed_ns: f64,
     pub start_ns: f64,
     pub end_ns: f64,
+    /// What each scheduling pass run with `annotate=true` did to this collective (or its
+    /// wait): moves, grouped, limit, exposed_before_ns, exposed_after_ns, by pass.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub scheduling: BTreeMap<String, serde_json::Value>,
 }
 
 /// One comm-buffer pool (per kind and group).
@@ -91,6 +95,7 @@ pub fn build(ctx: &Context, machine: &Machine, module: OpId) -> Report {
                 exposed_ns: c.exposed_ns,
                 start_ns: c.start_ns,
                 end_ns: c.end_ns,
+                scheduling: scheduling_records(ctx, c.op),
             })
             .collect();
         functions.push(FunctionReport {
@@ -156,4 +161,39 @@ impl Report {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
+}
+
+/// The `comm.sched.<pass>` records on a collective and on the waits of its work handle.
+fn scheduling_records(ctx: &Context, op: OpId) -> BTreeMap<String, serde_json::Value> {
+    let mut out = BTreeMap::new();
+    let mut ops = vec![op];
+    for r in ctx.results(op) {
+        ops.extend(ctx.uses(*r).iter().map(|u| u.op));
+    }
+    for o in ops {
+        for (k, v) in ctx.attrs(o) {
+            let Some(pass) = ctx.ident_str(*k).strip_prefix("comm.sched.") else {
+                continue;
+            };
+            let commlir_ir::AttrKind::Dict(entries) = ctx.attr_kind(*v) else {
+                continue;
+            };
+            let mut m = serde_json::Map::new();
+            for (ek, ev) in entries {
+                let val = match (ctx.attr_as_i64(*ev), ctx.attr_as_str(*ev)) {
+                    (Some(i), _) => serde_json::Value::from(i),
+                    (None, Some(s)) => serde_json::Value::from(s),
+                    _ => continue,
+                };
+                m.insert(ctx.ident_str(*ek).to_string(), val);
+            }
+            let key = if o == op {
+                pass.to_string()
+            } else {
+                format!("{pass} (wait)")
+            };
+            out.insert(key, serde_json::Value::Object(m));
+        }
+    }
+    out
 }

@@ -32,6 +32,9 @@ pub struct IterOptions {
     pub max_moves: u32,
     /// Undo the pass when the two-stream timeline says the function got slower.
     pub revert_if_slower: bool,
+    /// Record each collective's statistics on it as a discardable attribute (read by
+    /// `--comm-report`).
+    pub annotate: bool,
 }
 
 impl IterOptions {
@@ -61,6 +64,7 @@ impl IterOptions {
             remarks: o.get_bool("remarks"),
             max_moves: u32::try_from(o.get_uint("max-moves")).unwrap_or(u32::MAX),
             revert_if_slower: o.get_bool("revert-if-slower"),
+            annotate: o.get_bool("annotate"),
         })
     }
 }
@@ -76,6 +80,7 @@ impl Default for IterOptions {
             remarks: false,
             max_moves: DEFAULT_MAX_MOVES,
             revert_if_slower: true,
+            annotate: false,
         }
     }
 }
@@ -134,6 +139,12 @@ pub const OPTIONS: &[OptionDef] = &[
         "revert-if-slower",
         true,
         "Undo the reordering when the two-stream timeline simulation says it made the function slower",
+    ),
+    OptionDef::bool(
+        "annotate",
+        false,
+        "Record each collective's moves, grouping, estimated exposure and limiting factor on it \
+         (attribute `comm.sched.<pass>`), which --comm-report includes",
     ),
 ];
 
@@ -365,4 +376,23 @@ pub fn verify_against_recompute(
     let order = list.to_vec();
     apply_order(ctx, graph, &order);
     mem.assert_matches_recompute(ctx, block, &order);
+}
+
+/// Writes `info` on its op as `comm.sched.<pass> = {moves, grouped, limit,
+/// exposed_before_ns, exposed_after_ns}` (Inductor's ReorderInfo / SinkWaitInfo row).
+pub fn annotate(ctx: &mut Context, pass: &str, info: &MoveInfo) {
+    let moves = ctx.int_attr(i64::from(info.moves), 64);
+    let grouped = ctx.int_attr(i64::from(info.grouped), 64);
+    let limit = ctx.str_attr(info.limit.as_str());
+    let before = ctx.int_attr(info.initial_exposed().max(0.0).round() as i64, 64);
+    let after = ctx.int_attr(info.final_exposed().max(0.0).round() as i64, 64);
+    let entries = vec![
+        (ctx.ident("moves"), moves),
+        (ctx.ident("grouped"), grouped),
+        (ctx.ident("limit"), limit),
+        (ctx.ident("exposed_before_ns"), before),
+        (ctx.ident("exposed_after_ns"), after),
+    ];
+    let d = ctx.dict_attr(entries);
+    ctx.set_attr(info.op, &format!("comm.sched.{pass}"), d);
 }
