@@ -389,7 +389,10 @@ impl<'a, 'c> Gen<'a, 'c> {
         let entry = self.cx.append_basic_block(f, "entry");
         self.b.position_at_end(entry);
         let gen = match inner {
-            [single] if crate::fusion::is_standalone_kernel(ctx.op_name(*single)) => {
+            [single]
+                if crate::fusion::is_standalone_kernel(ctx.op_name(*single))
+                    || ctx.op_name(*single).starts_with("rt.") =>
+            {
                 self.standalone(ctx, f, *single, &args)
             }
             _ => self.elementwise(ctx, f, inner, &args, result),
@@ -594,6 +597,9 @@ impl<'a, 'c> Gen<'a, 'c> {
         args: &[Value],
     ) -> R<()> {
         let name = ctx.op_name(op).trim_start_matches("compute.");
+        if name.starts_with("rt.") {
+            return self.chunks(ctx, f, op, args);
+        }
         if name == "softmax" {
             self.helper_exp()?;
             self.b
@@ -752,6 +758,95 @@ impl<'a, 'c> Gen<'a, 'c> {
             }
             other => Err(format!("no kernel code for compute.{other}")),
         }
+    }
+
+    /// `rt.pack_chunks` / `rt.unpack_chunks`: pure index permutations, one thread per output
+    /// element, source index by mixed-radix arithmetic on compile-time shapes.
+    fn chunks(&mut self, ctx: &IrContext, f: FunctionValue<'c>, op: OpId, args: &[Value]) -> R<()> {
+        let (e, ishape) = self.elem_of(ctx, ctx.operand(op, 0))?;
+        let (_, oshape) = self.elem_of(ctx, ctx.result(op, 0))?;
+        let dim = ctx
+            .inherent_attr(op, "dim")
+            .and_then(|a| ctx.attr_as_i64(a))
+            .ok_or("requires 'dim'")?
+            .max(0) as usize;
+        let pack = ctx.op_name(op) == "rt.pack_chunks";
+        let x = self.param(
+            f,
+            args.iter()
+                .position(|a| *a == ctx.operand(op, 0))
+                .ok_or("operand not in kernel")?,
+        )?;
+        let out = self.param(f, args.len())?;
+        let it = self.int_ty(e);
+        let n: i64 = oshape.iter().product();
+        let u = |v: i64| v.max(0) as u64;
+        // The chunk shape: the packed layout is [G, chunk...].
+        let chunk: Vec<i64> = if pack {
+            oshape[1..].to_vec()
+        } else {
+            ishape[1..].to_vec()
+        };
+        let chunk_numel: u64 = chunk.iter().map(|d| u(*d)).product();
+        let strides = |shape: &[i64]| -> Vec<u64> {
+            let mut s = vec![1u64; shape.len()];
+            for i in (0..shape.len().saturating_sub(1)).rev() {
+                s[i] = s[i + 1] * u(shape[i + 1]);
+            }
+            s
+        };
+        let cstr = strides(&chunk);
+        // Strides of the unpacked side (the input of pack, the result of unpack).
+        let fstr = if pack {
+            strides(&ishape)
+        } else {
+            strides(&oshape)
+        };
+        let cd = u(chunk[dim]);
+        self.grid_loop(f, u(n), |gb, j| {
+            if pack {
+                // j = (blk, c...) in [G, chunk]; source coordinate c[dim] += blk·cd.
+                let blk = b!(gb
+                    .b
+                    .build_int_unsigned_div(j, gb.i64(chunk_numel.max(1)), "blk"));
+                let mut rem = b!(gb
+                    .b
+                    .build_int_unsigned_rem(j, gb.i64(chunk_numel.max(1)), "rem"));
+                let mut src = gb.i64(0);
+                for (k, s) in cstr.iter().enumerate() {
+                    let c = b!(gb.b.build_int_unsigned_div(rem, gb.i64(*s), "c"));
+                    rem = b!(gb.b.build_int_unsigned_rem(rem, gb.i64(*s), "r"));
+                    let c = if k == dim {
+                        let off = b!(gb.b.build_int_mul(blk, gb.i64(cd), "off"));
+                        b!(gb.b.build_int_add(c, off, "c"))
+                    } else {
+                        c
+                    };
+                    let t = b!(gb.b.build_int_mul(c, gb.i64(fstr[k]), "t"));
+                    src = b!(gb.b.build_int_add(src, t, "src"));
+                }
+                gb.copy_elem(it, x, src, out, j)
+            } else {
+                // j = coordinates o of the result; block = o[dim] / cd, c[dim] = o[dim] % cd.
+                let mut rem = j;
+                let mut src = gb.i64(0);
+                for (k, s) in fstr.iter().enumerate() {
+                    let c = b!(gb.b.build_int_unsigned_div(rem, gb.i64(*s), "o"));
+                    rem = b!(gb.b.build_int_unsigned_rem(rem, gb.i64(*s), "r"));
+                    let c = if k == dim {
+                        let blk = b!(gb.b.build_int_unsigned_div(c, gb.i64(cd.max(1)), "blk"));
+                        let base = b!(gb.b.build_int_mul(blk, gb.i64(chunk_numel), "base"));
+                        src = b!(gb.b.build_int_add(src, base, "src"));
+                        b!(gb.b.build_int_unsigned_rem(c, gb.i64(cd.max(1)), "c"))
+                    } else {
+                        c
+                    };
+                    let t = b!(gb.b.build_int_mul(c, gb.i64(cstr[k]), "t"));
+                    src = b!(gb.b.build_int_add(src, t, "src"));
+                }
+                gb.copy_elem(it, x, src, out, j)
+            }
+        })
     }
 
     /// Copies one element's bits (data movement never converts, so NaN payloads survive).

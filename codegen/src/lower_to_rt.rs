@@ -328,11 +328,26 @@ fn insert_frees(ctx: &mut Context, block: BlockId) {
         if users.iter().any(|u| ctx.op_name(*u) == "func.return") {
             continue;
         }
-        let last = users
+        let mut last = users
             .into_iter()
             .filter_map(|u| pos.get(&u).map(|p| (*p, u)))
             .max()
             .map_or(op, |(_, u)| u);
+        // A buffer the comm stream reads (a staging buffer) is freed on the compute stream only
+        // after the compute stream has waited for the comm stream.
+        if rt::COMM_STREAM_OPS.contains(&ctx.op_name(last)) {
+            let mut next = ctx.next_op(last);
+            while let Some(n) = next {
+                let waits_for_comm = ctx.op_name(n) == "rt.stream_wait"
+                    && ctx.get_attr(n, "stream").and_then(|a| ctx.attr_as_str(a))
+                        == Some("compute");
+                if waits_for_comm {
+                    last = n;
+                    break;
+                }
+                next = ctx.next_op(n);
+            }
+        }
         let mut bld = Builder::after(ctx, last);
         bld.create("rt.free", &[b], &[], &[]);
     }
@@ -520,6 +535,11 @@ fn lower_op(
         | "comm.all_to_all"
         | "comm.broadcast" => {
             stats.collectives += lower_collective(ctx, op, st)?;
+        }
+        "comm.shard_dim_alltoall" => {
+            stats.collectives += 1;
+            lower_shard_dim_alltoall(ctx, op, module, func, st, kernels)?;
+            stats.launches += 2;
         }
         "comm.wait" => {
             let w = ctx.operand(op, 0);
@@ -762,6 +782,179 @@ fn lower_collective(ctx: &mut Context, op: OpId, st: &mut Lowering) -> Result<u6
     st.work.insert(ctx.result(op, 0), e);
     st.comm_dirty = true;
     Ok(n)
+}
+
+/// `comm.shard_dim_alltoall` (blocking): pack the input's G chunks of `shard_dim` into a
+/// staging buffer (chunk j contiguous, for rank j), all-to-all into a second staging buffer,
+/// wait, and unpack the G received blocks along `gather_dim` into the destination slot. This
+/// is the sim's definition: concatenate every rank's input along `gather_dim`, keep part
+/// `rank` of `shard_dim`. With `gather_dim == shard_dim` that is the rank's own input: a copy.
+fn lower_shard_dim_alltoall(
+    ctx: &mut Context,
+    op: OpId,
+    module: Option<OpId>,
+    func: OpId,
+    st: &mut Lowering,
+    kernels: &mut KernelTable,
+) -> Result<(), Diagnostic> {
+    let (x, o, r) = (ctx.operand(op, 0), ctx.operand(op, 1), ctx.result(op, 0));
+    let xb = buffer(ctx, st, op, x)?;
+    let ob = buffer(ctx, st, op, o)?;
+    st.buf.insert(r, ob);
+    if let Some(&loc) = st.comm.get(&o) {
+        st.comm.insert(r, loc);
+    }
+    let int = |ctx: &Context, n: &str| {
+        ctx.inherent_attr(op, n)
+            .and_then(|a| ctx.attr_as_i64(a))
+            .unwrap_or(0)
+    };
+    let (gd, sd) = (int(ctx, "gather_dim"), int(ctx, "shard_dim"));
+    let group_attr = ctx
+        .inherent_attr(op, "group")
+        .ok_or_else(|| err(ctx, op, "requires 'group'"))?;
+    let g = commlir_dialects::coll::group_of(ctx, op)?.size;
+    let xt = value_tensor(ctx, x).ok_or_else(|| err(ctx, op, "expects tensors"))?;
+    let ot = value_tensor(ctx, o).ok_or_else(|| err(ctx, op, "expects tensors"))?;
+    if !kernel_elem_ok(ctx, xt.elem) {
+        return Err(err(
+            ctx,
+            op,
+            "comm-to-rt: kernels support f16, bf16, f32 and f64 tensors only",
+        ));
+    }
+    let plain_x = ctx.tensor_type(&xt.shape, xt.elem);
+    let plain_o = ctx.tensor_type(&ot.shape, ot.elem);
+    if gd == sd {
+        let k = synthetic_kernel(
+            ctx,
+            module,
+            func,
+            kernels,
+            "compute.clone",
+            None,
+            plain_x,
+            plain_x,
+        )?;
+        launch(ctx, op, &k, &[xb, ob], xt.numel());
+        st.compute_dirty = true;
+        return Ok(());
+    }
+    let mut chunk = xt.shape.clone();
+    chunk[sd as usize] /= g.max(1);
+    let mut staged = vec![g];
+    staged.extend(&chunk);
+    let staged_t = ctx.tensor_type(&staged, xt.elem);
+    let staged_m = memref_of(ctx, staged_t);
+    let pack = synthetic_kernel(
+        ctx,
+        module,
+        func,
+        kernels,
+        "rt.pack_chunks",
+        Some(sd),
+        plain_x,
+        staged_t,
+    )?;
+    let unpack = synthetic_kernel(
+        ctx,
+        module,
+        func,
+        kernels,
+        "rt.unpack_chunks",
+        Some(gd),
+        staged_t,
+        plain_o,
+    )?;
+    let mut bld = Builder::before(ctx, op);
+    let send = bld.create_value("rt.alloc", &[], staged_m, &[]);
+    let recv = bld.create_value("rt.alloc", &[], staged_m, &[]);
+    launch(ctx, op, &pack, &[xb, send], xt.numel());
+    sync_streams(ctx, op, "compute", "comm");
+    let dtype = dtype_of(ctx, op, x)?;
+    let rows = staged[0].max(1);
+    let attrs = [
+        ("send_offset", i64_attr(ctx, 0)),
+        ("recv_offset", i64_attr(ctx, 0)),
+        ("count", i64_attr(ctx, xt.numel())),
+        ("row_elems", i64_attr(ctx, xt.numel() / rows)),
+        ("dtype", ctx.str_attr(dtype)),
+        ("group", group_attr),
+    ];
+    let mut bld = Builder::before(ctx, op);
+    bld.create("rt.nccl_all_to_all", &[send, recv], &[], &attrs);
+    // Blocking: the compute stream waits right away.
+    sync_streams(ctx, op, "comm", "compute");
+    launch(ctx, op, &unpack, &[recv, ob], ot.numel());
+    st.compute_dirty = true;
+    Ok(())
+}
+
+/// Emits an `rt.launch` of kernel `k` over `items` elements before `op`.
+fn launch(ctx: &mut Context, op: OpId, k: &str, args: &[Value], items: i64) {
+    let ks = ctx.symbol_ref(k);
+    let grid = i64_attr(ctx, grid_for(items));
+    let block = i64_attr(ctx, BLOCK);
+    let mut bld = Builder::before(ctx, op);
+    bld.create(
+        "rt.launch",
+        args,
+        &[],
+        &[("kernel", ks), ("grid", grid), ("block", block)],
+    );
+}
+
+/// A one-op kernel `result = OP(arg) {dim}` built from scratch (no source op to clone).
+#[allow(clippy::too_many_arguments)]
+fn synthetic_kernel(
+    ctx: &mut Context,
+    module: Option<OpId>,
+    func: OpId,
+    kernels: &mut KernelTable,
+    op_name: &str,
+    dim: Option<i64>,
+    arg: Type,
+    result: Type,
+) -> Result<String, Diagnostic> {
+    let key = format!(
+        "{op_name}{{{dim:?}}}({})->{}",
+        commlir_ir::printer::type_to_string(ctx, arg),
+        commlir_ir::printer::type_to_string(ctx, result)
+    );
+    if let Some(s) = kernels.by_key.get(&key) {
+        return Ok(s.clone());
+    }
+    if module.is_none() {
+        return Err(err(
+            ctx,
+            func,
+            "comm-to-rt: the function must be in a module",
+        ));
+    }
+    let short = op_name.rsplit('.').next().unwrap_or(op_name);
+    let sym = format!("k{}_{short}", kernels.count);
+    kernels.count += 1;
+    let loc = ctx.op_loc(func);
+    let mut s = OpState::new(ctx.ident("rt.kernel"), loc);
+    let sn = ctx.str_attr(&sym);
+    s.attrs.push((ctx.ident("sym_name"), sn));
+    s.num_regions = 1;
+    let kop = ctx.create_op(s);
+    let region = ctx.op_regions(kop)[0];
+    let body = ctx.new_block(&[arg]);
+    ctx.append_block(region, body);
+    let a = ctx.block_args(body)[0];
+    let attrs: Vec<(&str, commlir_ir::Attr)> = match dim {
+        Some(d) => vec![("dim", i64_attr(ctx, d))],
+        None => Vec::new(),
+    };
+    let mut bld = Builder::at_end(ctx, body);
+    bld.loc = loc;
+    let v = bld.create_value(op_name, &[a], result, &attrs);
+    bld.create("rt.yield", &[v], &[], &[]);
+    ctx.insert_before(func, kop);
+    kernels.by_key.insert(key, sym.clone());
+    Ok(sym)
 }
 
 /// Creates (or reuses) the `rt.kernel` of a fusion group; returns its symbol name.

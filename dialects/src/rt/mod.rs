@@ -27,8 +27,8 @@ register_dialect!(pub RT_DIALECT = commlir_ir::opdef::DialectDef {
         (`codegen/include/commlir_rt.h`, see docs/codegen.md) on the *compute* stream, except \
         the `rt.nccl_*` collectives, which run on the *comm* stream. Cross-stream order is only \
         what `rt.event_record` / `rt.stream_wait` state. Collectives address their buffers as \
-        (pool, byte offset), as registered and symmetric buffers are found by the pool they \
-        belong to.",
+        (base, byte offset), the base being the pool (registered and symmetric buffers are \
+        found by the pool they belong to) or, for staging buffers, a plain buffer.",
 });
 
 const ANY: TypeConstraint = TypeConstraint::Any;
@@ -377,8 +377,18 @@ register_op!(
 );
 
 fn verify_pools(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    // A base is a pool, or a plain buffer (staging buffers of `comm.shard_dim_alltoall`).
     for &v in ctx.operands(op) {
-        expect_type(ctx, op, v, "rt.pool", "every operand")?;
+        let t = ctx.value_type(v);
+        if !is_dialect_type(ctx, t, "rt.pool") && memref_info(ctx, t).is_none() {
+            return Err(ctx.op_error(
+                op,
+                format!(
+                    "every operand must be !rt.pool or a memref, got {}",
+                    ty_str(ctx, t)
+                ),
+            ));
+        }
     }
     nonneg(
         ctx,
@@ -576,6 +586,38 @@ register_op!(
         traits: &[Trait::MemRead, Trait::Wait],
         verify: Some(|ctx, op| expect_type(ctx, op, ctx.operand(op, 0), "rt.event", "operand")),
         example: "rt.stream_wait %e {stream = \"compute\"} : !rt.event",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub PACK_CHUNKS = OpDef {
+        name: "rt.pack_chunks",
+        summary: "Split a tensor into G chunks along a dimension, chunk-major (kernel body op)",
+        description: "`result[j, ...] = input[..., j·c + k, ...]` where `c = input[dim] / G` and \
+            G is the result's dim 0: chunk j of `dim` becomes the contiguous block j. Only inside \
+            an `rt.kernel`; the send-side layout of `comm.shard_dim_alltoall`.",
+        operands: &[ArgDef::one("input", TypeConstraint::StaticTensor)],
+        results: &[ArgDef::one("result", TypeConstraint::StaticTensor)],
+        attributes: &[AttrDef::required("dim", AttrConstraint::Integer)],
+        traits: &[Trait::Pure, Trait::HasParent("rt.kernel")],
+        example: "%p = rt.pack_chunks %x {dim = 1 : i64} : (tensor<4x8xf32>) -> tensor<2x4x4xf32>",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub UNPACK_CHUNKS = OpDef {
+        name: "rt.unpack_chunks",
+        summary: "Concatenate the G blocks of dim 0 along a dimension (kernel body op)",
+        description: "The inverse layout of `rt.pack_chunks`: block j of the input (its dim-0 \
+            index) becomes the j-th part of `dim` of the result. Only inside an `rt.kernel`; the \
+            receive-side layout of `comm.shard_dim_alltoall`.",
+        operands: &[ArgDef::one("input", TypeConstraint::StaticTensor)],
+        results: &[ArgDef::one("result", TypeConstraint::StaticTensor)],
+        attributes: &[AttrDef::required("dim", AttrConstraint::Integer)],
+        traits: &[Trait::Pure, Trait::HasParent("rt.kernel")],
+        example: "%u = rt.unpack_chunks %r {dim = 0 : i64} : (tensor<2x4x4xf32>) -> tensor<8x4xf32>",
         ..OpDef::EMPTY
     }
 );
