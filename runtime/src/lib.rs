@@ -18,12 +18,15 @@
 //! ```
 //!
 //! The crate depends on the IR and the dialects only (never on LLVM or MLIR), so the runner
-//! can be deployed to GPU nodes on its own. A `cuda` backend is planned.
+//! can be deployed to GPU nodes on its own. The [`cuda`] backend runs a compiled artifact on
+//! real GPUs (CUDA driver, cuBLAS and NCCL, all loaded at run time: no CUDA at build time).
 //!
 //! Modules: [`tensor`] and [`numeric`] (element storage and rounding), [`inputs`] (generated
 //! arguments), [`output`] (digests and result lines), [`error`] (runtime errors as
-//! diagnostics), [`sim`] (interpreter, collective engine and scheduler).
+//! diagnostics), [`sim`] (interpreter, collective engine and scheduler), [`cuda`] (the GPU
+//! runner: artifact loader, C ABI implementation, NCCL communicators, `--check` tolerances).
 
+pub mod cuda;
 pub mod error;
 pub mod inputs;
 pub mod numeric;

@@ -1,5 +1,6 @@
-//! `commlir-run`: executes a commlir program on N simulated ranks (`--backend sim`) and
-//! prints one line per rank and result:
+//! `commlir-run`: executes a commlir program on N simulated ranks (`--backend sim`, a `.mlir`
+//! file) or a compiled artifact on N GPUs (`--backend cuda`, a `.commlir` file from
+//! `commlir-translate --emit=artifact`), and prints one line per rank and result:
 //! `rank R result I: <type> digest=<hex> sum=<float> max_abs=<float>`.
 //!
 //! Everything but argument handling lives in `commlir-runtime`; this binary parses, verifies
@@ -7,7 +8,7 @@
 
 use clap::{Parser, ValueEnum};
 use commlir_ir::{parser, verify, Context, SourceFile, SourceMgr};
-use commlir_runtime::{format_results, sim, PrintMode};
+use commlir_runtime::{cuda, format_results, sim, PrintMode};
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -48,15 +49,118 @@ struct Args {
     /// What to print for each result.
     #[arg(long, value_enum, default_value = "digest")]
     print: Print,
-    /// Check the results: with `sim`, run twice and require identical results.
+    /// Check the results: with `sim`, run twice and require identical results; with `cuda`,
+    /// compare with the sim backend within a tolerance by element type.
     #[arg(long)]
     check: bool,
+    /// cuda: the source program the sim runs for `--check` when the artifact embeds none.
+    #[arg(long, value_name = "FILE.mlir")]
+    check_against: Option<String>,
+    /// cuda: abort the NCCL communicators and fail after this many seconds.
+    #[arg(long, default_value_t = 60)]
+    timeout_s: u64,
+    /// cuda: time this many calls of the program after the checked one.
+    #[arg(long, default_value_t = 0)]
+    bench_iters: usize,
+    /// cuda: untimed calls before the timed ones.
+    #[arg(long, default_value_t = 5)]
+    warmup: usize,
+}
+
+/// Parses and verifies `text`; errors are rendered diagnostics.
+fn load(ctx: &mut Context, name: &str, text: &str) -> Result<commlir_ir::OpId, String> {
+    let mut sources = SourceMgr::default();
+    sources.add(SourceFile::new(name, text.to_string()));
+    let module = parser::parse_source(ctx, name, text.as_bytes(), &parser::ParseOptions::default())
+        .map_err(|d| sources.render(ctx, &d))?;
+    verify::verify(ctx, module).map_err(|errs| {
+        errs.iter()
+            .map(|d| sources.render(ctx, d))
+            .collect::<String>()
+    })?;
+    Ok(module)
+}
+
+/// `--backend cuda`: runs the artifact, optionally checks against the sim backend.
+fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
+    let bytes = std::fs::read(&args.file)
+        .map_err(|e| format!("error: cannot read '{}': {e}\n", args.file))?;
+    let opts = cuda::CudaOptions {
+        ranks: args.ranks,
+        entry: args.entry.clone(),
+        seed: args.seed,
+        timeout: std::time::Duration::from_secs(args.timeout_s.max(1)),
+        bench_iters: args.bench_iters,
+        warmup: args.warmup,
+    };
+    // The sim's source: the manifest's embedded text, else --check-against.
+    let source = if args.check {
+        let art = cuda::artifact::parse(&bytes).map_err(|e| format!("error: {e}\n"))?;
+        match (&args.check_against, art.manifest.source) {
+            (Some(f), _) => Some((
+                f.clone(),
+                std::fs::read_to_string(f).map_err(|e| format!("error: cannot read '{f}': {e}\n"))?,
+            )),
+            (None, Some(s)) => Some(("<artifact source>".to_string(), s)),
+            (None, None) => {
+                return Err("error: --check needs the program's source: this artifact embeds none, give --check-against FILE.mlir\n".into())
+            }
+        }
+    } else {
+        None
+    };
+    let run = cuda::run(&bytes, &opts).map_err(|e| format!("{e}\n"))?;
+    eprintln!("{}", run.info);
+    for n in &run.notes {
+        eprintln!("note: {n}");
+    }
+    let mut out = format_results(&run.results, mode);
+    if let Some(t) = run.seconds_per_call {
+        out.push_str(&format!(
+            "time: {:.3} us per call ({} timed calls after {} warm-up, slowest rank)\n",
+            t * 1e6,
+            args.bench_iters,
+            args.warmup
+        ));
+    }
+    if let Some((name, text)) = source {
+        commlir_dialects::link();
+        let mut ctx = Context::new();
+        let module = load(&mut ctx, &name, &text)?;
+        let entry = args
+            .entry
+            .clone()
+            .or_else(|| cuda::artifact::parse(&bytes).ok().map(|a| a.manifest.entry));
+        let sim_opts = sim::SimOptions {
+            ranks: run.world,
+            entry,
+            seed: args.seed,
+        };
+        let mut reference = sim::run(&ctx, module, &sim_opts)
+            .map_err(|d| format!("error: the sim reference failed: {d}\n"))?;
+        reference.retain(|r| run.results.iter().any(|g| g.rank == r.rank));
+        let report = cuda::check::compare(&run.results, &reference);
+        for p in &report.problems {
+            out.push_str(&format!("check: {p}\n"));
+        }
+        out.push_str(&report.summary());
+        out.push('\n');
+        if !report.passed() {
+            print!("{out}");
+            return Err("error: --check failed: the GPU results differ from the sim backend's beyond the tolerance\n".into());
+        }
+    }
+    Ok(out)
 }
 
 /// Runs the tool; `Err` holds the rendered diagnostics.
 fn run(args: &Args) -> Result<String, String> {
+    let mode = match args.print {
+        Print::Digest => PrintMode::Digest,
+        Print::Full => PrintMode::Full,
+    };
     if args.backend == Backend::Cuda {
-        return Err("error: the cuda backend is not built yet; use --backend sim\n".into());
+        return run_cuda(args, mode);
     }
     let text = if args.file == "-" {
         let mut s = String::new();
@@ -93,10 +197,6 @@ fn run(args: &Args) -> Result<String, String> {
         ranks: args.ranks,
         entry: args.entry.clone(),
         seed: args.seed,
-    };
-    let mode = match args.print {
-        Print::Digest => PrintMode::Digest,
-        Print::Full => PrintMode::Full,
     };
     let results = sim::run(&ctx, module, &opts).map_err(|d| sources.render(&ctx, &d))?;
     if args.check {

@@ -101,7 +101,7 @@ fn errors_are_diagnostics_with_exit_code_1() {
 
     let o = run(&[&input("mlp.mlir"), "--backend", "cuda"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("the cuda backend is not built yet"));
+    assert!(stderr(&o).contains("not a commlir artifact"));
 
     let o = run(&[&input("entries.mlir"), "--entry", "nope"]);
     assert_eq!(o.status.code(), Some(1));

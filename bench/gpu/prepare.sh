@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds, on a machine with LLVM, everything bench/gpu/run_all.sh needs on the GPU machine,
+# into DIR (default .gpubench, listed in .git/info/exclude so that it travels only by carry).
+#   bench/gpu/prepare.sh [DIR]
+set -euo pipefail
+dir=${1:-.gpubench}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+cargo build --release -p commlir-run -p commlir-translate
+rm -rf "$dir" && mkdir -p "$dir"/{examples,examples_nosched,colls,src}
+cp target/release/commlir-run "$dir/" && strip "$dir/commlir-run"
+full='builtin.module(func.func(coll-to-comm,comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools))'
+plain='builtin.module(func.func(coll-to-comm,comm-plan-pools))'
+tr=target/release/commlir-translate
+for f in examples/*.mlir; do
+  b=$(basename "$f" .mlir)
+  cp "$f" "$dir/src/"
+  $tr "$f" --pass-pipeline="$full" --emit=artifact -o "$dir/examples/$b.commlir"
+  $tr "$f" --pass-pipeline="$plain" --emit=artifact -o "$dir/examples_nosched/$b.commlir"
+done
+bench/gpu/gen_collectives.sh /tmp/commlir-colls 2
+for f in /tmp/commlir-colls/*.mlir; do
+  $tr "$f" --pass-pipeline="$full" --emit=artifact -o "$dir/colls/$(basename "$f" .mlir).commlir"
+done
+du -sh "$dir"

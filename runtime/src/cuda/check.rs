@@ -1,0 +1,212 @@
+//! `--check`: the GPU's results against the sim backend's, element by element, within a
+//! tolerance set by the element type.
+//!
+//! The GPU does not reproduce the sim's bits: cuBLAS sums in another order (and may split K),
+//! NCCL reduces in ring/tree order rather than rank order, and the kernels' `exp`/`tanh` are
+//! not the host's. Every intermediate result is rounded to the element type, so a one-ulp
+//! difference in an intermediate (a bf16 `h = x·w1`, say) feeds sums whose partial values are
+//! at the scale of the tensor's largest elements; an output element that cancels to a small
+//! value keeps that absolute error. So floats compare within
+//! `|gpu - sim| <= abs + rel·|sim| + scale·max|sim|`: `rel` a few ulps of the element type,
+//! `scale` one ulp of the type relative to the tensor's largest magnitude, `abs` a floor for
+//! values near zero. Integers must match exactly.
+
+use crate::output::RankResults;
+use crate::tensor::ElemType;
+use std::fmt::Write as _;
+
+/// Tolerance for one element type: relative to the element, absolute, and relative to the
+/// tensor's largest magnitude.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tolerance {
+    pub rel: f64,
+    pub abs: f64,
+    pub scale: f64,
+}
+
+/// The tolerance of an element type: bf16 (8 significant bits) ~1e-2, f16 (11 bits) ~1e-3,
+/// f32 ~1e-5, f64 ~1e-12; integers exact. The absolute floors cover sums of many terms whose
+/// result is near zero, where a relative bound is meaningless.
+pub fn tolerance(elem: ElemType) -> Tolerance {
+    match elem {
+        ElemType::BF16 => Tolerance {
+            rel: 1.6e-2,
+            abs: 1e-2,
+            scale: 2f64.powi(-8),
+        },
+        ElemType::F16 => Tolerance {
+            rel: 2e-3,
+            abs: 1e-3,
+            scale: 2f64.powi(-11),
+        },
+        ElemType::F32 => Tolerance {
+            rel: 1e-5,
+            abs: 1e-5,
+            scale: 1e-6,
+        },
+        ElemType::F64 => Tolerance {
+            rel: 1e-12,
+            abs: 1e-12,
+            scale: 1e-14,
+        },
+        _ => Tolerance {
+            rel: 0.0,
+            abs: 0.0,
+            scale: 0.0,
+        },
+    }
+}
+
+/// The first mismatch found, and how many elements were compared.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CheckReport {
+    pub compared: usize,
+    pub mismatched: usize,
+    /// The worst relative error (|d| / max(|sim|, the absolute floor)) among compared floats.
+    pub worst_rel: f64,
+    /// Readable problem lines (at most a few per result).
+    pub problems: Vec<String>,
+}
+
+impl CheckReport {
+    /// Whether every element was within tolerance and the structures matched.
+    pub fn passed(&self) -> bool {
+        self.mismatched == 0 && self.problems.is_empty()
+    }
+
+    /// The one-line summary `--check` prints.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        let verdict = if self.passed() { "PASS" } else { "FAIL" };
+        let _ = write!(
+            s,
+            "check: {verdict}: {} elements compared with the sim backend, {} outside tolerance, worst relative error {:.3e}",
+            self.compared, self.mismatched, self.worst_rel
+        );
+        s
+    }
+}
+
+/// Compares every rank's results. Both sides list ranks in the same order.
+pub fn compare(gpu: &[RankResults], sim: &[RankResults]) -> CheckReport {
+    let mut rep = CheckReport::default();
+    if gpu.len() != sim.len() {
+        rep.problems.push(format!(
+            "{} ranks ran on the GPU, {} in the sim",
+            gpu.len(),
+            sim.len()
+        ));
+        return rep;
+    }
+    for (g, s) in gpu.iter().zip(sim) {
+        if g.results.len() != s.results.len() {
+            rep.problems.push(format!(
+                "rank {}: {} results on the GPU, {} in the sim",
+                g.rank,
+                g.results.len(),
+                s.results.len()
+            ));
+            continue;
+        }
+        for (i, (a, b)) in g.results.iter().zip(&s.results).enumerate() {
+            if a.ty != b.ty {
+                rep.problems.push(format!(
+                    "rank {} result {i}: type {} on the GPU, {} in the sim",
+                    g.rank, a.ty, b.ty
+                ));
+                continue;
+            }
+            let tol = tolerance(a.ty.elem);
+            let (_, max_abs) = crate::output::summary(b);
+            let floor = tol.abs + tol.scale * if max_abs.is_finite() { max_abs } else { 0.0 };
+            let mut shown = 0;
+            for e in 0..a.numel() {
+                let x = a.data.get_f64(e, a.ty.elem);
+                let y = b.data.get_f64(e, b.ty.elem);
+                rep.compared += 1;
+                let d = (x - y).abs();
+                let ok = if x.is_nan() || y.is_nan() {
+                    x.is_nan() && y.is_nan()
+                } else if x.is_infinite() || y.is_infinite() {
+                    x == y
+                } else {
+                    d <= floor + tol.rel * y.abs()
+                };
+                if a.ty.elem.is_float() && d.is_finite() {
+                    rep.worst_rel = rep.worst_rel.max(d / y.abs().max(floor.max(1e-30)));
+                }
+                if !ok {
+                    rep.mismatched += 1;
+                    if shown < 3 {
+                        shown += 1;
+                        rep.problems.push(format!(
+                            "rank {} result {i} element {e}: GPU {x:e}, sim {y:e} (tolerance {floor:.1e} + {:.1e}·|sim|)",
+                            g.rank, tol.rel
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    rep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::{Tensor, TensorType};
+
+    fn one(elem: ElemType, v: &[f64]) -> Vec<RankResults> {
+        let ty = TensorType {
+            elem,
+            shape: vec![v.len()],
+        };
+        vec![RankResults {
+            rank: 0,
+            results: vec![Tensor::from_f64(ty, v)],
+        }]
+    }
+
+    #[test]
+    fn within_and_outside_tolerance() {
+        let sim = one(ElemType::F32, &[1.0, -2.0, 0.0]);
+        let gpu = one(ElemType::F32, &[1.000_005, -2.0, 5e-6]);
+        assert!(compare(&gpu, &sim).passed());
+        let gpu = one(ElemType::F32, &[1.001, -2.0, 0.0]);
+        let r = compare(&gpu, &sim);
+        assert!(!r.passed());
+        assert_eq!(r.mismatched, 1);
+        assert!(r.summary().starts_with("check: FAIL"));
+        // bf16 allows about one unit in the last place of 8 bits.
+        let sim = one(ElemType::BF16, &[1.0]);
+        let gpu = one(ElemType::BF16, &[1.0078125]);
+        assert!(compare(&gpu, &sim).passed());
+        // A small element of a tensor with large ones: the error scale is the largest
+        // magnitude (seen on the GPU: -44 for -46 next to 1544, one bf16 ulp of 1544 is 8).
+        let sim = one(ElemType::BF16, &[-46.0, 1544.0]);
+        let gpu = one(ElemType::BF16, &[-44.0, 1544.0]);
+        assert!(compare(&gpu, &sim).passed());
+        let gpu = one(ElemType::BF16, &[-30.0, 1544.0]);
+        assert!(!compare(&gpu, &sim).passed());
+    }
+
+    #[test]
+    fn integers_are_exact_and_shapes_must_match() {
+        let ity = ElemType::Int {
+            width: 32,
+            signedness: commlir_ir::Signedness::Signless,
+        };
+        assert!(!compare(&one(ity, &[1.0]), &one(ity, &[2.0])).passed());
+        assert!(compare(&one(ity, &[3.0]), &one(ity, &[3.0])).passed());
+        assert!(!compare(
+            &one(ElemType::F32, &[1.0, 2.0]),
+            &one(ElemType::F32, &[1.0])
+        )
+        .passed());
+        assert!(!compare(
+            &one(ElemType::F32, &[f64::NAN]),
+            &one(ElemType::F32, &[0.0])
+        )
+        .passed());
+    }
+}

@@ -1,0 +1,140 @@
+//! Checked calls into the CUDA driver, cuBLAS and NCCL (all through cudarc's dynamically
+//! loaded `sys` bindings): every failure becomes a message naming the API function and the
+//! library's own error name and text, e.g.
+//! `cuMemAllocAsync failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)`.
+
+use cudarc::cublas::sys as cublas;
+use cudarc::driver::sys as cu;
+use cudarc::nccl::sys as nccl;
+use std::ffi::CStr;
+
+/// A C string from a library, or `fallback` when it returned none.
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string that lives for the call.
+unsafe fn cstr(p: *const std::ffi::c_char, fallback: &str) -> String {
+    if p.is_null() {
+        fallback.to_string()
+    } else {
+        CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
+/// Checks a driver call's result.
+pub fn cu_check(api: &str, r: cu::CUresult) -> Result<(), String> {
+    if r == cu::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    let (mut name, mut text) = (std::ptr::null(), std::ptr::null());
+    // SAFETY: both functions only write a pointer to a static string.
+    let (name, text) = unsafe {
+        cu::cuGetErrorName(r, &mut name);
+        cu::cuGetErrorString(r, &mut text);
+        (cstr(name, &format!("{r:?}")), cstr(text, "unknown error"))
+    };
+    Err(format!("{api} failed: {name} ({text})"))
+}
+
+/// Checks an NCCL call's result; `comm` (may be null) adds NCCL's last error detail.
+// `comm` is only handed to `ncclGetLastError`, which accepts any value including null.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn nccl_check(api: &str, r: nccl::ncclResult_t, comm: nccl::ncclComm_t) -> Result<(), String> {
+    if r == nccl::ncclResult_t::ncclSuccess {
+        return Ok(());
+    }
+    // SAFETY: NCCL returns static / comm-owned strings.
+    let text = unsafe { cstr(nccl::ncclGetErrorString(r), "unknown error") };
+    let detail = unsafe { cstr(nccl::ncclGetLastError(comm), "") };
+    if detail.is_empty() {
+        Err(format!("{api} failed: {r:?} ({text})"))
+    } else {
+        Err(format!("{api} failed: {r:?} ({text}): {detail}"))
+    }
+}
+
+/// Checks a cuBLAS call's result.
+pub fn cublas_check(api: &str, r: cublas::cublasStatus_t) -> Result<(), String> {
+    if r == cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+        return Ok(());
+    }
+    // SAFETY: returns a static string.
+    let text = unsafe { cstr(cublas::cublasGetStatusString(r), "unknown error") };
+    Err(format!("{api} failed: {r:?} ({text})"))
+}
+
+/// Whether the CUDA driver library can be loaded (no GPU code runs before this is true).
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to dlopen the library.
+    unsafe { cu::is_culib_present() }
+}
+
+/// Checks that cuBLAS and NCCL can be loaded, with a hint where they usually live.
+pub fn libraries_present() -> Result<(), String> {
+    // SAFETY: only tries to dlopen the libraries.
+    if !unsafe { nccl::is_culib_present() } {
+        return Err("cannot load NCCL (libnccl.so): put the folder of libnccl.so on LD_LIBRARY_PATH \
+                    (PyTorch's wheel has it as nvidia/nccl/lib/libnccl.so.2: link it as libnccl.so; \
+                    bench/gpu/env.sh does this)"
+            .into());
+    }
+    if !unsafe { cublas::is_culib_present() } {
+        return Err("cannot load cuBLAS (libcublas.so): put the folder of libcublas.so.13 on LD_LIBRARY_PATH \
+                    (bench/gpu/env.sh finds it)"
+            .into());
+    }
+    Ok(())
+}
+
+/// NCCL's version as `major.minor.patch`.
+pub fn nccl_version() -> Result<String, String> {
+    let mut v = 0i32;
+    // SAFETY: writes one int.
+    nccl_check(
+        "ncclGetVersion",
+        unsafe { nccl::ncclGetVersion(&mut v) },
+        std::ptr::null_mut(),
+    )?;
+    Ok(format!("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100))
+}
+
+/// The NCCL element type of an ABI dtype code (the codes are `ncclDataType_t`'s values).
+pub fn nccl_dtype(code: u32) -> Result<nccl::ncclDataType_t, String> {
+    use nccl::ncclDataType_t as T;
+    Ok(match code {
+        0 => T::ncclInt8,
+        1 => T::ncclUint8,
+        2 => T::ncclInt32,
+        3 => T::ncclUint32,
+        4 => T::ncclInt64,
+        5 => T::ncclUint64,
+        6 => T::ncclFloat16,
+        7 => T::ncclFloat32,
+        8 => T::ncclFloat64,
+        9 => T::ncclBfloat16,
+        _ => return Err(format!("unknown dtype code {code}")),
+    })
+}
+
+/// Bytes of one element of an ABI dtype code.
+pub fn dtype_bytes(code: u32) -> Result<usize, String> {
+    Ok(match code {
+        0 | 1 => 1,
+        6 | 9 => 2,
+        2 | 3 | 7 => 4,
+        4 | 5 | 8 => 8,
+        _ => return Err(format!("unknown dtype code {code}")),
+    })
+}
+
+/// The NCCL reduction of an ABI reduction code (the codes are `ncclRedOp_t`'s values).
+pub fn nccl_op(code: u32) -> Result<nccl::ncclRedOp_t, String> {
+    use nccl::ncclRedOp_t as O;
+    Ok(match code {
+        0 => O::ncclSum,
+        1 => O::ncclProd,
+        2 => O::ncclMax,
+        3 => O::ncclMin,
+        4 => O::ncclAvg,
+        _ => return Err(format!("unknown reduction code {code}")),
+    })
+}

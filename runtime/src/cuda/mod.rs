@@ -1,0 +1,686 @@
+//! The `cuda` backend: runs a compiled artifact (`commlir-translate --emit=artifact`) on real
+//! GPUs through the CUDA driver, cuBLAS and NCCL, all loaded at run time through cudarc, so
+//! that nothing CUDA is needed to build and a machine without a GPU gets a diagnostic.
+//!
+//! Loading protocol (docs/codegen.md, docs/runtime.md): parse the container ([`artifact`]),
+//! write the host shared object to a temporary file and `dlopen` it, then per rank: retain the
+//! device's primary context, create a compute and a comm stream, the program's events, a
+//! cuBLAS handle on the compute stream, load the PTX (`cuModuleLoadData`), bring up the world
+//! communicator (`ncclCommInitRank`) and split one communicator per manifest group
+//! (`ncclCommSplit`), generate the arguments exactly as the sim backend does
+//! ([`crate::inputs`]), upload them, call `commlir_main(&API, state, args, results)`,
+//! synchronize and download the results.
+//!
+//! Ranks are threads of one process (`--ranks N`, GPUs 0..N), or one process per GPU when
+//! `WORLD_SIZE`/`RANK` are set ([`rdzv`] says how the NCCL id travels). A watchdog aborts
+//! every communicator (`ncclCommAbort`) when the run outlives its timeout.
+//!
+//! Modules: [`abi`] (the C ABI mirror), [`artifact`] (container and manifest), [`check`]
+//! (tolerance comparison with the sim), [`ffi`] (checked library calls), [`rank`] (one rank's
+//! state and the API table), [`rdzv`] (multi-process rendezvous).
+
+pub mod abi;
+pub mod artifact;
+pub mod check;
+pub mod ffi;
+pub mod rank;
+pub mod rdzv;
+
+use crate::inputs;
+use crate::numeric;
+use crate::output::RankResults;
+use crate::tensor::{Data, ElemType, Tensor, TensorType};
+use cudarc::driver::sys as cu;
+use cudarc::nccl::sys as nccl;
+use ffi::{cu_check, nccl_check};
+use rank::RankState;
+use std::ffi::c_void;
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// What the user asked for.
+#[derive(Clone, Debug)]
+pub struct CudaOptions {
+    /// Ranks (= GPUs) in single-process mode; ignored when `WORLD_SIZE` is set.
+    pub ranks: usize,
+    /// Function to run (default: the manifest's entry, i.e. `commlir_main`).
+    pub entry: Option<String>,
+    pub seed: u64,
+    /// Abort the communicators after this long.
+    pub timeout: Duration,
+    /// Timed calls of the program after the checked one (0: no timing).
+    pub bench_iters: usize,
+    /// Untimed calls before the timed ones.
+    pub warmup: usize,
+}
+
+impl Default for CudaOptions {
+    fn default() -> Self {
+        CudaOptions {
+            ranks: 2,
+            entry: None,
+            seed: 0,
+            timeout: Duration::from_secs(60),
+            bench_iters: 0,
+            warmup: 0,
+        }
+    }
+}
+
+/// What a run produced.
+#[derive(Clone, Debug, Default)]
+pub struct CudaRun {
+    /// Results of the ranks this process ran, ascending.
+    pub results: Vec<RankResults>,
+    /// All ranks in the job (`WORLD_SIZE` or `--ranks`).
+    pub world: usize,
+    /// Mean seconds per call over the timed calls, the slowest rank of this process.
+    pub seconds_per_call: Option<f64>,
+    /// Notes to show the user (fallbacks taken).
+    pub notes: Vec<String>,
+    /// Library versions and devices, for the log.
+    pub info: String,
+}
+
+/// The process layout: which global ranks this process runs, on which devices.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub world: usize,
+    /// (global rank, device ordinal)
+    pub local: Vec<(usize, i32)>,
+    pub rendezvous: Option<rdzv::Rendezvous>,
+}
+
+impl Layout {
+    /// From the environment (`WORLD_SIZE`, `RANK`, `LOCAL_RANK`) or, without it, `ranks`
+    /// threads on devices `0..ranks`.
+    pub fn from_env(ranks: usize) -> Result<Layout, String> {
+        let var = |n: &str| -> Result<Option<usize>, String> {
+            match std::env::var(n) {
+                Ok(v) => v
+                    .trim()
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| format!("{n}={v} is not a number")),
+                Err(_) => Ok(None),
+            }
+        };
+        match var("WORLD_SIZE")? {
+            Some(world) => {
+                let rank = var("RANK")?.ok_or("WORLD_SIZE is set but RANK is not")?;
+                if rank >= world || world == 0 {
+                    return Err(format!("RANK={rank} is not below WORLD_SIZE={world}"));
+                }
+                let local = var("LOCAL_RANK")?.unwrap_or(rank);
+                let rendezvous = rdzv::Rendezvous::from_env()?;
+                if rendezvous.is_none() && world > 1 {
+                    return Err("WORLD_SIZE > 1 needs a rendezvous: set COMMLIR_RDZV_FILE (a path every rank sees) or MASTER_ADDR and MASTER_PORT".into());
+                }
+                Ok(Layout {
+                    world,
+                    local: vec![(rank, local as i32)],
+                    rendezvous,
+                })
+            }
+            None => {
+                if ranks == 0 {
+                    return Err("the number of ranks must be at least 1".into());
+                }
+                Ok(Layout {
+                    world: ranks,
+                    local: (0..ranks).map(|r| (r, r as i32)).collect(),
+                    rendezvous: None,
+                })
+            }
+        }
+    }
+}
+
+/// The diagnostic for a machine without the CUDA driver (CI; tests check the wording).
+pub const NO_DRIVER: &str = "error: no CUDA driver found (libcuda.so could not be loaded): the cuda backend needs an NVIDIA GPU and its driver; use --backend sim to run on the CPU";
+
+/// The little-endian bytes of a tensor in its element type (what the device buffer holds).
+pub fn tensor_bytes(t: &Tensor) -> Vec<u8> {
+    let w = t.ty.elem.byte_width();
+    let mut out = Vec::with_capacity(t.numel() * w);
+    match (&t.data, t.ty.elem) {
+        (Data::F32(v), ElemType::BF16) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&numeric::bf16_bits(f64::from(*x)).to_le_bytes())),
+        (Data::F32(v), ElemType::F16) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&numeric::f16_bits(f64::from(*x)).to_le_bytes())),
+        (Data::F32(v), _) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        (Data::F64(v), _) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        (Data::Int(v), _) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes()[..w])),
+    }
+    out
+}
+
+/// The inverse of [`tensor_bytes`].
+pub fn tensor_from_bytes(ty: &TensorType, bytes: &[u8]) -> Tensor {
+    let w = ty.elem.byte_width();
+    let chunks = bytes.chunks_exact(w);
+    let data = match ty.elem {
+        ElemType::BF16 => Data::F32(
+            chunks
+                .map(|c| numeric::bf16_value(u16::from_le_bytes([c[0], c[1]])) as f32)
+                .collect(),
+        ),
+        ElemType::F16 => Data::F32(
+            chunks
+                .map(|c| numeric::f16_value(u16::from_le_bytes([c[0], c[1]])) as f32)
+                .collect(),
+        ),
+        ElemType::F32 => Data::F32(
+            chunks
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        ),
+        ElemType::F64 => Data::F64(
+            chunks
+                .map(|c| {
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(c);
+                    f64::from_le_bytes(a)
+                })
+                .collect(),
+        ),
+        e => Data::Int(
+            chunks
+                .map(|c| {
+                    let mut a = [0u8; 8];
+                    a[..w].copy_from_slice(c);
+                    e.wrap(i64::from_le_bytes(a))
+                })
+                .collect(),
+        ),
+    };
+    Tensor {
+        ty: ty.clone(),
+        data,
+    }
+}
+
+/// A raw handle shared with the watchdog.
+#[derive(Clone, Copy)]
+struct CommHandle(nccl::ncclComm_t);
+// SAFETY: `ncclCommAbort` may be called from any thread; the watchdog only aborts.
+unsafe impl Send for CommHandle {}
+
+/// Everything the rank threads share.
+struct Shared {
+    art: artifact::Artifact,
+    main_fn: abi::CommlirMain,
+    arg_types: Vec<TensorType>,
+    result_types: Vec<TensorType>,
+    groups: Vec<Vec<Vec<usize>>>,
+    opts: CudaOptions,
+    world: usize,
+    barrier: Barrier,
+    comms: Mutex<Vec<CommHandle>>,
+}
+
+/// Runs an artifact (its bytes) on this process's ranks.
+pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
+    let art = artifact::parse(bytes).map_err(|e| format!("error: {e}"))?;
+    if !ffi::driver_present() {
+        return Err(NO_DRIVER.into());
+    }
+    ffi::libraries_present().map_err(|e| format!("error: {e}"))?;
+    // NVLink multicast (NVLS) stays off on shared hosts (see the device notes).
+    if std::env::var_os("NCCL_NVLS_ENABLE").is_none() {
+        std::env::set_var("NCCL_NVLS_ENABLE", "0");
+    }
+    let layout = Layout::from_env(opts.ranks).map_err(|e| format!("error: {e}"))?;
+    // SAFETY: cuInit takes flags 0 and may be called any number of times.
+    cu_check("cuInit", unsafe { cu::cuInit(0) }).map_err(|e| format!("error: {e}"))?;
+    let mut count = 0;
+    // SAFETY: writes one int.
+    cu_check("cuDeviceGetCount", unsafe {
+        cu::cuDeviceGetCount(&mut count)
+    })
+    .map_err(|e| format!("error: {e}"))?;
+    if let Some((_, d)) = layout.local.iter().find(|(_, d)| *d >= count) {
+        return Err(format!(
+            "error: device {d} is needed but this machine has {count} GPU(s)"
+        ));
+    }
+    let func = match &opts.entry {
+        None => art.manifest.entry_function()?.clone(),
+        Some(e) => art
+            .manifest
+            .functions
+            .iter()
+            .find(|f| &f.name == e)
+            .cloned()
+            .ok_or_else(|| format!("error: the artifact has no function @{e}"))?,
+    };
+    let symbol = if opts.entry.is_none() {
+        art.manifest.entry_symbol.clone()
+    } else {
+        func.symbol.clone()
+    };
+    let types = |v: &[String]| -> Result<Vec<TensorType>, String> {
+        v.iter()
+            .map(|t| artifact::parse_type(t).map_err(|e| format!("error: {e}")))
+            .collect()
+    };
+    let arg_types = types(&func.args)?;
+    let result_types = types(&func.results)?;
+    let groups = art
+        .manifest
+        .groups
+        .iter()
+        .map(|g| artifact::subgroups(g, layout.world))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("error: {e}"))?;
+    // dlopen the host program from a private temporary file.
+    let so_path = std::env::temp_dir().join(format!(
+        "commlir-host-{}-{}.so",
+        std::process::id(),
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    std::fs::write(&so_path, &art.host)
+        .map_err(|e| format!("error: cannot write {}: {e}", so_path.display()))?;
+    // SAFETY: the library is the compiled host program; it has no initializers beyond the
+    // loader's and calls nothing but the API table.
+    let lib = unsafe { libloading::Library::new(&so_path) };
+    let _ = std::fs::remove_file(&so_path);
+    let lib = lib.map_err(|e| format!("error: cannot load the host program: {e}"))?;
+    // SAFETY: the symbol has the `commlir_main` signature (abi.rs).
+    let main_fn: abi::CommlirMain = unsafe {
+        *lib.get::<abi::CommlirMain>(symbol.as_bytes())
+            .map_err(|e| format!("error: the host program has no {symbol}: {e}"))?
+    };
+    let info = format!(
+        "cuda: {} GPU(s) visible, NCCL {}, world {} rank(s), {} in this process",
+        count,
+        ffi::nccl_version().unwrap_or_else(|e| e),
+        layout.world,
+        layout.local.len()
+    );
+    // The world NCCL id: made here (single process) or exchanged (one process per GPU).
+    let started = SystemTime::now();
+    let id: [u8; rdzv::ID_BYTES] = {
+        let me = layout.local[0].0;
+        match &layout.rendezvous {
+            Some(r) if me != 0 => r
+                .fetch(started, opts.timeout)
+                .map_err(|e| format!("error: {e}"))?,
+            _ => {
+                let id = new_unique_id().map_err(|e| format!("error: {e}"))?;
+                if let Some(r) = &layout.rendezvous {
+                    // TCP serves the peers from a thread, so rank 0 can go on to init.
+                    let (r2, world, t) = (r.clone(), layout.world, opts.timeout);
+                    std::thread::spawn(move || {
+                        if let Err(e) = r2.publish(&id, world, t) {
+                            eprintln!("error: {e}");
+                        }
+                    });
+                }
+                id
+            }
+        }
+    };
+    let shared = Arc::new(Shared {
+        art,
+        main_fn,
+        arg_types,
+        result_types,
+        groups,
+        opts: opts.clone(),
+        world: layout.world,
+        barrier: Barrier::new(layout.local.len()),
+        comms: Mutex::new(Vec::new()),
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    for &(rank, dev) in &layout.local {
+        let (sh, tx) = (shared.clone(), tx.clone());
+        std::thread::Builder::new()
+            .name(format!("rank{rank}"))
+            .spawn(move || {
+                let r = rank_main(&sh, rank, dev, id);
+                let _ = tx.send((rank, r));
+            })
+            .map_err(|e| format!("error: cannot start a rank thread: {e}"))?;
+    }
+    drop(tx);
+    // Watchdog: the whole run must finish within the timeout (plus setup slack per call).
+    let deadline = Instant::now() + opts.timeout;
+    let mut out = CudaRun {
+        world: layout.world,
+        info,
+        ..CudaRun::default()
+    };
+    let mut errors = Vec::new();
+    let mut times = Vec::new();
+    let mut done = 0;
+    while done < layout.local.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((rank, r)) => {
+                done += 1;
+                if rank == 0 {
+                    if let Some(r) = &layout.rendezvous {
+                        r.finish();
+                    }
+                }
+                match r {
+                    Ok((res, t, notes)) => {
+                        out.results.push(res);
+                        times.extend(t);
+                        for n in notes {
+                            if !out.notes.contains(&n) {
+                                out.notes.push(n);
+                            }
+                        }
+                    }
+                    Err(e) => errors.push(format!("error: rank {rank}: {e}")),
+                }
+            }
+            Err(_) => {
+                let comms = shared.comms.lock().map(|c| c.clone()).unwrap_or_default();
+                for c in &comms {
+                    // SAFETY: aborting a live communicator from another thread is what
+                    // ncclCommAbort is for; the rank threads are abandoned afterwards.
+                    unsafe {
+                        nccl::ncclCommAbort(c.0);
+                    }
+                }
+                std::mem::forget(lib);
+                return Err(format!(
+                    "error: the run did not finish within {} s (--timeout-s): aborted {} NCCL communicator(s); a rank is likely stuck in a collective its peers never joined",
+                    opts.timeout.as_secs(),
+                    comms.len()
+                ));
+            }
+        }
+    }
+    // The threads are done with the host program: it may be unloaded now.
+    drop(lib);
+    if !errors.is_empty() {
+        errors.sort();
+        return Err(errors.join("\n"));
+    }
+    out.results.sort_by_key(|r| r.rank);
+    out.seconds_per_call = times.into_iter().reduce(f64::max);
+    Ok(out)
+}
+
+/// A fresh `ncclUniqueId` as bytes.
+fn new_unique_id() -> Result<[u8; rdzv::ID_BYTES], String> {
+    let mut id = nccl::ncclUniqueId {
+        internal: [0; rdzv::ID_BYTES],
+    };
+    // SAFETY: writes one id.
+    nccl_check(
+        "ncclGetUniqueId",
+        unsafe { nccl::ncclGetUniqueId(&mut id) },
+        std::ptr::null_mut(),
+    )?;
+    Ok(id.internal.map(|c| c as u8))
+}
+
+type RankOutcome = (RankResults, Option<f64>, Vec<String>);
+
+/// One rank, start to end; the state is torn down whatever happens.
+fn rank_main(
+    sh: &Shared,
+    rank: usize,
+    dev: i32,
+    id: [u8; rdzv::ID_BYTES],
+) -> Result<RankOutcome, String> {
+    let mut st = Box::new(RankState::new(rank, dev));
+    let r = rank_body(sh, &mut st, id);
+    let t = st.teardown();
+    let (res, time) = r?;
+    t?;
+    Ok((res, time, std::mem::take(&mut st.notes)))
+}
+
+fn rank_body(
+    sh: &Shared,
+    st: &mut RankState,
+    id: [u8; rdzv::ID_BYTES],
+) -> Result<(RankResults, Option<f64>), String> {
+    let rank = st.rank;
+    // SAFETY: every call below is on handles this function creates, on this thread, with
+    // the rank's context current.
+    unsafe {
+        let mut dev = 0;
+        cu_check("cuDeviceGet", cu::cuDeviceGet(&mut dev, st.device))?;
+        cu_check(
+            "cuDevicePrimaryCtxRetain",
+            cu::cuDevicePrimaryCtxRetain(&mut st.ctx, dev),
+        )?;
+        cu_check("cuCtxSetCurrent", cu::cuCtxSetCurrent(st.ctx))?;
+        for s in &mut st.streams {
+            cu_check(
+                "cuStreamCreate",
+                cu::cuStreamCreate(s, cu::CUstream_flags::CU_STREAM_NON_BLOCKING as u32),
+            )?;
+        }
+        for _ in 0..sh.art.manifest.num_events as usize + 2 {
+            let mut e = std::ptr::null_mut();
+            cu_check(
+                "cuEventCreate",
+                cu::cuEventCreate(&mut e, cu::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32),
+            )?;
+            st.events.push(e);
+        }
+        rank::load_kernels(st, &sh.art.ptx, &sh.art.manifest.kernels)?;
+        let cb = &mut st.cublas;
+        ffi::cublas_check("cublasCreate", cudarc::cublas::sys::cublasCreate_v2(cb))?;
+        ffi::cublas_check(
+            "cublasSetStream",
+            cudarc::cublas::sys::cublasSetStream_v2(st.cublas, st.streams[0] as _),
+        )?;
+        // NCCL: the world communicator, then one split per group (every rank takes part in
+        // every split, in manifest order; non-members pass NCCL_SPLIT_NOCOLOR).
+        let uid = nccl::ncclUniqueId {
+            internal: id.map(|b| b as std::ffi::c_char),
+        };
+        nccl_check(
+            "ncclCommInitRank",
+            nccl::ncclCommInitRank(&mut st.world, sh.world as i32, uid, rank as i32),
+            std::ptr::null_mut(),
+        )?;
+        register_comm(sh, st.world);
+        for subs in &sh.groups {
+            let (color, key) = subs
+                .iter()
+                .enumerate()
+                .find_map(|(i, m)| {
+                    m.iter()
+                        .position(|r| *r == rank)
+                        .map(|p| (i as i32, p as i32))
+                })
+                .unwrap_or((-1, 0)); // NCCL_SPLIT_NOCOLOR
+            let mut c = std::ptr::null_mut();
+            nccl_check(
+                "ncclCommSplit",
+                nccl::ncclCommSplit(st.world, color, key, &mut c, std::ptr::null_mut()),
+                st.world,
+            )?;
+            if c.is_null() {
+                st.comms.push(None);
+            } else {
+                register_comm(sh, c);
+                st.comms.push(Some(c));
+            }
+        }
+        // Arguments, generated as the sim backend generates them.
+        let mut args: Vec<*mut c_void> = Vec::with_capacity(sh.arg_types.len());
+        let mut arg_ptrs = Vec::new();
+        for (i, ty) in sh.arg_types.iter().enumerate() {
+            let t = inputs::generate(ty, sh.opts.seed, rank, i);
+            let bytes = tensor_bytes(&t);
+            let mut p: cu::CUdeviceptr = 0;
+            cu_check("cuMemAlloc", cu::cuMemAlloc_v2(&mut p, bytes.len().max(1)))?;
+            arg_ptrs.push(p);
+            cu_check(
+                "cuMemcpyHtoD",
+                cu::cuMemcpyHtoD_v2(p, bytes.as_ptr() as *const c_void, bytes.len()),
+            )?;
+            args.push(p as *mut c_void);
+        }
+        let r = run_calls(sh, st, &args);
+        for p in arg_ptrs {
+            let _ = st.synchronize();
+            cu::cuMemFree_v2(p);
+        }
+        r
+    }
+}
+
+fn register_comm(sh: &Shared, c: nccl::ncclComm_t) {
+    if let Ok(mut v) = sh.comms.lock() {
+        v.push(CommHandle(c));
+    }
+}
+
+/// One checked call (results downloaded), then the warm-up and timed calls.
+///
+/// # Safety
+/// The rank's context is current; `args` are device buffers of the argument types.
+unsafe fn run_calls(
+    sh: &Shared,
+    st: &mut RankState,
+    args: &[*mut c_void],
+) -> Result<(RankResults, Option<f64>), String> {
+    let call = |st: &mut RankState| -> Result<Vec<u64>, String> {
+        let mut results = vec![std::ptr::null_mut::<c_void>(); sh.result_types.len().max(1)];
+        st.join_streams()?;
+        let stp = st as *mut RankState as *mut c_void;
+        let status = (sh.main_fn)(&rank::API, stp, args.as_ptr(), results.as_mut_ptr());
+        if status != 0 {
+            let why = st
+                .last_error
+                .take()
+                .unwrap_or_else(|| "no runtime error recorded (ABI version mismatch?)".into());
+            return Err(format!("commlir_main returned status {status}: {why}"));
+        }
+        st.join_streams()?;
+        Ok(results
+            .iter()
+            .take(sh.result_types.len())
+            .map(|p| *p as u64)
+            .collect())
+    };
+    let ptrs = call(st)?;
+    st.synchronize()?;
+    let mut results = Vec::with_capacity(ptrs.len());
+    for (p, ty) in ptrs.iter().zip(&sh.result_types) {
+        let mut host = vec![0u8; ty.numel() * ty.elem.byte_width()];
+        if !host.is_empty() {
+            cu_check(
+                "cuMemcpyDtoH",
+                cu::cuMemcpyDtoH_v2(host.as_mut_ptr() as *mut c_void, *p, host.len()),
+            )?;
+        }
+        results.push(tensor_from_bytes(ty, &host));
+    }
+    for p in ptrs {
+        st.release_result(p)?;
+    }
+    let mut time = None;
+    if sh.opts.bench_iters > 0 {
+        for _ in 0..sh.opts.warmup {
+            for p in call(st)? {
+                st.release_result(p)?;
+            }
+        }
+        st.synchronize()?;
+        // Line the ranks up: threads by a barrier, processes by a one-element all-reduce.
+        sh.barrier.wait();
+        barrier_allreduce(st)?;
+        let t0 = Instant::now();
+        for _ in 0..sh.opts.bench_iters {
+            for p in call(st)? {
+                st.release_result(p)?;
+            }
+        }
+        st.synchronize()?;
+        time = Some(t0.elapsed().as_secs_f64() / sh.opts.bench_iters as f64);
+    }
+    Ok((
+        RankResults {
+            rank: st.rank,
+            results,
+        },
+        time,
+    ))
+}
+
+/// A one-element all-reduce on the world communicator, waited for: every rank of the job
+/// leaves it after every rank entered it.
+///
+/// # Safety
+/// The rank's context is current.
+unsafe fn barrier_allreduce(st: &mut RankState) -> Result<(), String> {
+    let mut p: cu::CUdeviceptr = 0;
+    cu_check("cuMemAlloc", cu::cuMemAlloc_v2(&mut p, 4))?;
+    let r = nccl::ncclAllReduce(
+        p as *const c_void,
+        p as *mut c_void,
+        1,
+        nccl::ncclDataType_t::ncclFloat32,
+        nccl::ncclRedOp_t::ncclSum,
+        st.world,
+        st.streams[1] as nccl::cudaStream_t,
+    );
+    let r = nccl_check("ncclAllReduce (barrier)", r, st.world).and_then(|_| st.synchronize());
+    cu::cuMemFree_v2(p);
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_round_trip_in_every_element_type() {
+        for elem in [
+            ElemType::BF16,
+            ElemType::F16,
+            ElemType::F32,
+            ElemType::F64,
+            ElemType::Int {
+                width: 8,
+                signedness: commlir_ir::Signedness::Signless,
+            },
+            ElemType::Int {
+                width: 32,
+                signedness: commlir_ir::Signedness::Unsigned,
+            },
+        ] {
+            let ty = TensorType {
+                elem,
+                shape: vec![3, 5],
+            };
+            let t = inputs::generate(&ty, 1, 2, 3);
+            let b = tensor_bytes(&t);
+            assert_eq!(b.len(), 15 * elem.byte_width());
+            assert_eq!(tensor_from_bytes(&ty, &b), t, "{elem}");
+        }
+    }
+
+    #[test]
+    fn layout_without_environment_is_threads() {
+        if std::env::var_os("WORLD_SIZE").is_none() {
+            let l = Layout::from_env(3).unwrap();
+            assert_eq!(l.world, 3);
+            assert_eq!(l.local, vec![(0, 0), (1, 1), (2, 2)]);
+        }
+    }
+}

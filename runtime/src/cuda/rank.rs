@@ -1,0 +1,831 @@
+//! One rank on one GPU: its context, streams, events, kernels, cuBLAS handle, communicators
+//! and memory, and the `commlir_rt_api` table ([`API`]) whose functions the compiled host
+//! program calls with a pointer to this state as `rt`.
+//!
+//! Every table function catches panics (unwinding into the host program would be undefined
+//! behaviour), records the error text in [`RankState::last_error`] and returns a nonzero
+//! status, which the host program returns from `commlir_main` at once.
+
+use super::abi::{self, CommlirRtApi, Status};
+use super::ffi::{cu_check, cublas_check, dtype_bytes, nccl_check, nccl_dtype, nccl_op};
+use cudarc::cublas::sys as cublas;
+use cudarc::driver::sys as cu;
+use cudarc::nccl::sys as nccl;
+use std::collections::{HashMap, HashSet};
+use std::ffi::{c_void, CString};
+
+/// Status codes the table functions return (nonzero = failure; the text is in `last_error`).
+pub const ST_CUDA: Status = 1;
+
+/// A persistent comm-buffer pool allocation.
+#[derive(Clone, Copy, Debug)]
+struct Pool {
+    kind: u32,
+    group: u32,
+    bytes: u64,
+    /// From `ncclMemAlloc` (else `cuMemAlloc`).
+    nccl_mem: bool,
+    /// The `ncclCommRegister` handle, when registered.
+    reg: *mut c_void,
+}
+
+/// The state of one rank; `rt` in the ABI points to it.
+pub struct RankState {
+    pub rank: usize,
+    pub device: i32,
+    pub ctx: cu::CUcontext,
+    /// `[compute, comm]`, indexed by the ABI's stream numbers.
+    pub streams: [cu::CUstream; 2],
+    /// The program's events, then two of the runner's own (joining the streams).
+    pub events: Vec<cu::CUevent>,
+    pub module: cu::CUmodule,
+    pub kernels: Vec<cu::CUfunction>,
+    pub cublas: cublas::cublasHandle_t,
+    /// The world communicator (every rank).
+    pub world: nccl::ncclComm_t,
+    /// Per manifest group: this rank's communicator in it, if it is a member.
+    pub comms: Vec<Option<nccl::ncclComm_t>>,
+    /// Live stream-ordered allocations (`alloc`).
+    allocs: HashSet<u64>,
+    /// Live pools by base address, and freed pools kept for reuse (pools are persistent: a
+    /// second call of the program reuses the registered buffer instead of registering again).
+    pools: HashMap<u64, Pool>,
+    pool_cache: Vec<(u64, Pool)>,
+    /// Notes for the user (printed once, e.g. a registration fallback).
+    pub notes: Vec<String>,
+    pub last_error: Option<String>,
+}
+
+// SAFETY: the raw CUDA/NCCL handles are used by one thread at a time (the rank's thread);
+// the state moves into that thread once.
+unsafe impl Send for RankState {}
+
+impl RankState {
+    /// A state with no resources yet (filled in by the launcher).
+    pub fn new(rank: usize, device: i32) -> RankState {
+        RankState {
+            rank,
+            device,
+            ctx: std::ptr::null_mut(),
+            streams: [std::ptr::null_mut(); 2],
+            events: Vec::new(),
+            module: std::ptr::null_mut(),
+            kernels: Vec::new(),
+            cublas: std::ptr::null_mut(),
+            world: std::ptr::null_mut(),
+            comms: Vec::new(),
+            allocs: HashSet::new(),
+            pools: HashMap::new(),
+            pool_cache: Vec::new(),
+            notes: Vec::new(),
+            last_error: None,
+        }
+    }
+
+    fn stream(&self, s: u32) -> Result<cu::CUstream, String> {
+        self.streams
+            .get(s as usize)
+            .copied()
+            .ok_or_else(|| format!("unknown stream {s}"))
+    }
+
+    fn comm(&self, group: u32) -> Result<nccl::ncclComm_t, String> {
+        match self.comms.get(group as usize) {
+            Some(Some(c)) => Ok(*c),
+            Some(None) => Err(format!(
+                "rank {} is not a member of group {group} but the program communicates on it",
+                self.rank
+            )),
+            None => Err(format!("unknown group index {group}")),
+        }
+    }
+
+    fn event(&self, e: u32) -> Result<cu::CUevent, String> {
+        self.events
+            .get(e as usize)
+            .copied()
+            .ok_or_else(|| format!("event index {e} is out of range"))
+    }
+
+    /// Orders the two streams both ways (comm after compute's work so far, and compute after
+    /// comm's): used before and after each call of the program, so that consecutive calls
+    /// never overlap on reused pools.
+    pub fn join_streams(&mut self) -> Result<(), String> {
+        let n = self.events.len();
+        let (e0, e1) = (self.events[n - 2], self.events[n - 1]);
+        // SAFETY: handles created by the launcher on this rank's context.
+        unsafe {
+            cu_check("cuEventRecord", cu::cuEventRecord(e0, self.streams[0]))?;
+            cu_check("cuEventRecord", cu::cuEventRecord(e1, self.streams[1]))?;
+            cu_check(
+                "cuStreamWaitEvent",
+                cu::cuStreamWaitEvent(self.streams[1], e0, 0),
+            )?;
+            cu_check(
+                "cuStreamWaitEvent",
+                cu::cuStreamWaitEvent(self.streams[0], e1, 0),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Waits for both streams.
+    pub fn synchronize(&self) -> Result<(), String> {
+        for s in self.streams {
+            // SAFETY: a live stream of this context.
+            cu_check("cuStreamSynchronize", unsafe { cu::cuStreamSynchronize(s) })?;
+        }
+        Ok(())
+    }
+
+    /// Frees a result buffer the program allocated with `alloc` (results are owned by the
+    /// caller); pointers that are arguments or pool views are left alone.
+    pub fn release_result(&mut self, ptr: u64) -> Result<(), String> {
+        if self.allocs.remove(&ptr) {
+            // SAFETY: allocated by cuMemAllocAsync on this context.
+            cu_check("cuMemFreeAsync", unsafe {
+                cu::cuMemFreeAsync(ptr, self.streams[0])
+            })?;
+        }
+        Ok(())
+    }
+
+    fn alloc(&mut self, bytes: u64, out: *mut *mut c_void) -> Result<(), String> {
+        let mut p: cu::CUdeviceptr = 0;
+        // Zero-byte tensors still need a distinct address.
+        let n = bytes.max(1) as usize;
+        // SAFETY: writes one device pointer.
+        cu_check("cuMemAllocAsync", unsafe {
+            cu::cuMemAllocAsync(&mut p, n, self.streams[0])
+        })?;
+        self.allocs.insert(p);
+        // SAFETY: `out` is the host program's slot.
+        unsafe { *out = p as *mut c_void };
+        Ok(())
+    }
+
+    fn free(&mut self, ptr: *mut c_void) -> Result<(), String> {
+        let p = ptr as u64;
+        if !self.allocs.remove(&p) {
+            return Err(format!("free of {p:#x}, which alloc did not return"));
+        }
+        // SAFETY: allocated by cuMemAllocAsync on this context.
+        cu_check("cuMemFreeAsync", unsafe {
+            cu::cuMemFreeAsync(p, self.streams[0])
+        })
+    }
+
+    fn pool_alloc(
+        &mut self,
+        kind: u32,
+        group: u32,
+        bytes: u64,
+        alignment: u64,
+        out: *mut *mut c_void,
+    ) -> Result<(), String> {
+        let reuse = self
+            .pool_cache
+            .iter()
+            .position(|(_, p)| p.kind == kind && p.group == group && p.bytes == bytes);
+        let base = if let Some(i) = reuse {
+            let (base, pool) = self.pool_cache.swap_remove(i);
+            self.pools.insert(base, pool);
+            base
+        } else {
+            let comm = self.comms.get(group as usize).copied().flatten();
+            let n = bytes.max(1) as usize;
+            let mut ptr: *mut c_void = std::ptr::null_mut();
+            // SAFETY: writes one pointer.
+            let r = unsafe { nccl::ncclMemAlloc(&mut ptr, n) };
+            let nccl_mem = r == nccl::ncclResult_t::ncclSuccess;
+            if !nccl_mem {
+                let why = nccl_check("ncclMemAlloc", r, std::ptr::null_mut()).unwrap_err();
+                self.note(format!(
+                    "{why}; pools fall back to cuMemAlloc (unregistered, NCCL copies through its own buffers)"
+                ));
+                let mut p: cu::CUdeviceptr = 0;
+                // SAFETY: writes one device pointer.
+                cu_check("cuMemAlloc", unsafe { cu::cuMemAlloc_v2(&mut p, n) })?;
+                ptr = p as *mut c_void;
+            }
+            let mut reg = std::ptr::null_mut();
+            if let Some(c) = comm {
+                // SAFETY: `ptr` is a live allocation of `n` bytes on this device.
+                let r = unsafe { nccl::ncclCommRegister(c, ptr, n, &mut reg) };
+                if let Err(why) = nccl_check("ncclCommRegister", r, c) {
+                    reg = std::ptr::null_mut();
+                    self.note(format!("{why}; the pool runs unregistered"));
+                }
+            }
+            if kind == abi::POOL_SYMM_MEM {
+                self.note(
+                    "symm_mem pools are NCCL-registered buffers here; the one-shot all-reduce runs as an NCCL all-reduce on the compute stream".into(),
+                );
+            }
+            let base = ptr as u64;
+            self.pools.insert(
+                base,
+                Pool {
+                    kind,
+                    group,
+                    bytes,
+                    nccl_mem,
+                    reg,
+                },
+            );
+            base
+        };
+        if alignment > 1 && base % alignment != 0 {
+            return Err(format!(
+                "pool base {base:#x} is not aligned to {alignment} bytes"
+            ));
+        }
+        // SAFETY: `out` is the host program's slot.
+        unsafe { *out = base as *mut c_void };
+        Ok(())
+    }
+
+    fn pool_free(&mut self, base: *mut c_void) -> Result<(), String> {
+        let b = base as u64;
+        let pool = self
+            .pools
+            .remove(&b)
+            .ok_or_else(|| format!("pool_free of {b:#x}, which pool_alloc did not return"))?;
+        self.pool_cache.push((b, pool));
+        Ok(())
+    }
+
+    fn note(&mut self, n: String) {
+        if !self.notes.contains(&n) {
+            self.notes.push(n);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &mut self,
+        kernel: u32,
+        grid: u32,
+        block: u32,
+        shared: u32,
+        params: *mut *mut c_void,
+    ) -> Result<(), String> {
+        let f = *self
+            .kernels
+            .get(kernel as usize)
+            .ok_or_else(|| format!("kernel index {kernel} is out of range"))?;
+        // SAFETY: `params` is the host program's kernelParams array for this kernel.
+        cu_check("cuLaunchKernel", unsafe {
+            cu::cuLaunchKernel(
+                f,
+                grid.max(1),
+                1,
+                1,
+                block.max(1),
+                1,
+                1,
+                shared,
+                self.streams[0],
+                params,
+                std::ptr::null_mut(),
+            )
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn gemm(
+        &mut self,
+        trans: (u32, u32),
+        mnk: (i64, i64, i64),
+        a: (*const c_void, i64, i64),
+        b: (*const c_void, i64, i64),
+        c: (*mut c_void, i64, i64),
+        batch: i64,
+        dtype: u32,
+    ) -> Result<(), String> {
+        use cublas::cublasComputeType_t as C;
+        use cublas::cudaDataType_t as D;
+        let op = |t: u32| {
+            if t == 0 {
+                cublas::cublasOperation_t::CUBLAS_OP_N
+            } else {
+                cublas::cublasOperation_t::CUBLAS_OP_T
+            }
+        };
+        let (dt, ct) = match dtype {
+            9 => (D::CUDA_R_16BF, C::CUBLAS_COMPUTE_32F),
+            6 => (D::CUDA_R_16F, C::CUBLAS_COMPUTE_32F),
+            7 => (D::CUDA_R_32F, C::CUBLAS_COMPUTE_32F),
+            8 => (D::CUDA_R_64F, C::CUBLAS_COMPUTE_64F),
+            _ => return Err(format!("gemm: unsupported dtype code {dtype}")),
+        };
+        // alpha = 1, beta = 0 in the compute type, on the host.
+        let (one32, zero32, one64, zero64) = (1f32, 0f32, 1f64, 0f64);
+        let (alpha, beta): (*const c_void, *const c_void) = if dtype == 8 {
+            (&one64 as *const f64 as _, &zero64 as *const f64 as _)
+        } else {
+            (&one32 as *const f32 as _, &zero32 as *const f32 as _)
+        };
+        // SAFETY: the host program passes device buffers of the shapes it computed.
+        cublas_check("cublasGemmStridedBatchedEx_64", unsafe {
+            cublas::cublasGemmStridedBatchedEx_64(
+                self.cublas,
+                op(trans.0),
+                op(trans.1),
+                mnk.0,
+                mnk.1,
+                mnk.2,
+                alpha,
+                a.0,
+                dt,
+                a.1,
+                a.2,
+                b.0,
+                dt,
+                b.1,
+                b.2,
+                beta,
+                c.0,
+                dt,
+                c.1,
+                c.2,
+                batch,
+                ct,
+                cublas::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        })
+    }
+
+    fn nccl_stream(&self) -> nccl::cudaStream_t {
+        self.streams[1] as nccl::cudaStream_t
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn all_to_all(
+        &mut self,
+        group: u32,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: u64,
+        row_elems: u64,
+        dtype: u32,
+        rows: (*const i64, *const i64),
+    ) -> Result<(), String> {
+        let comm = self.comm(group)?;
+        let mut g = 0i32;
+        let mut me = 0i32;
+        // SAFETY: live communicator.
+        unsafe {
+            nccl_check("ncclCommCount", nccl::ncclCommCount(comm, &mut g), comm)?;
+            nccl_check(
+                "ncclCommUserRank",
+                nccl::ncclCommUserRank(comm, &mut me),
+                comm,
+            )?;
+        }
+        let (g, me) = (g as usize, me as usize);
+        let esz = dtype_bytes(dtype)? as u64;
+        let dt = nccl_dtype(dtype)?;
+        // Element counts per peer, from the rank-major row tables or equal blocks.
+        let counts = |table: *const i64| -> Result<Vec<u64>, String> {
+            if table.is_null() {
+                return Ok(vec![count / g as u64; g]);
+            }
+            // SAFETY: the ABI promises G*G entries.
+            let row = unsafe { std::slice::from_raw_parts(table.add(me * g), g) };
+            row.iter()
+                .map(|r| {
+                    u64::try_from(*r)
+                        .map(|r| r * row_elems)
+                        .map_err(|_| format!("negative split size {r}"))
+                })
+                .collect()
+        };
+        let (sc, rc) = (counts(rows.0)?, counts(rows.1)?);
+        let stream = self.nccl_stream();
+        // SAFETY: offsets stay within the buffers the splits describe.
+        unsafe {
+            nccl_check("ncclGroupStart", nccl::ncclGroupStart(), comm)?;
+            let (mut so, mut ro) = (0u64, 0u64);
+            for peer in 0..g {
+                let s = (send as *const u8).add((so * esz) as usize) as *const c_void;
+                let r = (recv as *mut u8).add((ro * esz) as usize) as *mut c_void;
+                nccl_check(
+                    "ncclSend",
+                    nccl::ncclSend(s, sc[peer] as usize, dt, peer as i32, comm, stream),
+                    comm,
+                )?;
+                nccl_check(
+                    "ncclRecv",
+                    nccl::ncclRecv(r, rc[peer] as usize, dt, peer as i32, comm, stream),
+                    comm,
+                )?;
+                so += sc[peer];
+                ro += rc[peer];
+            }
+            nccl_check("ncclGroupEnd", nccl::ncclGroupEnd(), comm)?;
+        }
+        Ok(())
+    }
+
+    /// Releases everything this rank holds (best effort: the first error is returned).
+    pub fn teardown(&mut self) -> Result<(), String> {
+        let mut first: Result<(), String> = Ok(());
+        let mut keep = |r: Result<(), String>| {
+            if first.is_ok() {
+                first = r;
+            }
+        };
+        // SAFETY: every handle below was created by this rank and is released once.
+        unsafe {
+            if !self.ctx.is_null() {
+                keep(cu_check("cuCtxSetCurrent", cu::cuCtxSetCurrent(self.ctx)));
+                if !self.streams[0].is_null() {
+                    keep(self.synchronize());
+                }
+            }
+            let pools: Vec<(u64, Pool)> = self
+                .pools
+                .drain()
+                .chain(self.pool_cache.drain(..))
+                .collect();
+            for (base, p) in pools {
+                if !p.reg.is_null() {
+                    if let Some(Some(c)) = self.comms.get(p.group as usize) {
+                        keep(nccl_check(
+                            "ncclCommDeregister",
+                            nccl::ncclCommDeregister(*c, p.reg),
+                            *c,
+                        ));
+                    }
+                }
+                if p.nccl_mem {
+                    keep(nccl_check(
+                        "ncclMemFree",
+                        nccl::ncclMemFree(base as *mut c_void),
+                        std::ptr::null_mut(),
+                    ));
+                } else {
+                    keep(cu_check("cuMemFree", cu::cuMemFree_v2(base)));
+                }
+            }
+            for p in std::mem::take(&mut self.allocs) {
+                keep(cu_check("cuMemFree", cu::cuMemFree_v2(p)));
+            }
+            for c in self.comms.drain(..).flatten() {
+                keep(nccl_check("ncclCommDestroy", nccl::ncclCommDestroy(c), c));
+            }
+            if !self.world.is_null() {
+                keep(nccl_check(
+                    "ncclCommDestroy",
+                    nccl::ncclCommDestroy(self.world),
+                    self.world,
+                ));
+                self.world = std::ptr::null_mut();
+            }
+            if !self.cublas.is_null() {
+                keep(cublas_check(
+                    "cublasDestroy",
+                    cublas::cublasDestroy_v2(self.cublas),
+                ));
+                self.cublas = std::ptr::null_mut();
+            }
+            if !self.module.is_null() {
+                keep(cu_check("cuModuleUnload", cu::cuModuleUnload(self.module)));
+                self.module = std::ptr::null_mut();
+            }
+            for e in self.events.drain(..) {
+                keep(cu_check("cuEventDestroy", cu::cuEventDestroy_v2(e)));
+            }
+            for s in &mut self.streams {
+                if !s.is_null() {
+                    keep(cu_check("cuStreamDestroy", cu::cuStreamDestroy_v2(*s)));
+                    *s = std::ptr::null_mut();
+                }
+            }
+        }
+        first
+    }
+}
+
+/// Runs `f` on the state behind `rt`, turning errors and panics into a status.
+///
+/// # Safety
+/// `rt` must be the `*mut RankState` the runner passed to `commlir_main`.
+unsafe fn with_state(
+    rt: *mut c_void,
+    f: impl FnOnce(&mut RankState) -> Result<(), String>,
+) -> Status {
+    if rt.is_null() {
+        return ST_CUDA;
+    }
+    let st = &mut *(rt as *mut RankState);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(st)));
+    match r {
+        Ok(Ok(())) => 0,
+        Ok(Err(msg)) => {
+            st.last_error = Some(msg);
+            ST_CUDA
+        }
+        Err(_) => {
+            st.last_error = Some("internal error (panic) in the runtime".into());
+            ST_CUDA
+        }
+    }
+}
+
+unsafe extern "C" fn rt_alloc(rt: *mut c_void, bytes: u64, out: *mut *mut c_void) -> Status {
+    with_state(rt, |s| s.alloc(bytes, out))
+}
+
+unsafe extern "C" fn rt_free(rt: *mut c_void, ptr: *mut c_void) -> Status {
+    with_state(rt, |s| s.free(ptr))
+}
+
+unsafe extern "C" fn rt_pool_alloc(
+    rt: *mut c_void,
+    kind: u32,
+    group: u32,
+    bytes: u64,
+    alignment: u64,
+    out: *mut *mut c_void,
+) -> Status {
+    with_state(rt, |s| s.pool_alloc(kind, group, bytes, alignment, out))
+}
+
+unsafe extern "C" fn rt_pool_free(rt: *mut c_void, base: *mut c_void) -> Status {
+    with_state(rt, |s| s.pool_free(base))
+}
+
+unsafe extern "C" fn rt_launch(
+    rt: *mut c_void,
+    kernel: u32,
+    grid_x: u32,
+    block_x: u32,
+    shared_bytes: u32,
+    params: *mut *mut c_void,
+    _num_params: u32,
+) -> Status {
+    with_state(rt, |s| {
+        s.launch(kernel, grid_x, block_x, shared_bytes, params)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn rt_gemm(
+    rt: *mut c_void,
+    transa: u32,
+    transb: u32,
+    m: i64,
+    n: i64,
+    k: i64,
+    a: *const c_void,
+    lda: i64,
+    stride_a: i64,
+    b: *const c_void,
+    ldb: i64,
+    stride_b: i64,
+    c: *mut c_void,
+    ldc: i64,
+    stride_c: i64,
+    batch: i64,
+    dtype: u32,
+) -> Status {
+    with_state(rt, |s| {
+        s.gemm(
+            (transa, transb),
+            (m, n, k),
+            (a, lda, stride_a),
+            (b, ldb, stride_b),
+            (c, ldc, stride_c),
+            batch,
+            dtype,
+        )
+    })
+}
+
+unsafe extern "C" fn rt_all_reduce(
+    rt: *mut c_void,
+    group: u32,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: u64,
+    dtype: u32,
+    op: u32,
+) -> Status {
+    with_state(rt, |s| {
+        let c = s.comm(group)?;
+        let r = nccl::ncclAllReduce(
+            send,
+            recv,
+            count as usize,
+            nccl_dtype(dtype)?,
+            nccl_op(op)?,
+            c,
+            s.nccl_stream(),
+        );
+        nccl_check("ncclAllReduce", r, c)
+    })
+}
+
+unsafe extern "C" fn rt_all_gather(
+    rt: *mut c_void,
+    group: u32,
+    send: *const c_void,
+    recv: *mut c_void,
+    send_count: u64,
+    dtype: u32,
+) -> Status {
+    with_state(rt, |s| {
+        let c = s.comm(group)?;
+        let r = nccl::ncclAllGather(
+            send,
+            recv,
+            send_count as usize,
+            nccl_dtype(dtype)?,
+            c,
+            s.nccl_stream(),
+        );
+        nccl_check("ncclAllGather", r, c)
+    })
+}
+
+unsafe extern "C" fn rt_reduce_scatter(
+    rt: *mut c_void,
+    group: u32,
+    send: *const c_void,
+    recv: *mut c_void,
+    recv_count: u64,
+    dtype: u32,
+    op: u32,
+) -> Status {
+    with_state(rt, |s| {
+        let c = s.comm(group)?;
+        let r = nccl::ncclReduceScatter(
+            send,
+            recv,
+            recv_count as usize,
+            nccl_dtype(dtype)?,
+            nccl_op(op)?,
+            c,
+            s.nccl_stream(),
+        );
+        nccl_check("ncclReduceScatter", r, c)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn rt_all_to_all(
+    rt: *mut c_void,
+    group: u32,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: u64,
+    row_elems: u64,
+    dtype: u32,
+    send_rows: *const i64,
+    recv_rows: *const i64,
+) -> Status {
+    with_state(rt, |s| {
+        s.all_to_all(
+            group,
+            send,
+            recv,
+            count,
+            row_elems,
+            dtype,
+            (send_rows, recv_rows),
+        )
+    })
+}
+
+unsafe extern "C" fn rt_broadcast(
+    rt: *mut c_void,
+    group: u32,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: u64,
+    dtype: u32,
+    root: u32,
+) -> Status {
+    with_state(rt, |s| {
+        let c = s.comm(group)?;
+        let r = nccl::ncclBroadcast(
+            send,
+            recv,
+            count as usize,
+            nccl_dtype(dtype)?,
+            root as i32,
+            c,
+            s.nccl_stream(),
+        );
+        nccl_check("ncclBroadcast", r, c)
+    })
+}
+
+unsafe extern "C" fn rt_group_start(rt: *mut c_void) -> Status {
+    with_state(rt, |_| {
+        nccl_check(
+            "ncclGroupStart",
+            nccl::ncclGroupStart(),
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+unsafe extern "C" fn rt_group_end(rt: *mut c_void) -> Status {
+    with_state(rt, |_| {
+        nccl_check("ncclGroupEnd", nccl::ncclGroupEnd(), std::ptr::null_mut())
+    })
+}
+
+unsafe extern "C" fn rt_one_shot_all_reduce(
+    rt: *mut c_void,
+    group: u32,
+    pool_base: *mut c_void,
+    offset: u64,
+    out: *mut c_void,
+    count: u64,
+    dtype: u32,
+) -> Status {
+    // A real one-shot kernel needs peer-mapped symmetric memory; NCCL's all-reduce on the
+    // compute stream has the same semantics (blocking for the collective, in compute order).
+    with_state(rt, |s| {
+        let c = s.comm(group)?;
+        let src = (pool_base as *const u8).add(offset as usize) as *const c_void;
+        let r = nccl::ncclAllReduce(
+            src,
+            out,
+            count as usize,
+            nccl_dtype(dtype)?,
+            nccl::ncclRedOp_t::ncclSum,
+            c,
+            s.streams[0] as nccl::cudaStream_t,
+        );
+        nccl_check("ncclAllReduce (one-shot)", r, c)
+    })
+}
+
+unsafe extern "C" fn rt_event_record(rt: *mut c_void, stream: u32, event: u32) -> Status {
+    with_state(rt, |s| {
+        cu_check(
+            "cuEventRecord",
+            cu::cuEventRecord(s.event(event)?, s.stream(stream)?),
+        )
+    })
+}
+
+unsafe extern "C" fn rt_stream_wait(rt: *mut c_void, stream: u32, event: u32) -> Status {
+    with_state(rt, |s| {
+        cu_check(
+            "cuStreamWaitEvent",
+            cu::cuStreamWaitEvent(s.stream(stream)?, s.event(event)?, 0),
+        )
+    })
+}
+
+/// The table the runner passes to `commlir_main`.
+pub static API: CommlirRtApi = CommlirRtApi {
+    abi_version: abi::ABI_VERSION,
+    num_fns: abi::API_FIELDS.len() as u32,
+    alloc: rt_alloc,
+    free: rt_free,
+    pool_alloc: rt_pool_alloc,
+    pool_free: rt_pool_free,
+    launch: rt_launch,
+    gemm: rt_gemm,
+    all_reduce: rt_all_reduce,
+    all_gather: rt_all_gather,
+    reduce_scatter: rt_reduce_scatter,
+    all_to_all: rt_all_to_all,
+    broadcast: rt_broadcast,
+    group_start: rt_group_start,
+    group_end: rt_group_end,
+    one_shot_all_reduce: rt_one_shot_all_reduce,
+    event_record: rt_event_record,
+    stream_wait: rt_stream_wait,
+};
+
+/// Loads the kernels of `ptx` (NUL-terminated) and looks up `names` in order.
+///
+/// # Safety
+/// The rank's context must be current on the calling thread.
+pub unsafe fn load_kernels(st: &mut RankState, ptx: &[u8], names: &[String]) -> Result<(), String> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    cu_check(
+        "cuModuleLoadData",
+        cu::cuModuleLoadData(&mut st.module, ptx.as_ptr() as *const c_void),
+    )?;
+    for n in names {
+        let cn = CString::new(n.as_str()).map_err(|_| format!("bad kernel name {n:?}"))?;
+        let mut f = std::ptr::null_mut();
+        cu_check(
+            &format!("cuModuleGetFunction({n})"),
+            cu::cuModuleGetFunction(&mut f, st.module, cn.as_ptr()),
+        )?;
+        st.kernels.push(f);
+    }
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! The runner's copy of the C ABI (`runtime/src/cuda/abi.rs`) against the header the host
+//! program is compiled for (`codegen/include/commlir_rt.h`): field names and order, offsets,
+//! size, and the dtype / reduction / stream / pool codes. Needs no GPU.
+
+use commlir_runtime::cuda::abi::{self, CommlirRtApi};
+use std::mem::{offset_of, size_of};
+
+fn header() -> String {
+    let p = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../codegen/include/commlir_rt.h"
+    );
+    std::fs::read_to_string(p).expect("codegen/include/commlir_rt.h")
+}
+
+/// The function-pointer field names of `struct commlir_rt_api`, in order: every `(*name)`.
+fn header_fields(h: &str) -> Vec<String> {
+    let start = h.find("typedef struct commlir_rt_api").expect("struct");
+    let body = &h[start..h[start..].find("} commlir_rt_api;").expect("end") + start];
+    let mut out = Vec::new();
+    let mut rest = body;
+    while let Some(i) = rest.find("(*") {
+        let tail = &rest[i + 2..];
+        let end = tail.find(')').expect(")");
+        out.push(tail[..end].trim().to_string());
+        rest = &tail[end..];
+    }
+    out
+}
+
+/// The value of `NAME = V` in the header's enums.
+fn header_enum(h: &str, name: &str) -> u32 {
+    let i = h
+        .find(&format!("{name} ="))
+        .unwrap_or_else(|| panic!("{name}"));
+    let v: String = h[i + name.len() + 2..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    v.parse().unwrap()
+}
+
+#[test]
+fn fields_match_the_header_in_order() {
+    let h = header();
+    let fields = header_fields(&h);
+    assert_eq!(
+        fields,
+        abi::API_FIELDS,
+        "field order differs from the header"
+    );
+    assert!(h.contains(&format!("({} in version 1)", abi::API_FIELDS.len())));
+}
+
+#[test]
+fn layout_is_two_u32_then_pointers() {
+    // x86-64 C layout: two uint32_t, then 8-byte function pointers, no padding.
+    assert_eq!(offset_of!(CommlirRtApi, abi_version), 0);
+    assert_eq!(offset_of!(CommlirRtApi, num_fns), 4);
+    let offsets = [
+        offset_of!(CommlirRtApi, alloc),
+        offset_of!(CommlirRtApi, free),
+        offset_of!(CommlirRtApi, pool_alloc),
+        offset_of!(CommlirRtApi, pool_free),
+        offset_of!(CommlirRtApi, launch),
+        offset_of!(CommlirRtApi, gemm),
+        offset_of!(CommlirRtApi, all_reduce),
+        offset_of!(CommlirRtApi, all_gather),
+        offset_of!(CommlirRtApi, reduce_scatter),
+        offset_of!(CommlirRtApi, all_to_all),
+        offset_of!(CommlirRtApi, broadcast),
+        offset_of!(CommlirRtApi, group_start),
+        offset_of!(CommlirRtApi, group_end),
+        offset_of!(CommlirRtApi, one_shot_all_reduce),
+        offset_of!(CommlirRtApi, event_record),
+        offset_of!(CommlirRtApi, stream_wait),
+    ];
+    assert_eq!(offsets.len(), abi::API_FIELDS.len());
+    for (i, o) in offsets.iter().enumerate() {
+        assert_eq!(*o, 8 + 8 * i, "field {}", abi::API_FIELDS[i]);
+    }
+    assert_eq!(size_of::<CommlirRtApi>(), 8 + 8 * abi::API_FIELDS.len());
+    // The runner's table says what it implements.
+    let api = &commlir_runtime::cuda::rank::API;
+    assert_eq!(api.abi_version, abi::ABI_VERSION);
+    assert_eq!(api.num_fns as usize, abi::API_FIELDS.len());
+}
+
+#[test]
+fn codes_match_the_header() {
+    let h = header();
+    assert!(h.contains(&format!(
+        "#define COMMLIR_RT_ABI_VERSION {}u",
+        abi::ABI_VERSION
+    )));
+    for (name, code) in abi::DTYPES {
+        assert_eq!(
+            header_enum(&h, &format!("COMMLIR_{}", name.to_uppercase())),
+            *code,
+            "{name}"
+        );
+    }
+    let red = [
+        ("sum", "SUM"),
+        ("product", "PROD"),
+        ("max", "MAX"),
+        ("min", "MIN"),
+        ("avg", "AVG"),
+    ];
+    for (name, c) in red {
+        assert_eq!(
+            header_enum(&h, &format!("COMMLIR_{c}")),
+            abi::code(abi::REDUCE_OPS, name).unwrap()
+        );
+    }
+    assert_eq!(
+        header_enum(&h, "COMMLIR_STREAM_COMPUTE"),
+        abi::STREAM_COMPUTE
+    );
+    assert_eq!(header_enum(&h, "COMMLIR_STREAM_COMM"), abi::STREAM_COMM);
+    assert_eq!(header_enum(&h, "COMMLIR_POOL_NCCL"), abi::POOL_NCCL);
+    assert_eq!(header_enum(&h, "COMMLIR_POOL_SYMM_MEM"), abi::POOL_SYMM_MEM);
+}
+
+#[test]
+fn the_copy_matches_the_code_generators_original() {
+    // Everything after the module docs is identical (the docs say why it is a copy).
+    let strip = |s: &str| -> String {
+        s.lines()
+            .skip_while(|l| l.starts_with("//!"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let ours = concat!(env!("CARGO_MANIFEST_DIR"), "/src/cuda/abi.rs");
+    let theirs = concat!(env!("CARGO_MANIFEST_DIR"), "/../codegen/src/abi.rs");
+    let (Ok(a), Ok(b)) = (
+        std::fs::read_to_string(ours),
+        std::fs::read_to_string(theirs),
+    ) else {
+        panic!("cannot read the two abi.rs files");
+    };
+    assert_eq!(
+        strip(&a),
+        strip(&b),
+        "runtime/src/cuda/abi.rs is out of date: copy codegen/src/abi.rs"
+    );
+}
