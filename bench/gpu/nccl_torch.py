@@ -4,7 +4,11 @@ reduce_scatter_tensor on bf16, nccl-tests' size convention and bus-bandwidth fac
 
     python3 bench/gpu/nccl_torch.py [NGPUS] [ITERS] [WARMUP]
 
-Prints `op,bytes,us_per_call,busbw_GBps` lines (rank 0)."""
+Prints `op,bytes,us_per_call,busbw_GBps,us_event,busbw_event_GBps` lines (rank 0):
+- us_per_call: ITERS back-to-back calls timed on the host, the slowest rank (nccl-tests-like);
+- us_event: each call alone (ranks lined up by a barrier), CUDA events recorded around it on
+  the stream, mean over ITERS calls and over ranks -- the way `commlir-run --bench-iters`
+  times the NCCL call inside a compiled program, so the two compare like for like."""
 import os
 import sys
 import time
@@ -42,9 +46,22 @@ def worker(rank, world, iters, warmup, port):
             tt = torch.tensor([t], device="cuda")
             dist.all_reduce(tt, op=dist.ReduceOp.MAX)
             t = tt.item()
+            ev = 0.0
+            for _ in range(iters):
+                torch.cuda.synchronize()
+                dist.barrier()
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                fn()
+                b.record()
+                b.synchronize()
+                ev += a.elapsed_time(b) * 1e-3
+            te = torch.tensor([ev / iters], device="cuda")
+            dist.all_reduce(te)
+            te = te.item() / world
             if rank == 0:
                 nbytes = n * 2
-                print(f"{name},{nbytes},{t * 1e6:.1f},{nbytes * factor / t / 1e9:.1f}", flush=True)
+                print(f"{name},{nbytes},{t * 1e6:.1f},{nbytes * factor / t / 1e9:.1f},{te * 1e6:.1f},{nbytes * factor / te / 1e9:.1f}", flush=True)
         del full, shard
     dist.destroy_process_group()
 

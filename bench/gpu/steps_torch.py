@@ -1,9 +1,11 @@
-"""PyTorch eager baselines of examples/tp_mlp.mlir and examples/fsdp_layer.mlir (same shapes,
-bf16, 2 GPUs, async collectives waited where the commlir program waits), one process per GPU.
+"""PyTorch baselines of examples/tp_mlp.mlir and examples/fsdp_layer.mlir (same shapes, bf16,
+2 GPUs), one process per GPU: eager (async collectives waited where the commlir program
+waits) and torch.compile (the same programs written with functional collectives, Inductor's
+compute/communication reordering on: reorder_for_compute_comm_overlap = True).
 
     python3 bench/gpu/steps_torch.py [ITERS]
 
-Prints `program,us_per_step` lines (rank 0, slowest rank)."""
+Prints `mode,program,us_per_step` lines (rank 0, slowest rank; mode eager or compile)."""
 import os
 import sys
 import time
@@ -12,6 +14,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
+import torch.distributed._functional_collectives as funcol
 
 
 def tp_mlp(x, w1, w2):
@@ -42,6 +45,39 @@ def fsdp_layer(x, w1s, w2s, dy):
     return y, g1, g2
 
 
+def tp_mlp_f(x, w1, w2):
+    o = F.gelu(x @ w1) @ w2
+    return funcol.all_reduce(o, "sum", dist.group.WORLD)
+
+
+def fsdp_layer_f(x, w1s, w2s, dy):
+    g = dist.group.WORLD
+    w1 = funcol.all_gather_tensor(w1s, 0, g)
+    w2 = funcol.all_gather_tensor(w2s, 0, g)
+    a = F.gelu(x @ w1)
+    y = a @ w2
+    dw2 = a.t() @ dy
+    g2 = funcol.reduce_scatter_tensor(dw2, "avg", 0, g)
+    da = dy @ w2.t()
+    dw1 = x.t() @ da
+    g1 = funcol.reduce_scatter_tensor(dw1, "avg", 0, g)
+    return y, g1, g2
+
+
+def time_steps(fn, args, iters, rank):
+    for _ in range(10):
+        fn(*args)
+    torch.cuda.synchronize()
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn(*args)
+    torch.cuda.synchronize()
+    t = torch.tensor([(time.perf_counter() - t0) / iters], device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
+
+
 def worker(rank, world, iters, port):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), NCCL_NVLS_ENABLE="0")
     torch.cuda.set_device(rank)
@@ -52,18 +88,21 @@ def worker(rank, world, iters, port):
         "fsdp_layer": (fsdp_layer, (torch.randn(8, 1024, **bf), torch.randn(512, 4096, **bf), torch.randn(2048, 1024, **bf), torch.randn(8, 1024, **bf))),
     }
     for name, (fn, args) in progs.items():
-        for _ in range(10):
-            fn(*args)
-        torch.cuda.synchronize()
-        dist.barrier()
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            fn(*args)
-        torch.cuda.synchronize()
-        t = torch.tensor([(time.perf_counter() - t0) / iters], device="cuda")
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        t = time_steps(fn, args, iters, rank)
         if rank == 0:
-            print(f"{name},{t.item() * 1e6:.1f}", flush=True)
+            print(f"eager,{name},{t * 1e6:.1f}", flush=True)
+    import torch._inductor.config as ic
+    ic.reorder_for_compute_comm_overlap = True
+    compiled = {"tp_mlp": tp_mlp_f, "fsdp_layer": fsdp_layer_f}
+    for name, (_, args) in progs.items():
+        try:
+            fn = torch.compile(compiled[name], fullgraph=True)
+            t = time_steps(fn, args, iters, rank)
+            if rank == 0:
+                print(f"compile,{name},{t * 1e6:.1f}", flush=True)
+        except Exception as e:  # report, keep going
+            if rank == 0:
+                print(f"compile,{name},failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
     dist.destroy_process_group()
 
 

@@ -28,7 +28,7 @@ use inkwell::targets::{
     CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
 };
 use inkwell::types::{BasicTypeEnum, FloatType};
-use inkwell::values::{FloatValue, FunctionValue, IntValue, PointerValue};
+use inkwell::values::{BasicValue, FloatValue, FunctionValue, IntValue, PointerValue};
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate, OptimizationLevel};
 use std::collections::HashMap;
 
@@ -389,6 +389,11 @@ impl<'a, 'c> Gen<'a, 'c> {
         let entry = self.cx.append_basic_block(f, "entry");
         self.b.position_at_end(entry);
         let gen = match inner {
+            [single] if is_plain_copy(ctx, *single, &args) => {
+                self.elem_of(ctx, result).and_then(|(e, shape)| {
+                    self.copy(f, e, shape.iter().product::<i64>().max(0) as u64)
+                })
+            }
             [single]
                 if crate::fusion::is_standalone_kernel(ctx.op_name(*single))
                     || ctx.op_name(*single).starts_with("rt.") =>
@@ -849,6 +854,74 @@ impl<'a, 'c> Gen<'a, 'c> {
         })
     }
 
+    /// A plain copy of `n` elements of `e` (param 0 to param 1), bits unchanged: when both
+    /// pointers are 16-byte aligned, a grid-stride loop of 16-byte vector loads and stores
+    /// (`ld.global.v4.u32` / `st.global.v4.u32`) and a grid-stride tail of single elements;
+    /// otherwise one element per iteration. Any grid is correct; `rt.launch` sizes it for
+    /// one 16-byte vector per thread ([`COPY_VECTOR_BYTES`]).
+    fn copy(&self, f: FunctionValue<'c>, e: Elem, n: u64) -> R<()> {
+        let (src, dst) = (self.param(f, 0)?, self.param(f, 1)?);
+        let it = self.int_ty(e);
+        let per = COPY_VECTOR_BYTES / (e.bits() as u64 / 8);
+        let nv = n / per;
+        let i64t = self.cx.i64_type();
+        let si = b!(self.b.build_ptr_to_int(src, i64t, "si"));
+        let di = b!(self.b.build_ptr_to_int(dst, i64t, "di"));
+        let or = b!(self.b.build_or(si, di, "or"));
+        let low = b!(self.b.build_and(or, self.i64(COPY_VECTOR_BYTES - 1), "low"));
+        let aligned = b!(self
+            .b
+            .build_int_compare(IntPredicate::EQ, low, self.i64(0), "aligned"));
+        let vec_bb = self.cx.append_basic_block(f, "vec");
+        let sc_bb = self.cx.append_basic_block(f, "scalar");
+        let done = self.cx.append_basic_block(f, "done");
+        b!(self.b.build_conditional_branch(aligned, vec_bb, sc_bb));
+        let tid = |g: &Self| -> R<(IntValue<'c>, IntValue<'c>)> {
+            let t = g.sreg("llvm.nvvm.read.ptx.sreg.tid.x")?;
+            let c = g.sreg("llvm.nvvm.read.ptx.sreg.ctaid.x")?;
+            let nt = g.sreg("llvm.nvvm.read.ptx.sreg.ntid.x")?;
+            let nc = g.sreg("llvm.nvvm.read.ptx.sreg.nctaid.x")?;
+            let base = b!(g.b.build_int_mul(c, nt, "base"));
+            let gid = b!(g.b.build_int_add(base, t, "gid"));
+            let stride = b!(g.b.build_int_mul(nc, nt, "stride"));
+            Ok((gid, stride))
+        };
+        let scalar = |g: &Self, gid: IntValue<'c>, stride: IntValue<'c>, from: u64| -> R<()> {
+            let start = b!(g.b.build_int_add(gid, g.i64(from), "start"));
+            g.counted(f, start, g.i64(n), stride, |g, i| {
+                g.copy_elem(it, src, i, dst, i)
+            })
+        };
+        // Aligned: 16-byte vectors, then the tail.
+        self.b.position_at_end(vec_bb);
+        let (gid, stride) = tid(self)?;
+        let vt = self.cx.i32_type().vec_type(4);
+        self.counted(f, gid, self.i64(nv), stride, |g, i| {
+            let sp = unsafe { b!(g.b.build_in_bounds_gep(vt, src, &[i], "vsp")) };
+            let v = b!(g.b.build_load(vt, sp, "v"));
+            if let Some(ins) = v.as_instruction_value() {
+                ins.set_alignment(COPY_VECTOR_BYTES as u32)
+                    .map_err(|e| e.to_string())?;
+            }
+            let dp = unsafe { b!(g.b.build_in_bounds_gep(vt, dst, &[i], "vdp")) };
+            let st = b!(g.b.build_store(dp, v));
+            st.set_alignment(COPY_VECTOR_BYTES as u32)
+                .map_err(|e| e.to_string())?;
+            Ok(())
+        })?;
+        if nv * per < n {
+            scalar(self, gid, stride, nv * per)?;
+        }
+        b!(self.b.build_unconditional_branch(done));
+        // Unaligned: element by element.
+        self.b.position_at_end(sc_bb);
+        let (gid, stride) = tid(self)?;
+        scalar(self, gid, stride, 0)?;
+        b!(self.b.build_unconditional_branch(done));
+        self.b.position_at_end(done);
+        Ok(())
+    }
+
     /// Copies one element's bits (data movement never converts, so NaN payloads survive).
     fn copy_elem(
         &self,
@@ -987,6 +1060,30 @@ impl<'a, 'c> Gen<'a, 'c> {
         }
         self.helpers.insert("tanh", f);
         Ok(f)
+    }
+}
+
+/// Bytes one thread of a plain copy kernel moves per iteration (16-byte vector accesses).
+pub const COPY_VECTOR_BYTES: u64 = 16;
+
+/// Whether a kernel's single op is a plain copy of its single argument (`compute.clone`, or
+/// `compute.reshape`, which keeps the element order): same element type and element count.
+pub fn is_plain_copy(ctx: &IrContext, op: OpId, args: &[Value]) -> bool {
+    if !matches!(ctx.op_name(op), "compute.clone" | "compute.reshape") {
+        return false;
+    }
+    let x = match ctx.operands(op) {
+        [x] => *x,
+        _ => return false,
+    };
+    if args.len() != 1 || args[0] != x {
+        return false;
+    }
+    match (value_tensor(ctx, x), value_tensor(ctx, ctx.result(op, 0))) {
+        (Some(a), Some(r)) => {
+            a.elem == r.elem && a.numel() == r.numel() && Elem::of(ctx, a.elem).is_some()
+        }
+        _ => false,
     }
 }
 

@@ -469,7 +469,17 @@ fn lower_op(
         let r = ctx.result(op, 0);
         let out = result_buffer(ctx, st, op, r)?;
         args.push(out);
-        let work = launch_items(ctx, op);
+        let mut work = launch_items(ctx, op);
+        // A plain copy moves one 16-byte vector per thread (kernels::copy).
+        if group.ops.len() == 1 && crate::kernels::is_plain_copy(ctx, op, &group.inputs) {
+            let bytes = value_tensor(ctx, r)
+                .map(|t| work * commlir_dialects::shape::elem_bytes(ctx, t.elem).max(1) as i64);
+            if let Some(b) = bytes {
+                work = ((b + crate::kernels::COPY_VECTOR_BYTES as i64 - 1)
+                    / crate::kernels::COPY_VECTOR_BYTES as i64)
+                    .max(1);
+            }
+        }
         let k = ctx.symbol_ref(&sym);
         let grid = i64_attr(ctx, grid_for(work));
         let block = i64_attr(ctx, BLOCK);

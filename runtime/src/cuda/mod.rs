@@ -76,6 +76,10 @@ pub struct CudaRun {
     pub world: usize,
     /// Mean seconds per call over the timed calls, the slowest rank of this process.
     pub seconds_per_call: Option<f64>,
+    /// Per-op mean device times (with `bench_iters`: a second pass of as many calls, events
+    /// around every op, streams synchronized after each call), averaged over this process's
+    /// ranks (nccl-tests' default), in program order.
+    pub op_times: Vec<rank::OpTime>,
     /// Notes to show the user (fallbacks taken).
     pub notes: Vec<String>,
     /// Library versions and devices, for the log.
@@ -364,6 +368,7 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
     };
     let mut errors = Vec::new();
     let mut times = Vec::new();
+    let mut op_runs: Vec<Vec<rank::OpTime>> = Vec::new();
     let mut done = 0;
     while done < layout.local.len() {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -376,9 +381,10 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
                     }
                 }
                 match r {
-                    Ok((res, t, notes)) => {
+                    Ok((res, (t, ops), notes)) => {
                         out.results.push(res);
                         times.extend(t);
+                        op_runs.push(ops);
                         for n in notes {
                             if !out.notes.contains(&n) {
                                 out.notes.push(n);
@@ -414,6 +420,7 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
     }
     out.results.sort_by_key(|r| r.rank);
     out.seconds_per_call = times.into_iter().reduce(f64::max);
+    out.op_times = average_ops(&op_runs);
     Ok(out)
 }
 
@@ -431,7 +438,51 @@ fn new_unique_id() -> Result<[u8; rdzv::ID_BYTES], String> {
     Ok(id.internal.map(|c| c as u8))
 }
 
-type RankOutcome = (RankResults, Option<f64>, Vec<String>);
+/// A rank's timings: seconds per call (end to end) and per-op means.
+type RankTimes = (Option<f64>, Vec<rank::OpTime>);
+type RankOutcome = (RankResults, RankTimes, Vec<String>);
+
+/// Per-op means averaged over ranks (ops matched by position; ranks whose op lists differ in
+/// length contribute to the common prefix).
+fn average_ops(runs: &[Vec<rank::OpTime>]) -> Vec<rank::OpTime> {
+    let Some(n) = runs.iter().map(Vec::len).min() else {
+        return Vec::new();
+    };
+    (0..n)
+        .map(|i| rank::OpTime {
+            seconds: runs.iter().map(|r| r[i].seconds).sum::<f64>() / runs.len() as f64,
+            ..runs[0][i].clone()
+        })
+        .collect()
+}
+
+/// The per-op table `commlir-run --bench-iters` prints: one line per op,
+/// `op I: STREAM LABEL: T us[, algbw A GB/s, busbw B GB/s]` (nccl-tests' conventions, GB =
+/// 1e9 bytes), then one summary line per collective kind.
+pub fn format_op_times(ops: &[rank::OpTime]) -> String {
+    let mut out = String::new();
+    for (i, o) in ops.iter().enumerate() {
+        let stream = if o.stream == abi::STREAM_COMM {
+            "comm"
+        } else {
+            "compute"
+        };
+        out.push_str(&format!(
+            "op {i}: {stream} {}: {:.3} us",
+            o.label,
+            o.seconds * 1e6
+        ));
+        if o.bus_factor > 0.0 && o.seconds > 0.0 {
+            let alg = o.bytes as f64 / o.seconds / 1e9;
+            out.push_str(&format!(
+                ", algbw {alg:.1} GB/s, busbw {:.1} GB/s",
+                alg * o.bus_factor
+            ));
+        }
+        out.push('\n');
+    }
+    out
+}
 
 /// One rank, start to end; the state is torn down whatever happens.
 fn rank_main(
@@ -443,16 +494,16 @@ fn rank_main(
     let mut st = Box::new(RankState::new(rank, dev));
     let r = rank_body(sh, &mut st, id);
     let t = st.teardown();
-    let (res, time) = r?;
+    let (res, times) = r?;
     t?;
-    Ok((res, time, std::mem::take(&mut st.notes)))
+    Ok((res, times, std::mem::take(&mut st.notes)))
 }
 
 fn rank_body(
     sh: &Shared,
     st: &mut RankState,
     id: [u8; rdzv::ID_BYTES],
-) -> Result<(RankResults, Option<f64>), String> {
+) -> Result<(RankResults, RankTimes), String> {
     let rank = st.rank;
     // SAFETY: every call below is on handles this function creates, on this thread, with
     // the rank's context current.
@@ -557,7 +608,7 @@ unsafe fn run_calls(
     sh: &Shared,
     st: &mut RankState,
     args: &[*mut c_void],
-) -> Result<(RankResults, Option<f64>), String> {
+) -> Result<(RankResults, RankTimes), String> {
     let call = |st: &mut RankState| -> Result<Vec<u64>, String> {
         let mut results = vec![std::ptr::null_mut::<c_void>(); sh.result_types.len().max(1)];
         st.join_streams()?;
@@ -612,13 +663,27 @@ unsafe fn run_calls(
         }
         st.synchronize()?;
         time = Some(t0.elapsed().as_secs_f64() / sh.opts.bench_iters as f64);
+        // Per-op pass: events around every op, each call alone (ranks lined up by an NCCL
+        // barrier, streams synchronized after it), so that no op's time includes another
+        // call's work; the end-to-end time above is measured without these events.
+        st.time_ops = true;
+        for _ in 0..sh.opts.bench_iters {
+            barrier_allreduce(st)?;
+            for p in call(st)? {
+                st.release_result(p)?;
+            }
+            st.synchronize()?;
+            st.collect_op_times()?;
+        }
+        st.time_ops = false;
     }
+    let ops = st.op_times();
     Ok((
         RankResults {
             rank: st.rank,
             results,
         },
-        time,
+        (time, ops),
     ))
 }
 

@@ -29,6 +29,35 @@ struct Pool {
     reg: *mut c_void,
 }
 
+/// One op's mean device time over the timed calls (`--bench-iters`, per-op pass).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpTime {
+    /// What was called, e.g. `all_reduce bf16 count=524288 (group of 2)`.
+    pub label: String,
+    /// The ABI stream it ran on.
+    pub stream: u32,
+    /// nccl-tests' message size: the all-reduce buffer, the all-gather output, the
+    /// reduce-scatter input, the all-to-all send buffer, the broadcast buffer (0: not a
+    /// collective).
+    pub bytes: u64,
+    /// nccl-tests' bus-bandwidth factor (busbw = bytes / time × factor): 2(n−1)/n for
+    /// all-reduce, (n−1)/n for all-gather, reduce-scatter and all-to-all, 1 for broadcast;
+    /// 0 when the op is no single collective.
+    pub bus_factor: f64,
+    /// Mean seconds per call (between events recorded around the op on its stream).
+    pub seconds: f64,
+}
+
+/// Events recorded around one op during a timed call.
+struct Mark {
+    label: String,
+    stream: u32,
+    bytes: u64,
+    bus_factor: f64,
+    start: cu::CUevent,
+    end: cu::CUevent,
+}
+
 /// The state of one rank; `rt` in the ABI points to it.
 pub struct RankState {
     pub rank: usize,
@@ -54,6 +83,18 @@ pub struct RankState {
     /// Notes for the user (printed once, e.g. a registration fallback).
     pub notes: Vec<String>,
     pub last_error: Option<String>,
+    /// Kernel names, by kernel index (for per-op labels).
+    pub kernel_names: Vec<String>,
+    /// Per-op timing: record events around every runtime call that enqueues work.
+    pub time_ops: bool,
+    marks: Vec<Mark>,
+    spare_events: Vec<cu::CUevent>,
+    /// Nesting of `group_start`; the whole group is one timed op (NCCL launches at the end).
+    group_depth: u32,
+    group_start: Option<cu::CUevent>,
+    group_labels: Vec<String>,
+    /// Sums per op position over the timed calls: (op, total seconds, calls).
+    op_sums: Vec<(OpTime, f64, u32)>,
 }
 
 // SAFETY: the raw CUDA/NCCL handles are used by one thread at a time (the rank's thread);
@@ -79,6 +120,14 @@ impl RankState {
             pool_cache: Vec::new(),
             notes: Vec::new(),
             last_error: None,
+            kernel_names: Vec::new(),
+            time_ops: false,
+            marks: Vec::new(),
+            spare_events: Vec::new(),
+            group_depth: 0,
+            group_start: None,
+            group_labels: Vec::new(),
+            op_sums: Vec::new(),
         }
     }
 
@@ -105,6 +154,140 @@ impl RankState {
             .get(e as usize)
             .copied()
             .ok_or_else(|| format!("event index {e} is out of range"))
+    }
+
+    /// A timing-enabled event (reused across calls).
+    fn timing_event(&mut self) -> Result<cu::CUevent, String> {
+        if let Some(e) = self.spare_events.pop() {
+            return Ok(e);
+        }
+        let mut e = std::ptr::null_mut();
+        // SAFETY: writes one event handle; the rank's context is current.
+        cu_check("cuEventCreate", unsafe {
+            cu::cuEventCreate(&mut e, cu::CUevent_flags::CU_EVENT_DEFAULT as u32)
+        })?;
+        Ok(e)
+    }
+
+    /// Runs `f`, which enqueues one op on `stream`; with [`RankState::time_ops`], between
+    /// two events recorded on that stream. `what` gives (label, bytes, bus factor). Inside an
+    /// NCCL group only the label is kept: the group is timed as a whole (`group_end`).
+    fn timed(
+        &mut self,
+        stream: u32,
+        what: impl FnOnce(&Self) -> (String, u64, f64),
+        f: impl FnOnce(&mut Self) -> Result<(), String>,
+    ) -> Result<(), String> {
+        if !self.time_ops {
+            return f(self);
+        }
+        if self.group_depth > 0 {
+            let (l, _, _) = what(self);
+            self.group_labels.push(l);
+            return f(self);
+        }
+        let s = self.stream(stream)?;
+        let (start, end) = (self.timing_event()?, self.timing_event()?);
+        // SAFETY: live events and stream of this context.
+        cu_check("cuEventRecord", unsafe { cu::cuEventRecord(start, s) })?;
+        f(self)?;
+        cu_check("cuEventRecord", unsafe { cu::cuEventRecord(end, s) })?;
+        let (label, bytes, bus_factor) = what(self);
+        self.marks.push(Mark {
+            label,
+            stream,
+            bytes,
+            bus_factor,
+            start,
+            end,
+        });
+        Ok(())
+    }
+
+    /// After a timed call has completed (streams synchronized): adds each op's time to its
+    /// position's sum and recycles the events.
+    pub fn collect_op_times(&mut self) -> Result<(), String> {
+        for (i, m) in std::mem::take(&mut self.marks).into_iter().enumerate() {
+            let mut ms = 0f32;
+            // SAFETY: both events were recorded and have completed.
+            cu_check("cuEventElapsedTime", unsafe {
+                cu::cuEventElapsedTime_v2(&mut ms, m.start, m.end)
+            })?;
+            let s = f64::from(ms) * 1e-3;
+            if i == self.op_sums.len() {
+                self.op_sums.push((
+                    OpTime {
+                        label: m.label.clone(),
+                        stream: m.stream,
+                        bytes: m.bytes,
+                        bus_factor: m.bus_factor,
+                        seconds: 0.0,
+                    },
+                    0.0,
+                    0,
+                ));
+            }
+            let e = &mut self.op_sums[i];
+            if e.0.label != m.label {
+                return Err(format!(
+                    "per-op timing: op {i} was {:?} and is now {:?} (the program's calls differ)",
+                    e.0.label, m.label
+                ));
+            }
+            e.1 += s;
+            e.2 += 1;
+            self.spare_events.push(m.start);
+            self.spare_events.push(m.end);
+        }
+        Ok(())
+    }
+
+    /// The mean time of every op over the collected calls, in program order.
+    pub fn op_times(&self) -> Vec<OpTime> {
+        self.op_sums
+            .iter()
+            .map(|(o, total, n)| OpTime {
+                seconds: total / f64::from((*n).max(1)),
+                ..o.clone()
+            })
+            .collect()
+    }
+
+    /// Size of the communicator of `group` (1 when unknown).
+    fn group_size(&self, group: u32) -> u64 {
+        let Ok(c) = self.comm(group) else { return 1 };
+        let mut n = 0i32;
+        // SAFETY: a live communicator.
+        let r = unsafe { nccl::ncclCommCount(c, &mut n) };
+        if r == nccl::ncclResult_t::ncclSuccess {
+            n.max(1) as u64
+        } else {
+            1
+        }
+    }
+
+    /// (label, nccl-tests bytes, bus factor) of a collective on `group`: `elems` elements of
+    /// `dtype` are the message; `kind` picks the factor.
+    fn coll_label(&self, kind: &str, group: u32, elems: u64, dtype: u32) -> (String, u64, f64) {
+        let n = self.group_size(group);
+        let esz = dtype_bytes(dtype).unwrap_or(1) as u64;
+        let dname = abi::DTYPES
+            .iter()
+            .find(|(_, c)| *c == dtype)
+            .map(|(d, _)| *d)
+            .unwrap_or("?");
+        let nf = n as f64;
+        let (bytes, factor) = match kind {
+            "all_reduce" | "one_shot_all_reduce" => (elems * esz, 2.0 * (nf - 1.0) / nf),
+            "all_gather" | "reduce_scatter" => (elems * esz * n, (nf - 1.0) / nf),
+            "all_to_all" => (elems * esz, (nf - 1.0) / nf),
+            _ => (elems * esz, 1.0),
+        };
+        (
+            format!("{kind} {dname} {bytes} B (group of {n})"),
+            bytes,
+            factor,
+        )
     }
 
     /// Orders the two streams both ways (comm after compute's work so far, and compute after
@@ -494,7 +677,17 @@ impl RankState {
                 keep(cu_check("cuModuleUnload", cu::cuModuleUnload(self.module)));
                 self.module = std::ptr::null_mut();
             }
-            for e in self.events.drain(..) {
+            let marks: Vec<cu::CUevent> = std::mem::take(&mut self.marks)
+                .into_iter()
+                .flat_map(|m| [m.start, m.end])
+                .chain(self.group_start.take())
+                .collect();
+            for e in self
+                .events
+                .drain(..)
+                .chain(self.spare_events.drain(..))
+                .chain(marks)
+            {
                 keep(cu_check("cuEventDestroy", cu::cuEventDestroy_v2(e)));
             }
             for s in &mut self.streams {
@@ -567,7 +760,18 @@ unsafe extern "C" fn rt_launch(
     _num_params: u32,
 ) -> Status {
     with_state(rt, |s| {
-        s.launch(kernel, grid_x, block_x, shared_bytes, params)
+        s.timed(
+            abi::STREAM_COMPUTE,
+            |s| {
+                let name = s.kernel_names.get(kernel as usize).map(String::as_str);
+                (
+                    format!("kernel {} <<<{grid_x}, {block_x}>>>", name.unwrap_or("?")),
+                    0,
+                    0.0,
+                )
+            },
+            |s| s.launch(kernel, grid_x, block_x, shared_bytes, params),
+        )
     })
 }
 
@@ -592,14 +796,27 @@ unsafe extern "C" fn rt_gemm(
     dtype: u32,
 ) -> Status {
     with_state(rt, |s| {
-        s.gemm(
-            (transa, transb),
-            (m, n, k),
-            (a, lda, stride_a),
-            (b, ldb, stride_b),
-            (c, ldc, stride_c),
-            batch,
-            dtype,
+        s.timed(
+            abi::STREAM_COMPUTE,
+            |_| {
+                let d = abi::DTYPES
+                    .iter()
+                    .find(|(_, c)| *c == dtype)
+                    .map(|(d, _)| *d)
+                    .unwrap_or("?");
+                (format!("gemm {d} {m}x{n}x{k} batch {batch}"), 0, 0.0)
+            },
+            |s| {
+                s.gemm(
+                    (transa, transb),
+                    (m, n, k),
+                    (a, lda, stride_a),
+                    (b, ldb, stride_b),
+                    (c, ldc, stride_c),
+                    batch,
+                    dtype,
+                )
+            },
         )
     })
 }
@@ -614,17 +831,23 @@ unsafe extern "C" fn rt_all_reduce(
     op: u32,
 ) -> Status {
     with_state(rt, |s| {
-        let c = s.comm(group)?;
-        let r = nccl::ncclAllReduce(
-            send,
-            recv,
-            count as usize,
-            nccl_dtype(dtype)?,
-            nccl_op(op)?,
-            c,
-            s.nccl_stream(),
-        );
-        nccl_check("ncclAllReduce", r, c)
+        s.timed(
+            abi::STREAM_COMM,
+            |s| s.coll_label("all_reduce", group, count, dtype),
+            |s| {
+                let c = s.comm(group)?;
+                let r = nccl::ncclAllReduce(
+                    send,
+                    recv,
+                    count as usize,
+                    nccl_dtype(dtype)?,
+                    nccl_op(op)?,
+                    c,
+                    s.nccl_stream(),
+                );
+                nccl_check("ncclAllReduce", r, c)
+            },
+        )
     })
 }
 
@@ -637,16 +860,22 @@ unsafe extern "C" fn rt_all_gather(
     dtype: u32,
 ) -> Status {
     with_state(rt, |s| {
-        let c = s.comm(group)?;
-        let r = nccl::ncclAllGather(
-            send,
-            recv,
-            send_count as usize,
-            nccl_dtype(dtype)?,
-            c,
-            s.nccl_stream(),
-        );
-        nccl_check("ncclAllGather", r, c)
+        s.timed(
+            abi::STREAM_COMM,
+            |s| s.coll_label("all_gather", group, send_count, dtype),
+            |s| {
+                let c = s.comm(group)?;
+                let r = nccl::ncclAllGather(
+                    send,
+                    recv,
+                    send_count as usize,
+                    nccl_dtype(dtype)?,
+                    c,
+                    s.nccl_stream(),
+                );
+                nccl_check("ncclAllGather", r, c)
+            },
+        )
     })
 }
 
@@ -660,17 +889,23 @@ unsafe extern "C" fn rt_reduce_scatter(
     op: u32,
 ) -> Status {
     with_state(rt, |s| {
-        let c = s.comm(group)?;
-        let r = nccl::ncclReduceScatter(
-            send,
-            recv,
-            recv_count as usize,
-            nccl_dtype(dtype)?,
-            nccl_op(op)?,
-            c,
-            s.nccl_stream(),
-        );
-        nccl_check("ncclReduceScatter", r, c)
+        s.timed(
+            abi::STREAM_COMM,
+            |s| s.coll_label("reduce_scatter", group, recv_count, dtype),
+            |s| {
+                let c = s.comm(group)?;
+                let r = nccl::ncclReduceScatter(
+                    send,
+                    recv,
+                    recv_count as usize,
+                    nccl_dtype(dtype)?,
+                    nccl_op(op)?,
+                    c,
+                    s.nccl_stream(),
+                );
+                nccl_check("ncclReduceScatter", r, c)
+            },
+        )
     })
 }
 
@@ -687,14 +922,20 @@ unsafe extern "C" fn rt_all_to_all(
     recv_rows: *const i64,
 ) -> Status {
     with_state(rt, |s| {
-        s.all_to_all(
-            group,
-            send,
-            recv,
-            count,
-            row_elems,
-            dtype,
-            (send_rows, recv_rows),
+        s.timed(
+            abi::STREAM_COMM,
+            |s| s.coll_label("all_to_all", group, count, dtype),
+            |s| {
+                s.all_to_all(
+                    group,
+                    send,
+                    recv,
+                    count,
+                    row_elems,
+                    dtype,
+                    (send_rows, recv_rows),
+                )
+            },
         )
     })
 }
@@ -709,22 +950,35 @@ unsafe extern "C" fn rt_broadcast(
     root: u32,
 ) -> Status {
     with_state(rt, |s| {
-        let c = s.comm(group)?;
-        let r = nccl::ncclBroadcast(
-            send,
-            recv,
-            count as usize,
-            nccl_dtype(dtype)?,
-            root as i32,
-            c,
-            s.nccl_stream(),
-        );
-        nccl_check("ncclBroadcast", r, c)
+        s.timed(
+            abi::STREAM_COMM,
+            |s| s.coll_label("broadcast", group, count, dtype),
+            |s| {
+                let c = s.comm(group)?;
+                let r = nccl::ncclBroadcast(
+                    send,
+                    recv,
+                    count as usize,
+                    nccl_dtype(dtype)?,
+                    root as i32,
+                    c,
+                    s.nccl_stream(),
+                );
+                nccl_check("ncclBroadcast", r, c)
+            },
+        )
     })
 }
 
 unsafe extern "C" fn rt_group_start(rt: *mut c_void) -> Status {
-    with_state(rt, |_| {
+    with_state(rt, |s| {
+        if s.time_ops && s.group_depth == 0 {
+            let e = s.timing_event()?;
+            cu_check("cuEventRecord", cu::cuEventRecord(e, s.streams[1]))?;
+            s.group_start = Some(e);
+            s.group_labels.clear();
+        }
+        s.group_depth += 1;
         nccl_check(
             "ncclGroupStart",
             nccl::ncclGroupStart(),
@@ -734,8 +988,25 @@ unsafe extern "C" fn rt_group_start(rt: *mut c_void) -> Status {
 }
 
 unsafe extern "C" fn rt_group_end(rt: *mut c_void) -> Status {
-    with_state(rt, |_| {
-        nccl_check("ncclGroupEnd", nccl::ncclGroupEnd(), std::ptr::null_mut())
+    with_state(rt, |s| {
+        nccl_check("ncclGroupEnd", nccl::ncclGroupEnd(), std::ptr::null_mut())?;
+        s.group_depth = s.group_depth.saturating_sub(1);
+        if s.group_depth == 0 {
+            if let Some(start) = s.group_start.take() {
+                let end = s.timing_event()?;
+                cu_check("cuEventRecord", cu::cuEventRecord(end, s.streams[1]))?;
+                let label = format!("nccl group [{}]", s.group_labels.join(", "));
+                s.marks.push(Mark {
+                    label,
+                    stream: abi::STREAM_COMM,
+                    bytes: 0,
+                    bus_factor: 0.0,
+                    start,
+                    end,
+                });
+            }
+        }
+        Ok(())
     })
 }
 
@@ -751,18 +1022,24 @@ unsafe extern "C" fn rt_one_shot_all_reduce(
     // A real one-shot kernel needs peer-mapped symmetric memory; NCCL's all-reduce on the
     // compute stream has the same semantics (blocking for the collective, in compute order).
     with_state(rt, |s| {
-        let c = s.comm(group)?;
-        let src = (pool_base as *const u8).add(offset as usize) as *const c_void;
-        let r = nccl::ncclAllReduce(
-            src,
-            out,
-            count as usize,
-            nccl_dtype(dtype)?,
-            nccl::ncclRedOp_t::ncclSum,
-            c,
-            s.streams[0] as nccl::cudaStream_t,
-        );
-        nccl_check("ncclAllReduce (one-shot)", r, c)
+        s.timed(
+            abi::STREAM_COMPUTE,
+            |s| s.coll_label("one_shot_all_reduce", group, count, dtype),
+            |s| {
+                let c = s.comm(group)?;
+                let src = (pool_base as *const u8).add(offset as usize) as *const c_void;
+                let r = nccl::ncclAllReduce(
+                    src,
+                    out,
+                    count as usize,
+                    nccl_dtype(dtype)?,
+                    nccl::ncclRedOp_t::ncclSum,
+                    c,
+                    s.streams[0] as nccl::cudaStream_t,
+                );
+                nccl_check("ncclAllReduce (one-shot)", r, c)
+            },
+        )
     })
 }
 
@@ -826,6 +1103,7 @@ pub unsafe fn load_kernels(st: &mut RankState, ptx: &[u8], names: &[String]) -> 
             cu::cuModuleGetFunction(&mut f, st.module, cn.as_ptr()),
         )?;
         st.kernels.push(f);
+        st.kernel_names.push(n.clone());
     }
     Ok(())
 }

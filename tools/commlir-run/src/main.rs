@@ -59,7 +59,8 @@ struct Args {
     /// cuda: abort the NCCL communicators and fail after this many seconds.
     #[arg(long, default_value_t = 60)]
     timeout_s: u64,
-    /// cuda: time this many calls of the program after the checked one.
+    /// cuda: time this many calls of the program after the checked one (end to end), then as
+    /// many again with CUDA events around every op (per-op times and collective bus bandwidth).
     #[arg(long, default_value_t = 0)]
     bench_iters: usize,
     /// cuda: untimed calls before the timed ones.
@@ -122,6 +123,7 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
             args.bench_iters,
             args.warmup
         ));
+        out.push_str(&cuda::format_op_times(&run.op_times));
     }
     if let Some((name, text)) = source {
         commlir_dialects::link();
