@@ -2,7 +2,7 @@
 commlir sweep uses (bench/gpu/gen_collectives.sh): all_reduce, all_gather_into_tensor and
 reduce_scatter_tensor on bf16, nccl-tests' size convention and bus-bandwidth factors.
 
-    python3 bench/gpu/nccl_torch.py [NGPUS] [ITERS] [WARMUP]
+    python3 bench/gpu/nccl_torch.py [NGPUS] [ITERS] [WARMUP] [SIZES_MIB, comma-separated]
 
 Prints `op,bytes,us_per_call,busbw_GBps,us_event,busbw_event_GBps` lines (rank 0):
 - us_per_call: ITERS back-to-back calls timed on the host, the slowest rank (nccl-tests-like);
@@ -20,11 +20,11 @@ import torch.multiprocessing as mp
 SIZES_MIB = [1, 4, 16, 64, 256, 1024]
 
 
-def worker(rank, world, iters, warmup, port):
+def worker(rank, world, iters, warmup, port, sizes):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), NCCL_NVLS_ENABLE="0")
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
-    for mib in SIZES_MIB:
+    for mib in sizes:
         n = mib * 1024 * 1024 // 2
         full = torch.randn(n, dtype=torch.bfloat16, device="cuda")
         shard = torch.randn(n // world, dtype=torch.bfloat16, device="cuda")
@@ -70,5 +70,6 @@ if __name__ == "__main__":
     world = int(sys.argv[1]) if len(sys.argv) > 1 else torch.cuda.device_count()
     iters = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     warmup = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    sizes = [int(v) for v in sys.argv[4].split(",")] if len(sys.argv) > 4 else SIZES_MIB
     print(f"# torch {torch.__version__}, NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}, {world} GPUs", flush=True)
-    mp.spawn(worker, args=(world, iters, warmup, 29531), nprocs=world)
+    mp.spawn(worker, args=(world, iters, warmup, 29531, sizes), nprocs=world)
