@@ -6,8 +6,12 @@
 //! - the entry is named like the kernel symbol; its parameters are one `ptr addrspace(1)` per
 //!   kernel argument, then one for the result, nothing else (shapes are compiled in);
 //! - elementwise and data-movement kernels run one thread per output element in a grid-stride
-//!   loop, so any grid is correct; softmax and reduce_sum run one thread per reduced lane and
-//!   walk the lane in order, which reproduces the sim backend's summation order exactly.
+//!   loop, so any grid is correct; softmax and reduce_sum along a contiguous last dimension
+//!   (f16/bf16/f32) run one block per row (rows grid-stride over blocks), threads striding over
+//!   the row and a warp-shuffle + shared-memory block reduction, accumulated in f32 — the sum
+//!   order differs from the sim backend's, so results agree within `--check`'s tolerance, not
+//!   bit for bit; other reductions (f64, or a strided dimension) run one thread per reduced lane
+//!   and walk it in order, which reproduces the sim backend's summation order exactly.
 //!
 //! Arithmetic follows the sim backend (`runtime/src/numeric.rs`): f16/bf16/f32 are computed
 //! in f32, f64 in f64, and every op's result is rounded to its element type (round to nearest
@@ -638,6 +642,9 @@ impl<'a, 'c> Gen<'a, 'c> {
                 let inner = prod(&ishape[dim + 1..]);
                 let x = input(0)?;
                 let ct = self.compute_ty(ie);
+                if inner == 1 && ct == self.cx.f32_type() {
+                    return self.row_block(f, name == "softmax", (ie, x), (oe, out), outer, len);
+                }
                 self.grid_loop(f, outer * inner, |g, l| {
                     let o = b!(g.b.build_int_unsigned_div(l, g.i64(inner.max(1)), "o"));
                     let inn = b!(g.b.build_int_unsigned_rem(l, g.i64(inner.max(1)), "in"));
@@ -763,6 +770,223 @@ impl<'a, 'c> Gen<'a, 'c> {
             }
             other => Err(format!("no kernel code for compute.{other}")),
         }
+    }
+
+    /// softmax / reduce_sum along a contiguous last dimension, one block per row (rows
+    /// grid-stride over blocks, so any grid is correct): each thread strides over the row with
+    /// step `ntid`, accumulating in f32; the block combines the per-thread partials with
+    /// butterfly warp shuffles, then the per-warp partials through shared memory, in warp
+    /// order, so every thread ends with the same value. The block must be a multiple of 32
+    /// threads, at most 1024 (`rt.launch` uses 256). The summation order differs from the sim
+    /// backend's in-order walk (results agree within `--check`'s tolerance, not bit for bit).
+    fn row_block(
+        &mut self,
+        f: FunctionValue<'c>,
+        softmax: bool,
+        (ie, x): (Elem, PointerValue<'c>),
+        (oe, out): (Elem, PointerValue<'c>),
+        rows: u64,
+        len: u64,
+    ) -> R<()> {
+        let ct = self.cx.f32_type();
+        let i32t = self.cx.i32_type();
+        let smem = self.shared_partials()?;
+        let tid = self.sreg("llvm.nvvm.read.ptx.sreg.tid.x")?;
+        let ntid = self.sreg("llvm.nvvm.read.ptx.sreg.ntid.x")?;
+        let ctaid = self.sreg("llvm.nvvm.read.ptx.sreg.ctaid.x")?;
+        let nctaid = self.sreg("llvm.nvvm.read.ptx.sreg.nctaid.x")?;
+        let lane = b!(self.b.build_and(tid, self.i64(31), "lane"));
+        let warp = b!(self.b.build_right_shift(tid, self.i64(5), false, "warp"));
+        let nwarps = b!(self.b.build_int_add(ntid, self.i64(31), "nw"));
+        let nwarps = b!(self.b.build_right_shift(nwarps, self.i64(5), false, "nw"));
+        let shfl = Intrinsic::find("llvm.nvvm.shfl.sync.bfly.f32")
+            .ok_or("no llvm.nvvm.shfl.sync.bfly.f32")?
+            .get_declaration(self.m, &[])
+            .ok_or("cannot declare shfl")?;
+        let maxf = self.intrinsic("llvm.maximum", ct.into())?;
+        let exp = if softmax {
+            Some(self.helper_exp()?)
+        } else {
+            None
+        };
+        // Block-wide combine of one f32 per thread; every thread gets the result.
+        let reduce = |g: &Self, v: FloatValue<'c>, max: bool| -> R<FloatValue<'c>> {
+            let comb = |g: &Self, a: FloatValue<'c>, b: FloatValue<'c>| -> R<FloatValue<'c>> {
+                if max {
+                    g.call_f(maxf, &[a, b])
+                } else {
+                    Ok(b!(g.b.build_float_add(a, b, "r")))
+                }
+            };
+            let mut v = v;
+            for off in [16u64, 8, 4, 2, 1] {
+                let c = b!(g.b.build_call(
+                    shfl,
+                    &[
+                        i32t.const_int(0xffff_ffff, false).into(),
+                        v.into(),
+                        i32t.const_int(off, false).into(),
+                        i32t.const_int(31, false).into(),
+                    ],
+                    "sh"
+                ));
+                let o = c
+                    .try_as_basic_value()
+                    .basic()
+                    .ok_or("shfl without value")?
+                    .into_float_value();
+                v = comb(g, v, o)?;
+            }
+            let fcur = g.b.get_insert_block().ok_or("no insert block")?;
+            let wr = g.cx.append_basic_block(f, "wr");
+            let join = g.cx.append_basic_block(f, "join");
+            let is0 =
+                b!(g.b.build_int_compare(IntPredicate::EQ, lane, g.i64(0), "l0"));
+            b!(g.b.build_conditional_branch(is0, wr, join));
+            let _ = fcur;
+            g.b.position_at_end(wr);
+            let p = unsafe { b!(g.b.build_in_bounds_gep(ct, smem, &[warp], "sp")) };
+            b!(g.b.build_store(p, v));
+            b!(g.b.build_unconditional_branch(join));
+            g.b.position_at_end(join);
+            g.barrier()?;
+            let init = if max {
+                ct.const_float(f64::NEG_INFINITY)
+            } else {
+                ct.const_float(0.0)
+            };
+            let pre = g.b.get_insert_block().ok_or("no insert block")?;
+            let head = g.cx.append_basic_block(f, "whead");
+            let bb = g.cx.append_basic_block(f, "wbody");
+            let exit = g.cx.append_basic_block(f, "wexit");
+            b!(g.b.build_unconditional_branch(head));
+            g.b.position_at_end(head);
+            let w = b!(g.b.build_phi(g.cx.i64_type(), "w"));
+            let acc = b!(g.b.build_phi(ct, "wacc"));
+            w.add_incoming(&[(&g.i64(0), pre)]);
+            acc.add_incoming(&[(&init, pre)]);
+            let wv = w.as_basic_value().into_int_value();
+            let av = acc.as_basic_value().into_float_value();
+            let c = b!(g.b.build_int_compare(IntPredicate::ULT, wv, nwarps, "c"));
+            b!(g.b.build_conditional_branch(c, bb, exit));
+            g.b.position_at_end(bb);
+            let p = unsafe { b!(g.b.build_in_bounds_gep(ct, smem, &[wv], "sp")) };
+            let pv = b!(g.b.build_load(ct, p, "pv")).into_float_value();
+            let nacc = comb(g, av, pv)?;
+            let next = b!(g.b.build_int_add(wv, g.i64(1), "wn"));
+            w.add_incoming(&[(&next, bb)]);
+            acc.add_incoming(&[(&nacc, bb)]);
+            b!(g.b.build_unconditional_branch(head));
+            g.b.position_at_end(exit);
+            // The partials are reused by the next reduction.
+            g.barrier()?;
+            Ok(av)
+        };
+        // Per-thread strided fold over the row.
+        let local = |g: &Self,
+                     base: IntValue<'c>,
+                     init: FloatValue<'c>,
+                     body: &dyn Fn(&Self, FloatValue<'c>, FloatValue<'c>) -> R<FloatValue<'c>>|
+         -> R<FloatValue<'c>> {
+            let pre = g.b.get_insert_block().ok_or("no insert block")?;
+            let head = g.cx.append_basic_block(f, "lhead");
+            let bb = g.cx.append_basic_block(f, "lbody");
+            let exit = g.cx.append_basic_block(f, "lexit");
+            b!(g.b.build_unconditional_branch(head));
+            g.b.position_at_end(head);
+            let k = b!(g.b.build_phi(g.cx.i64_type(), "k"));
+            let acc = b!(g.b.build_phi(ct, "acc"));
+            k.add_incoming(&[(&tid, pre)]);
+            acc.add_incoming(&[(&init, pre)]);
+            let kv = k.as_basic_value().into_int_value();
+            let av = acc.as_basic_value().into_float_value();
+            let c =
+                b!(g.b.build_int_compare(IntPredicate::ULT, kv, g.i64(len), "c"));
+            b!(g.b.build_conditional_branch(c, bb, exit));
+            g.b.position_at_end(bb);
+            let idx = b!(g.b.build_int_add(base, kv, "at"));
+            let v = g.load(ie, x, idx)?;
+            let nacc = body(g, av, v)?;
+            let next = b!(g.b.build_int_add(kv, ntid, "kn"));
+            let latch = g.b.get_insert_block().ok_or("no insert block")?;
+            k.add_incoming(&[(&next, latch)]);
+            acc.add_incoming(&[(&nacc, latch)]);
+            b!(g.b.build_unconditional_branch(head));
+            g.b.position_at_end(exit);
+            Ok(av)
+        };
+        self.counted(f, ctaid, self.i64(rows), nctaid, |g, row| {
+            let base = b!(g.b.build_int_mul(row, g.i64(len), "base"));
+            let Some(exp) = exp else {
+                let s = local(g, base, ct.const_float(0.0), &|g, a, v| {
+                    Ok(b!(g.b.build_float_add(a, v, "acc")))
+                })?;
+                let s = reduce(g, s, false)?;
+                let fcur = g.b.get_insert_block().ok_or("no insert block")?;
+                let _ = fcur;
+                let wr = g.cx.append_basic_block(f, "out");
+                let join = g.cx.append_basic_block(f, "outj");
+                let t0 = b!(g.b.build_int_compare(IntPredicate::EQ, tid, g.i64(0), "t0"));
+                b!(g.b.build_conditional_branch(t0, wr, join));
+                g.b.position_at_end(wr);
+                g.store(oe, out, row, s)?;
+                b!(g.b.build_unconditional_branch(join));
+                g.b.position_at_end(join);
+                return Ok(());
+            };
+            let m = local(g, base, ct.const_float(f64::NEG_INFINITY), &|g, a, v| {
+                g.call_f(maxf, &[a, v])
+            })?;
+            let m = reduce(g, m, true)?;
+            let s = local(g, base, ct.const_float(0.0), &|g, a, v| {
+                let d = b!(g.b.build_float_sub(v, m, "d"));
+                let ev = g.call_f(exp, &[d])?;
+                Ok(b!(g.b.build_float_add(a, ev, "acc")))
+            })?;
+            let s = reduce(g, s, false)?;
+            g.counted(f, tid, g.i64(len), ntid, |g, k| {
+                let idx = b!(g.b.build_int_add(base, k, "at"));
+                let v = g.load(ie, x, idx)?;
+                let d = b!(g.b.build_float_sub(v, m, "d"));
+                let ev = g.call_f(exp, &[d])?;
+                let q = b!(g.b.build_float_div(ev, s, "q"));
+                g.store(oe, out, idx, q)
+            })
+        })
+    }
+
+    /// The module's `[32 x float]` shared-memory scratch for block reductions.
+    fn shared_partials(&self) -> R<PointerValue<'c>> {
+        const NAME: &str = "__commlir_partials";
+        if let Some(g) = self.m.get_global(NAME) {
+            return Ok(g.as_pointer_value());
+        }
+        let ty = self.cx.f32_type().array_type(32);
+        let g = self.m.add_global(ty, Some(AddressSpace::from(3u16)), NAME);
+        g.set_linkage(Linkage::Internal);
+        g.set_initializer(&ty.get_poison());
+        g.set_alignment(4);
+        Ok(g.as_pointer_value())
+    }
+
+    /// `bar.sync 0`.
+    fn barrier(&self) -> R<()> {
+        if let Some(i) = Intrinsic::find("llvm.nvvm.barrier0") {
+            let d = i
+                .get_declaration(self.m, &[])
+                .ok_or("cannot declare barrier")?;
+            b!(self.b.build_call(d, &[], ""));
+            return Ok(());
+        }
+        let i = Intrinsic::find("llvm.nvvm.barrier.cta.sync.aligned.all")
+            .ok_or("no barrier intrinsic")?;
+        let d = i
+            .get_declaration(self.m, &[])
+            .ok_or("cannot declare barrier")?;
+        b!(self
+            .b
+            .build_call(d, &[self.cx.i32_type().const_zero().into()], ""));
+        Ok(())
     }
 
     /// `rt.pack_chunks` / `rt.unpack_chunks`: pure index permutations, one thread per output
@@ -1065,6 +1289,21 @@ impl<'a, 'c> Gen<'a, 'c> {
 
 /// Bytes one thread of a plain copy kernel moves per iteration (16-byte vector accesses).
 pub const COPY_VECTOR_BYTES: u64 = 16;
+
+/// Whether `compute.softmax` / `compute.reduce_sum` `op` runs one block per row (a contiguous
+/// last reduced dimension, f16/bf16/f32 input): `rt.launch` then sizes the grid by rows.
+pub fn is_row_block(ctx: &IrContext, op: OpId) -> bool {
+    let Some(t) = value_tensor(ctx, ctx.operand(op, 0)) else {
+        return false;
+    };
+    let dim = ctx
+        .inherent_attr(op, "dim")
+        .and_then(|a| ctx.attr_as_i64(a))
+        .unwrap_or(0)
+        .max(0) as usize;
+    let last = t.shape[dim + 1..].iter().product::<i64>() == 1;
+    last && matches!(Elem::of(ctx, t.elem), Some(e) if e != Elem::F64)
+}
 
 /// Whether a kernel's single op is a plain copy of its single argument (`compute.clone`, or
 /// `compute.reshape`, which keeps the element order): same element type and element count.

@@ -627,7 +627,13 @@ fn launch_items(ctx: &Context, op: OpId) -> i64 {
                 .and_then(|a| ctx.attr_as_i64(a))
                 .unwrap_or(0) as usize;
             let len = t.shape.get(dim).copied().unwrap_or(1).max(1);
-            (t.numel() / len).max(1)
+            let lanes = (t.numel() / len).max(1);
+            // One block per row (kernels::row_block).
+            if crate::kernels::is_row_block(ctx, op) {
+                lanes * BLOCK
+            } else {
+                lanes
+            }
         }
         _ => numel(ctx, r).max(1),
     }

@@ -25,6 +25,9 @@ coll.group @tp {size = 2 : i64, symm_mem}
 // RT: rt.pool_alloc {alignment = 64 : i64, group = @tp, kind = "symm_mem", size = 128 : i64}
 // RT: %[[O0:.*]] = rt.alloc : memref<4x8xbf16>
 // RT: rt.launch %arg0, %arg1, %[[O0]] {block = 256 : i64, grid = 1 : i64, kernel = @k0_add_silu_scale_cast}
+// One block per row: 4 rows, 4 blocks.
+// RT: rt.launch %arg0, %{{.*}} {block = 256 : i64, grid = 4 : i64, kernel = @k1_reduce_sum}
+// RT: rt.launch %arg1, %{{.*}} {block = 256 : i64, grid = 4 : i64, kernel = @k2_softmax}
 // RT: %[[V:.*]] = rt.pool_view %{{.*}} {offset = 0 : i64}
 // RT: rt.launch %arg2, %[[V]] {{.*}}kernel = @k6_cast_fill_maximum_rsqrt
 // RT: rt.symm_one_shot_all_reduce %{{.*}}, %{{.*}} {count = 32 : i64, dtype = "f32", group = @tp, offset = 0 : i64}
@@ -43,9 +46,14 @@ coll.group @tp {size = 2 : i64, symm_mem}
 // PTX: st.global.b16
 // PTX-LABEL: .entry k1_reduce_sum(
 // PTX: ld.global
+// PTX: shfl.sync.bfly.b32
+// PTX: st.shared.b32
+// PTX: bar.sync 0
 // PTX: st.global.b32
 // PTX-LABEL: .entry k2_softmax(
 // PTX: max.NaN.f32
+// PTX: shfl.sync.bfly.b32
+// PTX: bar.sync 0
 // PTX: div.rn.f32
 // PTX-LABEL: .entry k3_concat(
 // PTX-LABEL: .entry k4_slice(
