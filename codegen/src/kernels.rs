@@ -837,13 +837,11 @@ impl<'a, 'c> Gen<'a, 'c> {
                     .into_float_value();
                 v = comb(g, v, o)?;
             }
-            let fcur = g.b.get_insert_block().ok_or("no insert block")?;
             let wr = g.cx.append_basic_block(f, "wr");
             let join = g.cx.append_basic_block(f, "join");
             let is0 =
                 b!(g.b.build_int_compare(IntPredicate::EQ, lane, g.i64(0), "l0"));
             b!(g.b.build_conditional_branch(is0, wr, join));
-            let _ = fcur;
             g.b.position_at_end(wr);
             let p = unsafe { b!(g.b.build_in_bounds_gep(ct, smem, &[warp], "sp")) };
             b!(g.b.build_store(p, v));
@@ -922,8 +920,6 @@ impl<'a, 'c> Gen<'a, 'c> {
                     Ok(b!(g.b.build_float_add(a, v, "acc")))
                 })?;
                 let s = reduce(g, s, false)?;
-                let fcur = g.b.get_insert_block().ok_or("no insert block")?;
-                let _ = fcur;
                 let wr = g.cx.append_basic_block(f, "out");
                 let join = g.cx.append_basic_block(f, "outj");
                 let t0 = b!(g.b.build_int_compare(IntPredicate::EQ, tid, g.i64(0), "t0"));
