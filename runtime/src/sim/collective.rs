@@ -77,107 +77,79 @@ pub fn reduce(op: ReduceOp, parts: &[&Tensor]) -> Tensor {
     let elem = first.ty.elem;
     let n = parts.len();
     let data = match &first.data {
-        Data::F32(_) => {
-            let views: Vec<&[f32]> = parts
-                .iter()
-                .map(|p| {
-                    if let Data::F32(v) = &p.data {
-                        v.as_slice()
-                    } else {
-                        &[]
-                    }
+        Data::F32(_) => Data::F32(fold_ranks(
+            parts,
+            |d| match d {
+                Data::F32(v) => Some(v.as_slice()),
+                _ => None,
+            },
+            |a, x| match op {
+                ReduceOp::Sum | ReduceOp::Avg => a + x,
+                ReduceOp::Product => a * x,
+                ReduceOp::Max => fmax(a, x, f32::is_nan),
+                ReduceOp::Min => fmin(a, x, f32::is_nan),
+            },
+            |a| elem.round(if op == ReduceOp::Avg { a / n as f32 } else { a }),
+        )),
+        Data::F64(_) => Data::F64(fold_ranks(
+            parts,
+            |d| match d {
+                Data::F64(v) => Some(v.as_slice()),
+                _ => None,
+            },
+            |a, x| match op {
+                ReduceOp::Sum | ReduceOp::Avg => a + x,
+                ReduceOp::Product => a * x,
+                ReduceOp::Max => fmax(a, x, f64::is_nan),
+                ReduceOp::Min => fmin(a, x, f64::is_nan),
+            },
+            |a| if op == ReduceOp::Avg { a / n as f64 } else { a },
+        )),
+        Data::Int(_) => Data::Int(fold_ranks(
+            parts,
+            |d| match d {
+                Data::Int(v) => Some(v.as_slice()),
+                _ => None,
+            },
+            |a, x| match op {
+                ReduceOp::Sum | ReduceOp::Avg => a.wrapping_add(x),
+                ReduceOp::Product => a.wrapping_mul(x),
+                ReduceOp::Max => a.max(x),
+                ReduceOp::Min => a.min(x),
+            },
+            |a| {
+                elem.wrap(if op == ReduceOp::Avg {
+                    a.wrapping_div(n as i64)
+                } else {
+                    a
                 })
-                .collect();
-            Data::F32(
-                (0..first.numel())
-                    .map(|i| {
-                        let mut acc = views[0][i];
-                        for v in &views[1..] {
-                            let x = v[i];
-                            acc = match op {
-                                ReduceOp::Sum | ReduceOp::Avg => acc + x,
-                                ReduceOp::Product => acc * x,
-                                ReduceOp::Max => fmax(acc, x, f32::is_nan),
-                                ReduceOp::Min => fmin(acc, x, f32::is_nan),
-                            };
-                        }
-                        if op == ReduceOp::Avg {
-                            acc /= n as f32;
-                        }
-                        elem.round(acc)
-                    })
-                    .collect(),
-            )
-        }
-        Data::F64(_) => {
-            let views: Vec<&[f64]> = parts
-                .iter()
-                .map(|p| {
-                    if let Data::F64(v) = &p.data {
-                        v.as_slice()
-                    } else {
-                        &[]
-                    }
-                })
-                .collect();
-            Data::F64(
-                (0..first.numel())
-                    .map(|i| {
-                        let mut acc = views[0][i];
-                        for v in &views[1..] {
-                            let x = v[i];
-                            acc = match op {
-                                ReduceOp::Sum | ReduceOp::Avg => acc + x,
-                                ReduceOp::Product => acc * x,
-                                ReduceOp::Max => fmax(acc, x, f64::is_nan),
-                                ReduceOp::Min => fmin(acc, x, f64::is_nan),
-                            };
-                        }
-                        if op == ReduceOp::Avg {
-                            acc /= n as f64;
-                        }
-                        acc
-                    })
-                    .collect(),
-            )
-        }
-        Data::Int(_) => {
-            let views: Vec<&[i64]> = parts
-                .iter()
-                .map(|p| {
-                    if let Data::Int(v) = &p.data {
-                        v.as_slice()
-                    } else {
-                        &[]
-                    }
-                })
-                .collect();
-            Data::Int(
-                (0..first.numel())
-                    .map(|i| {
-                        let mut acc = views[0][i];
-                        for v in &views[1..] {
-                            let x = v[i];
-                            acc = match op {
-                                ReduceOp::Sum | ReduceOp::Avg => acc.wrapping_add(x),
-                                ReduceOp::Product => acc.wrapping_mul(x),
-                                ReduceOp::Max => acc.max(x),
-                                ReduceOp::Min => acc.min(x),
-                            };
-                        }
-                        if op == ReduceOp::Avg {
-                            acc = acc.wrapping_div(n as i64);
-                        }
-                        elem.wrap(acc)
-                    })
-                    .collect(),
-            )
-        }
+            },
+        )),
     };
     Tensor {
         ty: first.ty.clone(),
         data,
     }
+}
+
+/// Combines the ranks' contributions element by element, in rank order (r0 ∘ r1 ∘ r2 …, so
+/// the result is bit-exact whatever the schedule), then applies `finish` to each element.
+/// Members agree on the element type before a collective completes (the engine checks), so a
+/// part of another storage type cannot occur; it is skipped rather than trusted.
+fn fold_ranks<T: Copy>(
+    parts: &[&Tensor],
+    view: impl Fn(&Data) -> Option<&[T]>,
+    combine: impl Fn(T, T) -> T,
+    finish: impl Fn(T) -> T,
+) -> Vec<T> {
+    let views: Vec<&[T]> = parts.iter().filter_map(|p| view(&p.data)).collect();
+    let Some((head, rest)) = views.split_first() else {
+        return Vec::new();
+    };
+    head.iter()
+        .enumerate()
+        .map(|(i, &x0)| finish(rest.iter().fold(x0, |a, v| combine(a, v[i]))))
+        .collect()
 }
 
 /// The kind of a collective, with the attributes members must agree on.
