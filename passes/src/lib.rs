@@ -1,5 +1,6 @@
 //! commlir analyses and passes, one file per pass.
 pub mod analysis;
+pub mod arith_to_compute;
 pub mod coll_to_comm;
 pub mod comm_global_order;
 pub mod comm_plan_pools;
@@ -10,6 +11,7 @@ pub mod dce;
 pub mod pools;
 pub mod schedule;
 pub mod schedule_for_comm;
+pub mod shard_to_coll;
 pub mod strip_debuginfo;
 pub mod symbol_dce;
 pub mod test_count_ops;
@@ -35,4 +37,6 @@ pub fn link() {
     std::hint::black_box(&comm_reorder_peak_memory::COMM_REORDER_PEAK_MEMORY);
     std::hint::black_box(&comm_sink_waits_iterative::COMM_SINK_WAITS_ITERATIVE);
     std::hint::black_box(&comm_plan_pools::COMM_PLAN_POOLS);
+    std::hint::black_box(&shard_to_coll::SHARD_TO_COLL);
+    std::hint::black_box(&arith_to_compute::ARITH_TO_COMPUTE);
 }
