@@ -150,13 +150,20 @@ fn run(args: &Args) -> Result<(), String> {
     } else {
         &args.file
     };
+    run_source(args, name, &text)
+}
+
+/// Compiles `text` (named `name` in diagnostics) to the stage `args` asks for and writes it
+/// where `args` says: the driver after reading its input, for front ends that produce the
+/// text themselves (`commlir-translate --import-mlir`).
+pub fn run_source(args: &Args, name: &str, text: &str) -> Result<(), String> {
     let binary = matches!(args.emit, Emit::Object | Emit::SharedLib | Emit::Artifact);
     if binary && args.output.is_none() {
         return Err("error: this --emit stage is binary: give an output file with -o".into());
     }
     let c = compile_source(
         name,
-        &text,
+        text,
         args.pipeline.as_deref(),
         args.entry.as_deref(),
         args.emit,

@@ -1,6 +1,8 @@
-//! commlir-translate: the translation driver. All the logic lives in
-//! [`commlir_codegen::translate`], so embedders can drive the same stages.
+//! commlir-translate: the translation driver. The stages live in
+//! [`commlir_codegen::translate`] and [`commlir_mlir_interop`]; [`driver`] only routes.
+
+mod driver;
 
 fn main() -> std::process::ExitCode {
-    commlir_codegen::translate::translate_main()
+    driver::main()
 }
