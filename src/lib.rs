@@ -119,7 +119,7 @@
 //!       return %y : tensor<1024xf32>
 //!     }
 //!     "#)?;
-//!     // The cost hook feeds the report (rounded to the ns): one peer, 4 KiB read.
+//!     // The cost hook prices the op in the report: one peer, 4 KiB read.
 //!     let report = m.report();
 //!     assert_eq!(report.functions[0].collectives[0].op, "acme.symm_sum");
 //!     assert_eq!(report.functions[0].collectives[0].comm_ns, 5_000.0 + 4096.0 / 4.0);

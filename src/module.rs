@@ -128,7 +128,7 @@ impl Module {
     }
 
     /// The communication report of the module as it is now (see [`crate::report`]).
-    pub fn report(&mut self) -> Report {
-        comm_report(&mut self.ctx, self.op)
+    pub fn report(&self) -> Report {
+        comm_report(&self.ctx, self.op)
     }
 }

@@ -30,7 +30,6 @@
 //! # Ok::<(), commlir::Diagnostics>(())
 //! ```
 
-use crate::cost::{apply_cost_hooks, clear_cost_hooks};
 use crate::diagnostics::Diagnostics;
 use commlir_ir::pass::options::format_double;
 use commlir_ir::pass::{
@@ -195,17 +194,13 @@ impl Pipeline {
     }
 
     /// [`Pipeline::run`], rendering diagnostics against the files in `sources`.
-    ///
-    /// Ops with a cost hook are costed by it throughout the run (see [`crate::cost`]).
     pub fn run_with_sources(
         &mut self,
         ctx: &mut Context,
         op: OpId,
         sources: &SourceMgr,
     ) -> Result<Diagnostics, Diagnostics> {
-        apply_cost_hooks(ctx, op);
         let result = self.pm.run(ctx, op);
-        clear_cost_hooks(ctx, op);
         match result {
             Ok(ds) => Ok(Diagnostics::new(ctx, sources, &ds)),
             Err(ds) => Err(Diagnostics::new(ctx, sources, &ds)),

@@ -26,7 +26,6 @@
 //! # Ok::<(), commlir::Diagnostics>(())
 //! ```
 
-use crate::cost::{apply_cost_hooks, clear_cost_hooks};
 use commlir_ir::{Context, OpId};
 
 pub use commlir_passes::analysis::cost::{Machine, H200_NVLINK};
@@ -34,22 +33,16 @@ pub use commlir_passes::analysis::report::{CollectiveReport, FunctionReport, Poo
 
 /// The report of every function in `module` on the default machine ([`H200_NVLINK`], the
 /// one `commlir-opt --comm-report` uses).
-///
-/// Takes `&mut` only to let ops defined outside commlir be costed by their cost hooks (see
-/// [`crate::cost`]); the IR is unchanged when it returns.
-pub fn comm_report(ctx: &mut Context, module: OpId) -> Report {
+pub fn comm_report(ctx: &Context, module: OpId) -> Report {
     comm_report_on(ctx, &H200_NVLINK, module)
 }
 
 /// [`comm_report`] on another machine description.
-pub fn comm_report_on(ctx: &mut Context, machine: &Machine, module: OpId) -> Report {
-    apply_cost_hooks(ctx, module);
-    let report = commlir_passes::analysis::report::build(ctx, machine, module);
-    clear_cost_hooks(ctx, module);
-    report
+pub fn comm_report_on(ctx: &Context, machine: &Machine, module: OpId) -> Report {
+    commlir_passes::analysis::report::build(ctx, machine, module)
 }
 
 /// The report as the pretty-printed JSON `commlir-opt --comm-report=FILE` writes.
-pub fn comm_report_json(ctx: &mut Context, module: OpId) -> String {
+pub fn comm_report_json(ctx: &Context, module: OpId) -> String {
     comm_report(ctx, module).to_json()
 }

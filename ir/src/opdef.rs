@@ -330,7 +330,8 @@ macro_rules! register_op {
 /// Declares a dialect description and registers it globally.
 #[macro_export]
 macro_rules! register_dialect {
-    ($vis:vis $id:ident = $def:expr) => {
+    ($(#[$m:meta])* $vis:vis $id:ident = $def:expr) => {
+        $(#[$m])*
         $vis static $id: $crate::opdef::DialectDef = $def;
         $crate::inventory::submit! { $crate::opdef::DialectRegistration(&$id) }
     };

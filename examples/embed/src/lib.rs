@@ -29,7 +29,9 @@ use commlir::{Builder, Context, Diagnostic, Diagnostics, IterOptions, OpId, Pipe
 /// The name of the fused op.
 pub const ALL_GATHER_MATMUL: &str = "acme.all_gather_matmul";
 
-commlir::register_dialect!(pub ACME_DIALECT = DialectDef {
+commlir::register_dialect!(
+    /// The `acme` dialect.
+    pub ACME_DIALECT = DialectDef {
     name: "acme",
     summary: "Acme's fused symmetric-memory kernels.",
     description: "Defined outside commlir, in examples/embed, through the `commlir` crate.",

@@ -292,13 +292,30 @@ pub fn collective_bytes(ctx: &Context, op: OpId) -> u64 {
     read.max(written)
 }
 
-/// The cost of `op` on `machine`: the `cost_ns` override if present, else the model.
+/// The cost of `op` on `machine`: the `cost_ns` override if present, else the cost hook of
+/// the op's definition if it has one, else the model.
 pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
     let name = ctx.op_name(op);
     let is_coll = coll_kind(name).is_some() || name == "symm.one_shot_all_reduce";
     if let Some(c) = ctx
         .inherent_attr(op, "cost_ns")
         .and_then(|a| ctx.attr_as_f64(a))
+    {
+        return if is_coll {
+            OpCost::Collective(c)
+        } else if c == 0.0 {
+            OpCost::Free
+        } else {
+            OpCost::Compute(c)
+        };
+    }
+    // An op defined outside commlir brings its own estimate (Inductor's
+    // `estimate_op_runtime` hook), read like `cost_ns`.
+    if let Some(c) = ctx
+        .op_def(op)
+        .and_then(|d| d.cost)
+        .and_then(|hook| hook(ctx, op))
+        .filter(|c| c.is_finite() && *c >= 0.0)
     {
         return if is_coll {
             OpCost::Collective(c)
