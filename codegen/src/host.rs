@@ -402,16 +402,15 @@ impl<'a, 'c> Host<'a, 'c> {
                     // results[j]: no allocation, no copy.
                     let res = param(3).ok_or("no results")?;
                     let at = unsafe {
-                        b!(self.b.build_in_bounds_gep(
-                            p,
-                            res,
-                            &[self.i64(s.index as i64)],
-                            "want"
-                        ))
+                        b!(self
+                            .b
+                            .build_in_bounds_gep(p, res, &[self.i64(s.index as i64)], "want"))
                     };
                     let want = b!(self.b.build_load(p, at, "want")).into_pointer_value();
                     let v = Self::get(&vals, s.view)?;
-                    let c = b!(self.b.build_int_compare(IntPredicate::EQ, want, v, "resslot"));
+                    let c = b!(self
+                        .b
+                        .build_int_compare(IntPredicate::EQ, want, v, "resslot"));
                     skip.insert(s.launch, c);
                     let here = self.b.get_insert_block().ok_or("no block")?;
                     let doit = self.cx.append_basic_block(lf, "resalloc");

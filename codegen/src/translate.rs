@@ -203,9 +203,7 @@ pub fn manifest(h: &host::HostCode, d: &kernels::DeviceCode) -> String {
                 "ranks": g.ranks, "symm_mem": g.symm_mem})
         })
         .collect();
-    let slot = |s: &crate::slots::Slot| {
-        serde_json::json!({"index": s.index, "pool": s.pool, "offset": s.offset, "bytes": s.bytes})
-    };
+    let slot = |s: &crate::slots::Slot| serde_json::json!({"index": s.index, "pool": s.pool, "offset": s.offset, "bytes": s.bytes});
     let funcs: Vec<_> = h
         .functions
         .iter()

@@ -203,7 +203,10 @@ fn run_baseline(args: &Args, ops: &str) -> Result<String, String> {
     let mut out = String::new();
     for r in rows {
         out.push_str(&r.line());
-        out.push_str(&format!(" ({iters} calls after {} warm-up, mean over ranks)\n", args.warmup));
+        out.push_str(&format!(
+            " ({iters} calls after {} warm-up, mean over ranks)\n",
+            args.warmup
+        ));
     }
     Ok(out)
 }
