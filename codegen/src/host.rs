@@ -53,6 +53,8 @@ pub struct HostCode {
     pub functions: Vec<(String, Vec<String>, Vec<String>)>,
     /// The entry function (`commlir_main`).
     pub entry: String,
+    /// Per lowered function (same order as `functions`): its pools and argument/result slots.
+    pub slots: Vec<crate::slots::FnSlots>,
 }
 
 /// The module's `coll.group` table, in module order.
@@ -128,7 +130,11 @@ pub fn compile(
             continue;
         };
         let name = ctx.symbol_name(f).unwrap_or("").to_string();
-        let (events, lf) = h.function(ctx, f, body, &name)?;
+        let ops: Vec<OpId> = ctx.block_ops(body).collect();
+        let gnames: Vec<String> = groups.iter().map(|g| g.name.clone()).collect();
+        let slots = crate::slots::analyze(ctx, &ops, ctx.block_args(body), &gnames);
+        let (events, lf) = h.function(ctx, f, body, &name, &slots)?;
+        out.slots.push(slots);
         out.num_events = out.num_events.max(events);
         let args = ctx
             .block_args(body)
@@ -319,6 +325,7 @@ impl<'a, 'c> Host<'a, 'c> {
         f: OpId,
         body: commlir_ir::BlockId,
         name: &str,
+        slots: &crate::slots::FnSlots,
     ) -> Result<(u32, FunctionValue<'c>), Diagnostic> {
         let p = self.ptr();
         let fty = self
@@ -378,9 +385,61 @@ impl<'a, 'c> Host<'a, 'c> {
             Ok(())
         })();
         res.map_err(|m| ctx.op_error(f, m))?;
+        // Slot conditions (module docs of `slots`): per skippable clone launch, an i1 that is
+        // true when the copy is skipped.
+        let mut skip: HashMap<OpId, IntValue<'c>> = HashMap::new();
         for op in ctx.block_ops(body) {
-            self.op(ctx, op, &mut vals, &mut events, &mut next_event)
-                .map_err(|m| ctx.op_error(op, format!("host code: {m}")))?;
+            let r: R<()> = (|| {
+                if let Some(s) = slots.args.iter().find(|s| s.launch == op) {
+                    // Skip the copy when the caller placed the argument in the slot.
+                    let a = Self::get(&vals, ctx.block_args(body)[s.index])?;
+                    let v = Self::get(&vals, s.view)?;
+                    let c = b!(self.b.build_int_compare(IntPredicate::EQ, a, v, "argslot"));
+                    skip.insert(op, c);
+                }
+                if let Some(s) = slots.results.iter().find(|s| s.alloc == Some(op)) {
+                    // The caller asks for the result in the slot by passing its address in
+                    // results[j]: no allocation, no copy.
+                    let res = param(3).ok_or("no results")?;
+                    let at = unsafe {
+                        b!(self
+                            .b
+                            .build_in_bounds_gep(p, res, &[self.i64(s.index as i64)], "want"))
+                    };
+                    let want = b!(self.b.build_load(p, at, "want")).into_pointer_value();
+                    let v = Self::get(&vals, s.view)?;
+                    let c = b!(self
+                        .b
+                        .build_int_compare(IntPredicate::EQ, want, v, "resslot"));
+                    skip.insert(s.launch, c);
+                    let here = self.b.get_insert_block().ok_or("no block")?;
+                    let doit = self.cx.append_basic_block(lf, "resalloc");
+                    let join = self.cx.append_basic_block(lf, "resjoin");
+                    b!(self.b.build_conditional_branch(c, join, doit));
+                    self.b.position_at_end(doit);
+                    self.op(ctx, op, &mut vals, &mut events, &mut next_event)?;
+                    let buf = Self::get(&vals, ctx.result(op, 0))?;
+                    let end = self.b.get_insert_block().ok_or("no block")?;
+                    b!(self.b.build_unconditional_branch(join));
+                    self.b.position_at_end(join);
+                    let phi = b!(self.b.build_phi(p, "resbuf"));
+                    phi.add_incoming(&[(&buf, end), (&v, here)]);
+                    vals.insert(ctx.result(op, 0), phi.as_basic_value().into_pointer_value());
+                    return Ok(());
+                }
+                if let Some(&c) = skip.get(&op) {
+                    let doit = self.cx.append_basic_block(lf, "copy");
+                    let join = self.cx.append_basic_block(lf, "copied");
+                    b!(self.b.build_conditional_branch(c, join, doit));
+                    self.b.position_at_end(doit);
+                    self.op(ctx, op, &mut vals, &mut events, &mut next_event)?;
+                    b!(self.b.build_unconditional_branch(join));
+                    self.b.position_at_end(join);
+                    return Ok(());
+                }
+                self.op(ctx, op, &mut vals, &mut events, &mut next_event)
+            })();
+            r.map_err(|m| ctx.op_error(op, format!("host code: {m}")))?;
         }
         Ok((next_event, lf))
     }

@@ -5,6 +5,7 @@
 //!   with [`fusion`] of elementwise chains into single kernels.
 //! - [`kernels`]: every `rt.kernel` → one NVPTX entry (inkwell, LLVM 22, `sm_90`), PTX text.
 //! - [`host`]: every lowered function → host LLVM IR calling the runtime's C ABI ([`abi`]).
+//! - [`slots`]: arguments and results that may live in comm-pool slots (copies skipped).
 //! - [`artifact`]: the single-file artifact `commlir-run --backend=cuda` loads.
 //! - [`translate`]: the `commlir-translate` driver.
 //!
@@ -17,6 +18,7 @@ pub mod fusion;
 pub mod host;
 pub mod kernels;
 pub mod lower_to_rt;
+pub mod slots;
 pub mod translate;
 
 /// Forces the registrations of this crate (the `comm-to-rt` pass) and of the dialects and

@@ -210,11 +210,22 @@ pub fn manifest(h: &host::HostCode, d: &kernels::DeviceCode) -> String {
                 "ranks": g.ranks, "symm_mem": g.symm_mem})
         })
         .collect();
+    let slot = |s: &crate::slots::Slot| serde_json::json!({"index": s.index, "pool": s.pool, "offset": s.offset, "bytes": s.bytes});
     let funcs: Vec<_> = h
         .functions
         .iter()
-        .map(|(n, a, r)| {
-            serde_json::json!({"name": n, "symbol": format!("commlir_fn_{n}"), "args": a, "results": r})
+        .enumerate()
+        .map(|(i, (n, a, r))| {
+            let sl = h.slots.get(i).cloned().unwrap_or_default();
+            let pools: Vec<_> = sl
+                .pools
+                .iter()
+                .map(|p| serde_json::json!({"kind": p.kind, "group": p.group, "size": p.size, "alignment": p.alignment}))
+                .collect();
+            let args: Vec<_> = sl.args.iter().map(slot).collect();
+            let results: Vec<_> = sl.results.iter().map(slot).collect();
+            serde_json::json!({"name": n, "symbol": format!("commlir_fn_{n}"), "args": a, "results": r,
+                "pools": pools, "arg_slots": args, "result_slots": results})
         })
         .collect();
     let v = serde_json::json!({

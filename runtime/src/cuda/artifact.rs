@@ -37,6 +37,34 @@ pub struct FunctionInfo {
     pub symbol: String,
     pub args: Vec<String>,
     pub results: Vec<String>,
+    /// The function's pools in `pool_alloc` order (newer compilers; empty otherwise).
+    #[serde(default)]
+    pub pools: Vec<PoolInfo>,
+    /// Arguments the caller may place in a pool slot (the program then skips its copy).
+    #[serde(default)]
+    pub arg_slots: Vec<SlotInfo>,
+    /// Results the caller may take in a pool slot (`results[j]` = the slot's address on
+    /// entry; the program then skips the allocation and the copy).
+    #[serde(default)]
+    pub result_slots: Vec<SlotInfo>,
+}
+
+/// A pool a function allocates (docs/codegen.md, "Slots").
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct PoolInfo {
+    pub kind: String,
+    pub group: u32,
+    pub size: u64,
+    pub alignment: u64,
+}
+
+/// An argument or result slot: `index` of the argument/result, pool ordinal, byte offset.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct SlotInfo {
+    pub index: usize,
+    pub pool: usize,
+    pub offset: u64,
+    pub bytes: u64,
 }
 
 /// The manifest (`MANI`), the fields docs/codegen.md lists; unknown fields are ignored so

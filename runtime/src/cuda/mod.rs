@@ -21,6 +21,7 @@
 
 pub mod abi;
 pub mod artifact;
+pub mod baseline;
 pub mod check;
 pub mod ffi;
 pub mod rank;
@@ -52,6 +53,10 @@ pub struct CudaOptions {
     pub bench_iters: usize,
     /// Untimed calls before the timed ones.
     pub warmup: usize,
+    /// Use the artifact's argument/result slots (arguments uploaded straight into their
+    /// comm-pool slots, results taken from them: no copy in or out); false: the program
+    /// copies, as with a runner that ignores slots.
+    pub slots: bool,
 }
 
 impl Default for CudaOptions {
@@ -63,6 +68,7 @@ impl Default for CudaOptions {
             timeout: Duration::from_secs(60),
             bench_iters: 0,
             warmup: 0,
+            slots: true,
         }
     }
 }
@@ -76,6 +82,12 @@ pub struct CudaRun {
     pub world: usize,
     /// Mean seconds per call over the timed calls, the slowest rank of this process.
     pub seconds_per_call: Option<f64>,
+    /// The same calls timed on the GPU: CUDA events on the compute stream around the whole
+    /// loop of back-to-back calls (both streams joined at the end), per call, mean over this
+    /// process's ranks (nccl-tests' default).
+    pub event_seconds_per_call: Option<f64>,
+    /// Slots used: (arguments placed in pool slots, results taken from pool slots).
+    pub slots_used: (usize, usize),
     /// Per-op mean device times (with `bench_iters`: a second pass of as many calls, events
     /// around every op, streams synchronized after each call), averaged over this process's
     /// ranks (nccl-tests' default), in program order.
@@ -224,6 +236,7 @@ struct Shared {
     main_fn: abi::CommlirMain,
     arg_types: Vec<TensorType>,
     result_types: Vec<TensorType>,
+    func: artifact::FunctionInfo,
     groups: Vec<Vec<Vec<usize>>>,
     opts: CudaOptions,
     world: usize,
@@ -341,6 +354,7 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
         main_fn,
         arg_types,
         result_types,
+        func: func.clone(),
         groups,
         opts: opts.clone(),
         world: layout.world,
@@ -368,6 +382,7 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
     };
     let mut errors = Vec::new();
     let mut times = Vec::new();
+    let mut ev_times = Vec::new();
     let mut op_runs: Vec<Vec<rank::OpTime>> = Vec::new();
     let mut done = 0;
     while done < layout.local.len() {
@@ -383,7 +398,10 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
                 match r {
                     Ok((res, (t, ops), notes)) => {
                         out.results.push(res);
-                        times.extend(t);
+                        if let Some((wall, ev)) = t {
+                            times.push(wall);
+                            ev_times.push(ev);
+                        }
                         op_runs.push(ops);
                         for n in notes {
                             if !out.notes.contains(&n) {
@@ -420,6 +438,12 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
     }
     out.results.sort_by_key(|r| r.rank);
     out.seconds_per_call = times.into_iter().reduce(f64::max);
+    if !ev_times.is_empty() {
+        out.event_seconds_per_call = Some(ev_times.iter().sum::<f64>() / ev_times.len() as f64);
+    }
+    if opts.slots {
+        out.slots_used = (shared.func.arg_slots.len(), shared.func.result_slots.len());
+    }
     out.op_times = average_ops(&op_runs);
     Ok(out)
 }
@@ -438,8 +462,9 @@ fn new_unique_id() -> Result<[u8; rdzv::ID_BYTES], String> {
     Ok(id.internal.map(|c| c as u8))
 }
 
-/// A rank's timings: seconds per call (end to end) and per-op means.
-type RankTimes = (Option<f64>, Vec<rank::OpTime>);
+/// A rank's timings: seconds per call (host wall time, GPU events around the loop) and
+/// per-op means.
+type RankTimes = (Option<(f64, f64)>, Vec<rank::OpTime>);
 type RankOutcome = (RankResults, RankTimes, Vec<String>);
 
 /// Per-op means averaged over ranks (ops matched by position; ranks whose op lists differ in
@@ -570,6 +595,39 @@ fn rank_body(
                 st.comms.push(Some(c));
             }
         }
+        // Slots: allocate the function's pools ahead of the first call (they are persistent:
+        // the program's `pool_alloc` gets the same buffers back), so arguments can be
+        // uploaded straight into their slots and results taken from theirs.
+        let mut bases: Vec<u64> = Vec::new();
+        if sh.opts.slots && !sh.func.pools.is_empty() {
+            for p in &sh.func.pools {
+                let kind = if p.kind == "symm_mem" {
+                    abi::POOL_SYMM_MEM
+                } else {
+                    abi::POOL_NCCL
+                };
+                let mut out: *mut c_void = std::ptr::null_mut();
+                st.pool_alloc(kind, p.group, p.size, p.alignment, &mut out)?;
+                bases.push(out as u64);
+            }
+            for &b in &bases {
+                st.pool_free(b as *mut c_void)?;
+            }
+        }
+        let slot_addr = |s: &artifact::SlotInfo| -> Result<u64, String> {
+            bases
+                .get(s.pool)
+                .map(|b| b + s.offset)
+                .ok_or_else(|| format!("slot names pool {} of {}", s.pool, bases.len()))
+        };
+        let mut want = vec![std::ptr::null_mut::<c_void>(); sh.result_types.len().max(1)];
+        if !bases.is_empty() {
+            for s in &sh.func.result_slots {
+                if let Some(w) = want.get_mut(s.index) {
+                    *w = slot_addr(s)? as *mut c_void;
+                }
+            }
+        }
         // Arguments, generated as the sim backend generates them.
         let mut args: Vec<*mut c_void> = Vec::with_capacity(sh.arg_types.len());
         let mut arg_ptrs = Vec::new();
@@ -577,15 +635,23 @@ fn rank_body(
             let t = inputs::generate(ty, sh.opts.seed, rank, i);
             let bytes = tensor_bytes(&t);
             let mut p: cu::CUdeviceptr = 0;
-            cu_check("cuMemAlloc", cu::cuMemAlloc_v2(&mut p, bytes.len().max(1)))?;
-            arg_ptrs.push(p);
+            let in_slot = sh.func.arg_slots.iter().find(|s| s.index == i);
+            match in_slot {
+                Some(s) if !bases.is_empty() && s.bytes as usize == bytes.len() => {
+                    p = slot_addr(s)?;
+                }
+                _ => {
+                    cu_check("cuMemAlloc", cu::cuMemAlloc_v2(&mut p, bytes.len().max(1)))?;
+                    arg_ptrs.push(p);
+                }
+            }
             cu_check(
                 "cuMemcpyHtoD",
                 cu::cuMemcpyHtoD_v2(p, bytes.as_ptr() as *const c_void, bytes.len()),
             )?;
             args.push(p as *mut c_void);
         }
-        let r = run_calls(sh, st, &args);
+        let r = run_calls(sh, st, &args, &want);
         for p in arg_ptrs {
             let _ = st.synchronize();
             cu::cuMemFree_v2(p);
@@ -608,9 +674,12 @@ unsafe fn run_calls(
     sh: &Shared,
     st: &mut RankState,
     args: &[*mut c_void],
+    want: &[*mut c_void],
 ) -> Result<(RankResults, RankTimes), String> {
+    // One join per call, before it: the previous call's work on both streams is ordered
+    // before this call's (the program itself ends with compute waiting for comm).
     let call = |st: &mut RankState| -> Result<Vec<u64>, String> {
-        let mut results = vec![std::ptr::null_mut::<c_void>(); sh.result_types.len().max(1)];
+        let mut results = want.to_vec();
         st.join_streams()?;
         let stp = st as *mut RankState as *mut c_void;
         let status = (sh.main_fn)(&rank::API, stp, args.as_ptr(), results.as_mut_ptr());
@@ -621,7 +690,6 @@ unsafe fn run_calls(
                 .unwrap_or_else(|| "no runtime error recorded (ABI version mismatch?)".into());
             return Err(format!("commlir_main returned status {status}: {why}"));
         }
-        st.join_streams()?;
         Ok(results
             .iter()
             .take(sh.result_types.len())
@@ -655,14 +723,25 @@ unsafe fn run_calls(
         // Line the ranks up: threads by a barrier, processes by a one-element all-reduce.
         sh.barrier.wait();
         barrier_allreduce(st)?;
+        let (e0, e1) = (st.timing_event()?, st.timing_event()?);
+        cu_check("cuEventRecord", cu::cuEventRecord(e0, st.streams[0]))?;
         let t0 = Instant::now();
         for _ in 0..sh.opts.bench_iters {
             for p in call(st)? {
                 st.release_result(p)?;
             }
         }
+        st.join_streams()?;
+        cu_check("cuEventRecord", cu::cuEventRecord(e1, st.streams[0]))?;
         st.synchronize()?;
-        time = Some(t0.elapsed().as_secs_f64() / sh.opts.bench_iters as f64);
+        let wall = t0.elapsed().as_secs_f64() / sh.opts.bench_iters as f64;
+        let mut ms = 0f32;
+        cu_check(
+            "cuEventElapsedTime",
+            cu::cuEventElapsedTime_v2(&mut ms, e0, e1),
+        )?;
+        st.recycle_events(&[e0, e1]);
+        time = Some((wall, f64::from(ms) * 1e-3 / sh.opts.bench_iters as f64));
         // Per-op pass: events around every op, each call alone (ranks lined up by an NCCL
         // barrier, streams synchronized after it), so that no op's time includes another
         // call's work; the end-to-end time above is measured without these events.

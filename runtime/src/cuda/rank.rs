@@ -156,8 +156,13 @@ impl RankState {
             .ok_or_else(|| format!("event index {e} is out of range"))
     }
 
+    /// Returns timing events to the spare list.
+    pub fn recycle_events(&mut self, evs: &[cu::CUevent]) {
+        self.spare_events.extend_from_slice(evs);
+    }
+
     /// A timing-enabled event (reused across calls).
-    fn timing_event(&mut self) -> Result<cu::CUevent, String> {
+    pub fn timing_event(&mut self) -> Result<cu::CUevent, String> {
         if let Some(e) = self.spare_events.pop() {
             return Ok(e);
         }
@@ -358,7 +363,7 @@ impl RankState {
         })
     }
 
-    fn pool_alloc(
+    pub(crate) fn pool_alloc(
         &mut self,
         kind: u32,
         group: u32,
@@ -428,7 +433,7 @@ impl RankState {
         Ok(())
     }
 
-    fn pool_free(&mut self, base: *mut c_void) -> Result<(), String> {
+    pub(crate) fn pool_free(&mut self, base: *mut c_void) -> Result<(), String> {
         let b = base as u64;
         let pool = self
             .pools

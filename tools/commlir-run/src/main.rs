@@ -32,7 +32,8 @@ enum Print {
 #[derive(Debug, Parser)]
 #[command(name = "commlir-run", version)]
 struct Args {
-    /// The program (`-` reads standard input).
+    /// The program (`-` reads standard input; ignored with `--nccl-baseline`).
+    #[arg(default_value = "-")]
     file: String,
     /// Which backend executes the program.
     #[arg(long, value_enum, default_value = "sim")]
@@ -66,6 +67,22 @@ struct Args {
     /// cuda: untimed calls before the timed ones.
     #[arg(long, default_value_t = 5)]
     warmup: usize,
+    /// cuda: ignore the artifact's argument/result slots (the program copies its arguments
+    /// into the comm pool and its results out, as with a runner that knows no slots).
+    #[arg(long)]
+    no_slots: bool,
+    /// cuda, no program: raw NCCL baseline of these collectives (comma-separated:
+    /// all_reduce, all_gather, reduce_scatter), `--bench-iters` back-to-back bf16 calls per
+    /// size after `--warmup`, CUDA events around the loop, mean over ranks.
+    #[arg(long, value_name = "OPS")]
+    nccl_baseline: Option<String>,
+    /// Sizes for `--nccl-baseline`, in MiB (comma-separated).
+    #[arg(long, default_value = "1,4,16,64,256,1024")]
+    sizes_mib: String,
+    /// Buffers for `--nccl-baseline`: registered (ncclMemAlloc + ncclCommRegister, like
+    /// commlir's pools), plain (cuMemAlloc, nccl-tests' default) or both.
+    #[arg(long, default_value = "both")]
+    buffers: String,
 }
 
 /// Parses and verifies `text`; errors are rendered diagnostics.
@@ -93,6 +110,7 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
         timeout: std::time::Duration::from_secs(args.timeout_s.max(1)),
         bench_iters: args.bench_iters,
         warmup: args.warmup,
+        slots: !args.no_slots,
     };
     // The sim's source: the manifest's embedded text, else --check-against.
     let source = if args.check {
@@ -123,6 +141,15 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
             args.bench_iters,
             args.warmup
         ));
+        if let Some(e) = run.event_seconds_per_call {
+            out.push_str(&format!(
+                "time(events): {:.3} us per call (events around the {} back-to-back calls, mean over ranks; slots: {} argument(s), {} result(s))\n",
+                e * 1e6,
+                args.bench_iters,
+                run.slots_used.0,
+                run.slots_used.1
+            ));
+        }
         out.push_str(&cuda::format_op_times(&run.op_times));
     }
     if let Some((name, text)) = source {
@@ -155,8 +182,40 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
     Ok(out)
 }
 
+/// `--nccl-baseline`: raw NCCL, one line per (buffers, collective, size).
+fn run_baseline(args: &Args, ops: &str) -> Result<String, String> {
+    let ops: Vec<String> = ops.split(',').map(|s| s.trim().to_string()).collect();
+    let sizes = args
+        .sizes_mib
+        .split(',')
+        .map(|s| s.trim().parse::<u64>().map(|m| m << 20))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("error: --sizes-mib: {e}\n"))?;
+    let kinds: Vec<bool> = match args.buffers.as_str() {
+        "registered" => vec![true],
+        "plain" => vec![false],
+        "both" => vec![true, false],
+        b => return Err(format!("error: --buffers {b}: registered, plain or both\n")),
+    };
+    let iters = args.bench_iters.max(1);
+    let rows = cuda::baseline::run(args.ranks, &ops, &sizes, iters, args.warmup, &kinds)
+        .map_err(|e| format!("{e}\n"))?;
+    let mut out = String::new();
+    for r in rows {
+        out.push_str(&r.line());
+        out.push_str(&format!(
+            " ({iters} calls after {} warm-up, mean over ranks)\n",
+            args.warmup
+        ));
+    }
+    Ok(out)
+}
+
 /// Runs the tool; `Err` holds the rendered diagnostics.
 fn run(args: &Args) -> Result<String, String> {
+    if let Some(ops) = &args.nccl_baseline {
+        return run_baseline(args, ops);
+    }
     let mode = match args.print {
         Print::Digest => PrintMode::Digest,
         Print::Full => PrintMode::Full,

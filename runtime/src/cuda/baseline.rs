@@ -1,0 +1,277 @@
+//! `commlir-run --nccl-baseline`: raw NCCL through the same bindings, the same streams and
+//! the same buffers as a compiled program, timed the same way, so that a program's
+//! collectives can be compared like for like (nccl-tests' method: back-to-back calls on
+//! preallocated buffers, CUDA events around the whole loop, time averaged over ranks).
+//!
+//! Per rank (a thread per GPU of this process): a non-blocking stream, the world
+//! communicator, and per (collective, size) one buffer laid out as commlir's pools lay it out
+//! — all-reduce in place; all-gather and reduce-scatter out of place within one buffer —
+//! allocated with `ncclMemAlloc` and `ncclCommRegister`ed (`registered`, what the pools are)
+//! or with `cuMemAlloc` (plain, nccl-tests' default). bf16 elements; the message size is
+//! nccl-tests': the all-reduce buffer, the all-gather output, the reduce-scatter input.
+
+use super::ffi::{cu_check, nccl_check};
+use super::{new_unique_id, Layout, NO_DRIVER};
+use cudarc::driver::sys as cu;
+use cudarc::nccl::sys as nccl;
+use std::ffi::c_void;
+use std::sync::{Arc, Barrier};
+
+/// One measurement: mean seconds per call over the ranks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BaselineRow {
+    pub op: String,
+    pub bytes: u64,
+    pub registered: bool,
+    pub seconds: f64,
+    /// nccl-tests' bus factor for `op` with this many ranks.
+    pub bus_factor: f64,
+}
+
+impl BaselineRow {
+    /// `baseline OP BYTES B registered|plain: T us, algbw A GB/s, busbw B GB/s`.
+    pub fn line(&self) -> String {
+        let alg = self.bytes as f64 / self.seconds / 1e9;
+        format!(
+            "baseline {} {} B {}: {:.3} us, algbw {:.1} GB/s, busbw {:.1} GB/s",
+            self.op,
+            self.bytes,
+            if self.registered {
+                "registered"
+            } else {
+                "plain"
+            },
+            self.seconds * 1e6,
+            alg,
+            alg * self.bus_factor
+        )
+    }
+}
+
+/// The collectives the baseline knows.
+pub const OPS: &[&str] = &["all_reduce", "all_gather", "reduce_scatter"];
+
+/// Runs `iters` back-to-back calls (after `warmup`) of every `ops` × `sizes` (bytes) on
+/// `ranks` GPUs of this process, with registered and/or plain buffers.
+pub fn run(
+    ranks: usize,
+    ops: &[String],
+    sizes: &[u64],
+    iters: usize,
+    warmup: usize,
+    kinds: &[bool],
+) -> Result<Vec<BaselineRow>, String> {
+    for o in ops {
+        if !OPS.contains(&o.as_str()) {
+            return Err(format!(
+                "error: --nccl-baseline knows {} (got {o})",
+                OPS.join(", ")
+            ));
+        }
+    }
+    if !super::ffi::driver_present() {
+        return Err(NO_DRIVER.into());
+    }
+    super::ffi::libraries_present().map_err(|e| format!("error: {e}"))?;
+    if std::env::var_os("NCCL_NVLS_ENABLE").is_none() {
+        std::env::set_var("NCCL_NVLS_ENABLE", "0");
+    }
+    let layout = Layout::from_env(ranks).map_err(|e| format!("error: {e}"))?;
+    if layout.rendezvous.is_some() || layout.local.len() != layout.world {
+        return Err(
+            "error: --nccl-baseline runs one process with a thread per GPU (unset WORLD_SIZE)"
+                .into(),
+        );
+    }
+    // SAFETY: cuInit takes flags 0.
+    cu_check("cuInit", unsafe { cu::cuInit(0) }).map_err(|e| format!("error: {e}"))?;
+    let id = new_unique_id().map_err(|e| format!("error: {e}"))?;
+    let n = layout.world;
+    let barrier = Arc::new(Barrier::new(n));
+    let spec = Arc::new((ops.to_vec(), sizes.to_vec(), kinds.to_vec()));
+    let mut handles = Vec::new();
+    for &(rank, dev) in &layout.local {
+        let (barrier, spec) = (barrier.clone(), spec.clone());
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("baseline{rank}"))
+                .spawn(move || {
+                    // SAFETY: handles created and used on this thread only.
+                    unsafe { rank_run(rank, dev, n, id, &barrier, &spec, iters, warmup) }
+                })
+                .map_err(|e| format!("error: cannot start a thread: {e}"))?,
+        );
+    }
+    let mut per_rank = Vec::new();
+    let mut errors = Vec::new();
+    for (i, h) in handles.into_iter().enumerate() {
+        match h.join() {
+            Ok(Ok(v)) => per_rank.push(v),
+            Ok(Err(e)) => errors.push(format!("error: rank {i}: {e}")),
+            Err(_) => errors.push(format!("error: rank {i}: panicked")),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors.join("\n"));
+    }
+    let mut rows = per_rank[0].clone();
+    for (i, r) in rows.iter_mut().enumerate() {
+        r.seconds = per_rank.iter().map(|v| v[i].seconds).sum::<f64>() / per_rank.len() as f64;
+    }
+    Ok(rows)
+}
+
+type Spec = (Vec<String>, Vec<u64>, Vec<bool>);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn rank_run(
+    rank: usize,
+    dev: i32,
+    world: usize,
+    id: [u8; super::rdzv::ID_BYTES],
+    barrier: &Barrier,
+    spec: &Spec,
+    iters: usize,
+    warmup: usize,
+) -> Result<Vec<BaselineRow>, String> {
+    let mut d = 0;
+    cu_check("cuDeviceGet", cu::cuDeviceGet(&mut d, dev))?;
+    let mut ctx = std::ptr::null_mut();
+    cu_check(
+        "cuDevicePrimaryCtxRetain",
+        cu::cuDevicePrimaryCtxRetain(&mut ctx, d),
+    )?;
+    cu_check("cuCtxSetCurrent", cu::cuCtxSetCurrent(ctx))?;
+    let mut stream = std::ptr::null_mut();
+    cu_check(
+        "cuStreamCreate",
+        cu::cuStreamCreate(
+            &mut stream,
+            cu::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+        ),
+    )?;
+    let mut ev = [std::ptr::null_mut(); 2];
+    for e in &mut ev {
+        cu_check(
+            "cuEventCreate",
+            cu::cuEventCreate(e, cu::CUevent_flags::CU_EVENT_DEFAULT as u32),
+        )?;
+    }
+    let uid = nccl::ncclUniqueId {
+        internal: id.map(|b| b as std::ffi::c_char),
+    };
+    let mut comm = std::ptr::null_mut();
+    nccl_check(
+        "ncclCommInitRank",
+        nccl::ncclCommInitRank(&mut comm, world as i32, uid, rank as i32),
+        std::ptr::null_mut(),
+    )?;
+    let r = measure(comm, stream, ev, world, barrier, spec, iters, warmup);
+    let _ = cu::cuStreamSynchronize(stream);
+    nccl::ncclCommDestroy(comm);
+    for e in ev {
+        cu::cuEventDestroy_v2(e);
+    }
+    cu::cuStreamDestroy_v2(stream);
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn measure(
+    comm: nccl::ncclComm_t,
+    stream: cu::CUstream,
+    ev: [cu::CUevent; 2],
+    world: usize,
+    barrier: &Barrier,
+    spec: &Spec,
+    iters: usize,
+    warmup: usize,
+) -> Result<Vec<BaselineRow>, String> {
+    let (ops, sizes, kinds) = spec;
+    let g = world as u64;
+    let nf = world as f64;
+    let s = stream as nccl::cudaStream_t;
+    let bf16 = nccl::ncclDataType_t::ncclBfloat16;
+    let sum = nccl::ncclRedOp_t::ncclSum;
+    let mut rows = Vec::new();
+    for &registered in kinds {
+        for op in ops {
+            for &bytes in sizes {
+                let elems = (bytes / 2 / g) * g; // divisible by the ranks
+                let shard = elems / g;
+                // One buffer, laid out as a pool: message at 0, the shard after it.
+                let total = (elems * 2 + if op == "all_reduce" { 0 } else { shard * 2 }) as usize;
+                let mut buf: *mut c_void = std::ptr::null_mut();
+                let mut reg = std::ptr::null_mut();
+                if registered {
+                    nccl_check(
+                        "ncclMemAlloc",
+                        nccl::ncclMemAlloc(&mut buf, total),
+                        std::ptr::null_mut(),
+                    )?;
+                    nccl_check(
+                        "ncclCommRegister",
+                        nccl::ncclCommRegister(comm, buf, total, &mut reg),
+                        comm,
+                    )?;
+                } else {
+                    let mut p: cu::CUdeviceptr = 0;
+                    cu_check("cuMemAlloc", cu::cuMemAlloc_v2(&mut p, total))?;
+                    buf = p as *mut c_void;
+                }
+                cu_check(
+                    "cuMemsetD8Async",
+                    cu::cuMemsetD8Async(buf as cu::CUdeviceptr, 0, total, stream),
+                )?;
+                let msg = buf;
+                let tail = (buf as *mut u8).add((elems * 2) as usize) as *mut c_void;
+                let one = || -> Result<(), String> {
+                    let r = match op.as_str() {
+                        "all_reduce" => {
+                            nccl::ncclAllReduce(msg, msg, elems as usize, bf16, sum, comm, s)
+                        }
+                        "all_gather" => {
+                            nccl::ncclAllGather(tail, msg, shard as usize, bf16, comm, s)
+                        }
+                        _ => nccl::ncclReduceScatter(msg, tail, shard as usize, bf16, sum, comm, s),
+                    };
+                    nccl_check(op, r, comm)
+                };
+                for _ in 0..warmup {
+                    one()?;
+                }
+                cu_check("cuStreamSynchronize", cu::cuStreamSynchronize(stream))?;
+                barrier.wait();
+                cu_check("cuEventRecord", cu::cuEventRecord(ev[0], stream))?;
+                for _ in 0..iters {
+                    one()?;
+                }
+                cu_check("cuEventRecord", cu::cuEventRecord(ev[1], stream))?;
+                cu_check("cuStreamSynchronize", cu::cuStreamSynchronize(stream))?;
+                let mut ms = 0f32;
+                cu_check(
+                    "cuEventElapsedTime",
+                    cu::cuEventElapsedTime_v2(&mut ms, ev[0], ev[1]),
+                )?;
+                if registered {
+                    nccl::ncclCommDeregister(comm, reg);
+                    nccl::ncclMemFree(buf);
+                } else {
+                    cu::cuMemFree_v2(buf as cu::CUdeviceptr);
+                }
+                rows.push(BaselineRow {
+                    op: op.clone(),
+                    bytes: elems * 2,
+                    registered,
+                    seconds: f64::from(ms) * 1e-3 / iters.max(1) as f64,
+                    bus_factor: if op == "all_reduce" {
+                        2.0 * (nf - 1.0) / nf
+                    } else {
+                        (nf - 1.0) / nf
+                    },
+                });
+            }
+        }
+    }
+    Ok(rows)
+}
