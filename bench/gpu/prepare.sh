@@ -19,6 +19,16 @@ for f in examples/*.mlir; do
   $tr "$f" --pass-pipeline="$full" --emit=artifact -o "$dir/examples/$b.commlir"
   $tr "$f" --pass-pipeline="$plain" --emit=artifact -o "$dir/examples_nosched/$b.commlir"
 done
+# Upstream MLIR programs (shard + arith in custom syntax), read through real MLIR: the
+# converted program (the sim reference) and the artifact of the full pipeline.
+mkdir -p "$dir/upstream"
+conv='shard-to-coll,func.func(arith-to-compute)'
+for f in examples/upstream/*.mlir; do
+  b=$(basename "$f" .mlir)
+  $tr --import-mlir "$f" --pass-pipeline="builtin.module($conv)" -o "$dir/upstream/$b.ref.mlir"
+  $tr --import-mlir "$f" --emit=artifact -o "$dir/upstream/$b.commlir" \
+    --pass-pipeline="builtin.module($conv,func.func(coll-to-comm,comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools))"
+done
 bench/gpu/gen_collectives.sh /tmp/commlir-colls 2
 for f in /tmp/commlir-colls/*.mlir; do
   $tr "$f" --pass-pipeline="$full" --emit=artifact -o "$dir/colls/$(basename "$f" .mlir).commlir"
