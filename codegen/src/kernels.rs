@@ -5,8 +5,10 @@
 //! Conventions (what the runner relies on, see docs/codegen.md):
 //! - the entry is named like the kernel symbol; its parameters are one `ptr addrspace(1)` per
 //!   kernel argument, then one for the result, nothing else (shapes are compiled in);
-//! - elementwise and data-movement kernels run one thread per output element in a grid-stride
-//!   loop, so any grid is correct; softmax and reduce_sum along a contiguous last dimension
+//! - data-movement kernels run one thread per output element in a grid-stride loop, so any
+//!   grid is correct; fused elementwise kernels and plain copies move one 16-byte vector per
+//!   thread and iteration when every pointer is 16-byte aligned (scalar tail, scalar fallback),
+//!   and `rt.launch` sizes them by vectors; softmax and reduce_sum along a contiguous last dimension
 //!   (f16/bf16/f32) run one block per row (rows grid-stride over blocks), threads striding over
 //!   the row and a warp-shuffle + shared-memory block reduction, accumulated in f32 — the sum
 //!   order differs from the sim backend's, so results agree within `--check`'s tolerance, not
@@ -19,7 +21,8 @@
 //! are set, so LLVM neither contracts `a*b+c` into an FMA nor reassociates. NVPTX has no libm
 //! (`llvm.exp` and `llvm.tanh` fail instruction selection), so `exp` and `tanh` are generated
 //! here as range reduction + polynomial (within ~2 ulp of f32; f64 transcendental ops are
-//! rejected).
+//! rejected), except bf16-result tanh/gelu, which use the hardware `tanh.approx.f32` (its
+//! error is below bf16's rounding).
 
 use crate::lower_to_rt::module_block;
 use commlir_dialects::shape::value_tensor;
@@ -437,7 +440,12 @@ impl<'a, 'c> Gen<'a, 'c> {
         Ok((e, t.shape))
     }
 
-    /// A fused chain of elementwise ops, one thread per element.
+    /// A fused chain of elementwise ops. When every pointer is 16-byte aligned, each thread
+    /// of a grid-stride loop handles [`elementwise_vector_width`] consecutive elements: one
+    /// 16-byte vector load per argument (wider element types take several), the chain lane by
+    /// lane in scalars, one vector store; the last `n mod width` elements run one per
+    /// iteration. Otherwise (an unaligned pool view) every element runs one per iteration.
+    /// Any grid is correct; `rt.launch` sizes it for one vector per thread.
     fn elementwise(
         &mut self,
         ctx: &IrContext,
@@ -463,7 +471,7 @@ impl<'a, 'c> Gen<'a, 'c> {
             }
         }
         let (re, shape) = self.elem_of(ctx, result)?;
-        let n: i64 = shape.iter().product();
+        let n = shape.iter().product::<i64>().max(0) as u64;
         if transcendental_used(ctx, ops) {
             self.helper_exp()?;
             self.helper_tanh()?;
@@ -471,33 +479,142 @@ impl<'a, 'c> Gen<'a, 'c> {
                 .position_at_end(f.get_first_basic_block().ok_or("no entry")?);
         }
         let out = self.param(f, args.len())?;
-        self.grid_loop(f, n.max(0) as u64, |g, i| {
-            // Arguments are loaded on first use, once per element.
-            let mut vals: HashMap<Value, FloatValue<'c>> = HashMap::new();
-            for &op in ops {
-                let mut ins = Vec::new();
-                for &v in ctx.operands(op) {
-                    if let Some(x) = vals.get(&v) {
-                        ins.push(*x);
-                    } else {
-                        let k = args
-                            .iter()
-                            .position(|a| *a == v)
-                            .ok_or("operand not in kernel")?;
-                        let (e, _) = g.elem_of(ctx, v)?;
-                        let x = g.load(e, g.param(f, k)?, i)?;
-                        vals.insert(v, x);
-                        ins.push(x);
-                    }
-                }
-                let (e, _) = g.elem_of(ctx, ctx.result(op, 0))?;
-                let v = g.scalar_op(ctx, op, e, &ins)?;
-                let v = g.round(e, v)?;
-                vals.insert(ctx.result(op, 0), v);
+        let width = elementwise_vector_width(ctx, ops);
+        let nv = n / width;
+        let (gid, stride) = self.thread_range()?;
+        let scalar = |g: &Self, from: u64| -> R<()> {
+            let start = b!(g.b.build_int_add(gid, g.i64(from), "start"));
+            g.counted(f, start, g.i64(n), stride, |g, i| {
+                let v = g.chain(ctx, ops, args, result, &mut |g, k, e| {
+                    g.load(e, g.param(f, k)?, i)
+                })?;
+                g.store(re, out, i, v)
+            })
+        };
+        if nv == 0 {
+            return scalar(self, 0);
+        }
+        let i64t = self.cx.i64_type();
+        let mut low = self.i64(0);
+        for k in 0..=args.len() {
+            let pi = b!(self.b.build_ptr_to_int(self.param(f, k)?, i64t, "pi"));
+            low = b!(self.b.build_or(low, pi, "low"));
+        }
+        let low = b!(self.b.build_and(low, self.i64(VECTOR_BYTES - 1), "low"));
+        let aligned = b!(self
+            .b
+            .build_int_compare(IntPredicate::EQ, low, self.i64(0), "aligned"));
+        let vec_bb = self.cx.append_basic_block(f, "vec");
+        let sc_bb = self.cx.append_basic_block(f, "scalar");
+        let done = self.cx.append_basic_block(f, "done");
+        b!(self.b.build_conditional_branch(aligned, vec_bb, sc_bb));
+        // Aligned: vectors of `width` elements, then the tail.
+        self.b.position_at_end(vec_bb);
+        self.counted(f, gid, self.i64(nv), stride, |g, j| {
+            let w = width as u32;
+            let first = b!(g.b.build_int_mul(j, g.i64(width), "first"));
+            let mut loaded: HashMap<usize, inkwell::values::VectorValue<'c>> = HashMap::new();
+            let ot = g.storage_ty(re).vec_type(w);
+            let mut acc = ot.get_poison();
+            for l in 0..w {
+                let lane = g.cx.i32_type().const_int(u64::from(l), false);
+                let v = g.chain(ctx, ops, args, result, &mut |g, k, e| {
+                    let vec = match loaded.get(&k) {
+                        Some(v) => *v,
+                        None => {
+                            let vt = g.storage_ty(e).vec_type(w);
+                            let p = unsafe {
+                                b!(g.b.build_in_bounds_gep(
+                                    g.storage_ty(e),
+                                    g.param(f, k)?,
+                                    &[first],
+                                    "vp"
+                                ))
+                            };
+                            let v = b!(g.b.build_load(vt, p, "vld"));
+                            if let Some(ins) = v.as_instruction_value() {
+                                ins.set_alignment(VECTOR_BYTES as u32)
+                                    .map_err(|e| e.to_string())?;
+                            }
+                            let v = v.into_vector_value();
+                            loaded.insert(k, v);
+                            v
+                        }
+                    };
+                    let x = b!(g.b.build_extract_element(vec, lane, "x")).into_float_value();
+                    g.convert(x, g.compute_ty(e))
+                })?;
+                let v = g.convert(v, g.storage_ty(re))?;
+                acc = b!(g.b.build_insert_element(acc, v, lane, "acc"));
             }
-            let v = *vals.get(&result).ok_or("result not computed")?;
-            g.store(re, out, i, v)
-        })
+            let p = unsafe {
+                b!(g.b.build_in_bounds_gep(g.storage_ty(re), out, &[first], "vo"))
+            };
+            let st = b!(g.b.build_store(p, acc));
+            st.set_alignment(VECTOR_BYTES as u32)
+                .map_err(|e| e.to_string())?;
+            Ok(())
+        })?;
+        if nv * width < n {
+            scalar(self, nv * width)?;
+        }
+        b!(self.b.build_unconditional_branch(done));
+        // Unaligned: element by element.
+        self.b.position_at_end(sc_bb);
+        scalar(self, 0)?;
+        b!(self.b.build_unconditional_branch(done));
+        self.b.position_at_end(done);
+        Ok(())
+    }
+
+    /// The global thread index and the grid's thread count (`ctaid·ntid + tid`, `nctaid·ntid`).
+    fn thread_range(&self) -> R<(IntValue<'c>, IntValue<'c>)> {
+        let t = self.sreg("llvm.nvvm.read.ptx.sreg.tid.x")?;
+        let c = self.sreg("llvm.nvvm.read.ptx.sreg.ctaid.x")?;
+        let nt = self.sreg("llvm.nvvm.read.ptx.sreg.ntid.x")?;
+        let nc = self.sreg("llvm.nvvm.read.ptx.sreg.nctaid.x")?;
+        let base = b!(self.b.build_int_mul(c, nt, "base"));
+        let gid = b!(self.b.build_int_add(base, t, "gid"));
+        let stride = b!(self.b.build_int_mul(nc, nt, "stride"));
+        Ok((gid, stride))
+    }
+
+    /// One element of a fused chain: `load(k, e)` reads the element of argument `k` (element
+    /// type `e`) as a compute value, once per argument; every op's result is rounded to its
+    /// element type. Returns the result's value (rounded, in its compute type).
+    fn chain(
+        &self,
+        ctx: &IrContext,
+        ops: &[OpId],
+        args: &[Value],
+        result: Value,
+        load: &mut dyn FnMut(&Self, usize, Elem) -> R<FloatValue<'c>>,
+    ) -> R<FloatValue<'c>> {
+        let mut vals: HashMap<Value, FloatValue<'c>> = HashMap::new();
+        for &op in ops {
+            let mut ins = Vec::new();
+            for &v in ctx.operands(op) {
+                if let Some(x) = vals.get(&v) {
+                    ins.push(*x);
+                } else {
+                    let k = args
+                        .iter()
+                        .position(|a| *a == v)
+                        .ok_or("operand not in kernel")?;
+                    let (e, _) = self.elem_of(ctx, v)?;
+                    let x = load(self, k, e)?;
+                    vals.insert(v, x);
+                    ins.push(x);
+                }
+            }
+            let (e, _) = self.elem_of(ctx, ctx.result(op, 0))?;
+            let v = self.scalar_op(ctx, op, e, &ins)?;
+            let v = self.round(e, v)?;
+            vals.insert(ctx.result(op, 0), v);
+        }
+        vals.get(&result)
+            .copied()
+            .ok_or_else(|| "result not computed".to_string())
     }
 
     /// One elementwise op on compute values; the result is in `e`'s compute type, unrounded.
@@ -538,7 +655,7 @@ impl<'a, 'c> Gen<'a, 'c> {
                 b!(self.b.build_select(lt, c(0.0), x, "relu")).into_float_value()
             }
             "exp" => self.call_f(self.helpers["exp"], &[arg(0)?])?,
-            "tanh" => self.call_f(self.helpers["tanh"], &[arg(0)?])?,
+            "tanh" => self.tanh(e, arg(0)?)?,
             "sqrt" => self.call_f(self.intrinsic("llvm.sqrt", ct.into())?, &[arg(0)?])?,
             "rsqrt" => {
                 let s = self.call_f(self.intrinsic("llvm.sqrt", ct.into())?, &[arg(0)?])?;
@@ -557,7 +674,7 @@ impl<'a, 'c> Gen<'a, 'c> {
                     f64::from(0.797_884_6f32)
                 };
                 let inner = b!(self.b.build_float_mul(c(k), inner, "t"));
-                let t = self.call_f(self.helpers["tanh"], &[inner])?;
+                let t = self.tanh(e, inner)?;
                 let one_t = b!(self.b.build_float_add(c(1.0), t, "t"));
                 let hx = b!(self.b.build_float_mul(c(0.5), x, "t"));
                 b!(self.b.build_float_mul(hx, one_t, "gelu"))
@@ -595,6 +712,22 @@ impl<'a, 'c> Gen<'a, 'c> {
             "cast" => *ins.first().ok_or("missing operand")?,
             other => return Err(format!("no kernel code for compute.{other}")),
         })
+    }
+
+    /// tanh of an f32 compute value whose op result is `e`: for bf16 results the hardware
+    /// approximation (`llvm.tanh` with `afn`, which NVPTX selects as `tanh.approx.f32`, max
+    /// relative error 2^-10.987, below bf16's half ulp 2^-9, so within `--check`'s bf16
+    /// tolerance); for f16/f32 the accurate `__commlir_tanhf`.
+    fn tanh(&self, e: Elem, x: FloatValue<'c>) -> R<FloatValue<'c>> {
+        if e != Elem::BF16 {
+            return self.call_f(self.helpers["tanh"], &[x]);
+        }
+        let t = self.call_f(self.intrinsic("llvm.tanh", x.get_type().into())?, &[x])?;
+        t.as_instruction_value()
+            .ok_or("tanh is not an instruction")?
+            .set_fast_math_flags(inkwell::values::FastMathFlags::ApproxFunc)
+            .map_err(|e| e.to_string())?;
+        Ok(t)
     }
 
     /// softmax, reduce_sum, transpose, slice, concat.
@@ -1283,8 +1416,27 @@ impl<'a, 'c> Gen<'a, 'c> {
     }
 }
 
+/// Bytes of one vector access (`ld.global.v4.b32` / `st.global.v4.b32`).
+pub const VECTOR_BYTES: u64 = 16;
+
 /// Bytes one thread of a plain copy kernel moves per iteration (16-byte vector accesses).
-pub const COPY_VECTOR_BYTES: u64 = 16;
+pub const COPY_VECTOR_BYTES: u64 = VECTOR_BYTES;
+
+/// Elements one thread of a fused elementwise kernel over `ops` handles per iteration of its
+/// vector loop: one 16-byte vector of the narrowest element type the chain reads or writes
+/// (8 for f16/bf16, 4 for f32, 2 for f64). `rt.launch` sizes the grid by `numel / width`.
+pub fn elementwise_vector_width(ctx: &IrContext, ops: &[OpId]) -> u64 {
+    let mut bits = 64;
+    for &op in ops {
+        let vals = ctx.operands(op).iter().copied().chain([ctx.result(op, 0)]);
+        for v in vals {
+            if let Some(e) = value_tensor(ctx, v).and_then(|t| Elem::of(ctx, t.elem)) {
+                bits = bits.min(e.bits());
+            }
+        }
+    }
+    VECTOR_BYTES * 8 / u64::from(bits)
+}
 
 /// Whether `compute.softmax` / `compute.reduce_sum` `op` runs one block per row (a contiguous
 /// last reduced dimension, f16/bf16/f32 input): `rt.launch` then sizes the grid by rows.

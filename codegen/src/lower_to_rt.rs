@@ -479,6 +479,14 @@ fn lower_op(
                     / crate::kernels::COPY_VECTOR_BYTES as i64)
                     .max(1);
             }
+        } else if group
+            .ops
+            .iter()
+            .all(|o| crate::fusion::is_elementwise(ctx.op_name(*o)))
+        {
+            // A fused elementwise chain handles one vector per thread (kernels::elementwise).
+            let w = crate::kernels::elementwise_vector_width(ctx, &group.ops) as i64;
+            work = ((work + w - 1) / w).max(1);
         }
         let k = ctx.symbol_ref(&sym);
         let grid = i64_attr(ctx, grid_for(work));

@@ -15,7 +15,7 @@ coll.group @tp {size = 2 : i64, symm_mem}
 // RT: %[[P:.*]] = rt.pool_alloc {alignment = 64 : i64, group = @tp, kind = "symm_mem", size = 16384 : i64} : !rt.pool
 // RT: %[[H:.*]] = rt.alloc : memref<8x4096xbf16>
 // RT: rt.gemm %arg1, %arg0, %[[H]] {batch = 1 : i64, dtype = "bf16", k = 1024 : i64, lda = 4096 : i64, ldb = 1024 : i64, ldc = 4096 : i64, m = 4096 : i64, n = 8 : i64
-// RT: rt.launch %[[H]], %[[G:[0-9]+]] {block = 256 : i64, grid = 128 : i64, kernel = @k0_gelu}
+// RT: rt.launch %[[H]], %[[G:[0-9]+]] {block = 256 : i64, grid = 16 : i64, kernel = @k0_gelu}
 // RT: rt.free %[[H]]
 // RT: %[[V:.*]] = rt.pool_view %[[P]] {offset = 0 : i64}
 // RT: rt.gemm %arg2, %[[G]], %[[V]]
@@ -40,8 +40,8 @@ coll.group @tp {size = 2 : i64, symm_mem}
 // HOST: call i32 %{{.*}}(ptr %1, i32 1, i32 0, i64 16384, i64 64, ptr %out)
 // gemm(..., dtype = bf16 (9))
 // HOST: call i32 %{{.*}}(ptr %1, i32 0, i32 0, i64 4096, i64 8, i64 1024, ptr %arg1, i64 4096, i64 4194304, ptr %arg0, i64 1024, i64 8192, ptr %{{.*}}, i64 4096, i64 32768, i64 1, i32 9)
-// launch(rt, kernel 0, grid 128, block 256, 0, params, 2)
-// HOST: call i32 %{{.*}}(ptr %1, i32 0, i32 128, i32 256, i32 0, ptr %kparams, i32 2)
+// launch(rt, kernel 0, grid 16: 32768 bf16, 8 per thread, block 256, 0, params, 2)
+// HOST: call i32 %{{.*}}(ptr %1, i32 0, i32 16, i32 256, i32 0, ptr %kparams, i32 2)
 // event_record(compute, 0), stream_wait(comm, 0)
 // HOST: call i32 %{{.*}}(ptr %1, i32 0, i32 0)
 // HOST: call i32 %{{.*}}(ptr %1, i32 1, i32 0)

@@ -44,6 +44,11 @@ coll.group @tp {size = 2 : i64, symm_mem}
 // PTX: add.rn.f32
 // PTX: cvt.rn.bf16.f32
 // PTX: st.global.b16
+// The aligned path: 8 elements per thread, two 16-byte f32 vectors per argument in, one out.
+// PTX: ld.global.v4.{{b32|f32}}
+// PTX: ld.global.v4.{{b32|f32}}
+// PTX: cvt.rn.bf16{{(x2)?}}.f32
+// PTX: st.global.v4.b32
 // PTX-LABEL: .entry k1_reduce_sum(
 // PTX: ld.global
 // PTX: shfl.sync.bfly.b32
@@ -63,6 +68,8 @@ coll.group @tp {size = 2 : i64, symm_mem}
 // PTX: cvt.f32.f16
 // PTX: sqrt.rn.f32
 // PTX: st.global.b32
+// PTX: ld.global.v4.b32
+// PTX: st.global.v4.{{b32|f32}}
 func.func @k(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %h: tensor<4x8xf16>) -> (tensor<4x8xbf16>, tensor<4xf32>, tensor<4x8xf32>, tensor<8x8xf32>, tensor<4x3xf32>, tensor<8x4xf32>, tensor<4x8xf32>) {
   %0 = compute.add %a, %b : tensor<4x8xf32>
   %1 = compute.silu %0 : tensor<4x8xf32>
