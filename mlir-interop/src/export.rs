@@ -6,6 +6,7 @@
 //! that upstream ops come out in their custom syntax. Whatever this returns, `mlir-opt`
 //! reads.
 
+use crate::guard;
 use crate::session::MlirSession;
 use commlir_ir::printer::{print_op, PrintOptions};
 use commlir_ir::{Context, Diagnostic, OpId};
@@ -34,11 +35,15 @@ pub fn export_mlir(
             debug_info: true,
         },
     );
-    let session = MlirSession::new();
-    let result = (|| {
-        let op = session.parse_op("<commlir export>", &text)?;
-        session.verify(&op)?;
-        session.print(&op, opts.generic, opts.debug_info)
-    })();
+    let result = guard::check_nesting("<commlir export>", &text, guard::MAX_NESTING)
+        .map_err(|d| vec![d])
+        .and_then(|()| {
+            guard::on_big_stack(|| {
+                let session = MlirSession::new();
+                let op = session.parse_op("<commlir export>", &text)?;
+                session.verify(&op)?;
+                session.print(&op, opts.generic, opts.debug_info)
+            })
+        });
     result.map_err(|ds| ds.iter().map(|d| d.to_commlir(ctx)).collect())
 }

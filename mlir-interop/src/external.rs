@@ -113,6 +113,9 @@ fn run_on_module(pipeline: &str, module: OperationRef<'_, '_>) -> Result<(), Vec
             debug_info: true,
         },
     );
+    // MLIR's parser recurses on nesting and runs on the caller's stack here.
+    crate::guard::check_nesting("<commlir>", &out, crate::guard::MAX_NESTING)
+        .map_err(|d| fail(d.message))?;
     // SAFETY: `out` and the name outlive the call; the parsed op is owned here and destroyed
     // below after its body moved; the module's region 0 is its body (builtin.module has one).
     unsafe {

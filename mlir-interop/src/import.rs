@@ -7,6 +7,7 @@
 //! `shard-to-coll` and `arith-to-compute`; commlir's own dialects, if the file used them,
 //! arrive registered and are verified by commlir afterwards.
 
+use crate::guard;
 use crate::session::{MlirDiagnostic, MlirSession};
 use commlir_ir::parser::{parse_source, ParseOptions};
 use commlir_ir::{Context, Diagnostic, OpId};
@@ -19,13 +20,19 @@ pub fn import_mlir(
     source_name: &str,
     text: &str,
 ) -> Result<OpId, Vec<Diagnostic>> {
-    let session = MlirSession::new();
-    let generic = (|| -> Result<String, Vec<MlirDiagnostic>> {
-        let module = session.parse_file(source_name, text)?;
-        session.verify(&module.as_operation())?;
-        session.print_generic(&module.as_operation())
-    })()
-    .map_err(|ds| ds.iter().map(|d| d.to_commlir(ctx)).collect::<Vec<_>>())?;
+    let generic = guard::check_nesting(source_name, text, guard::MAX_NESTING)
+        .map_err(|d| vec![d])
+        .and_then(|()| {
+            guard::on_big_stack(|| {
+                let session = MlirSession::new();
+                let module = session.parse_file(source_name, text)?;
+                session.verify(&module.as_operation())?;
+                session.print_generic(&module.as_operation())
+            })
+        })
+        .map_err(|ds: Vec<MlirDiagnostic>| {
+            ds.iter().map(|d| d.to_commlir(ctx)).collect::<Vec<_>>()
+        })?;
     ctx.allow_unregistered = true;
     // The generic text is ours to blame if commlir cannot read it back: name it so.
     let name = format!("<mlir generic form of {source_name}>");

@@ -22,6 +22,7 @@
 
 pub mod export;
 pub mod external;
+pub mod guard;
 pub mod import;
 pub mod session;
 

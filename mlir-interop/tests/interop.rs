@@ -269,3 +269,48 @@ fn commlir_failures_fail_the_mlir_pass_with_a_located_error() {
     assert!(commlir_pass("no-such-pass").is_err());
     assert!(add_pipeline(&pm, "func.func(coll-to-comm").is_err());
 }
+
+#[test]
+fn hostile_input_gets_a_diagnostic_not_a_crash() {
+    // MLIR's parser recurses on nesting (mlir-opt overflows its stack at these depths).
+    for deep in [
+        format!(
+            "func.func @f(%a: {}i32{}) {{ return }}",
+            "tuple<".repeat(200_000),
+            ">".repeat(200_000)
+        ),
+        format!("func.func @f() {{{}}}", "\"t.op\"() ({".repeat(100_000)),
+        "[".repeat(1_000_000),
+    ] {
+        let mut ctx = Context::new();
+        let ds = import_mlir(&mut ctx, "deep.mlir", &deep).unwrap_err();
+        assert!(
+            ds[0].message.contains("nesting deeper than 1000"),
+            "{}",
+            ds[0].message
+        );
+        let (f, l, _) = commlir_ir::diag::file_line_col(&ctx, ds[0].loc).unwrap();
+        assert_eq!((f.as_str(), l), ("deep.mlir", 1));
+    }
+    // Just under the limit goes through MLIR (on its own large stack).
+    let mut ctx = Context::new();
+    let ok = format!(
+        "func.func @f(%a: {}i32{}) {{ return }}",
+        "tuple<".repeat(990),
+        ">".repeat(990)
+    );
+    import_mlir(&mut ctx, "ok.mlir", &ok).unwrap();
+    // Garbage and empty input.
+    for text in [
+        "\u{0}\u{1}garbage",
+        "}}}}",
+        "func.func @f(",
+        "\"unterminated",
+    ] {
+        let mut ctx = Context::new();
+        assert!(import_mlir(&mut ctx, "g.mlir", text).is_err(), "{text:?}");
+    }
+    let mut ctx = Context::new();
+    let m = import_mlir(&mut ctx, "empty.mlir", "").unwrap();
+    assert_eq!(print_op(&ctx, m, &PrintOptions::default()), "module {\n}\n");
+}
