@@ -10,9 +10,11 @@
 //!   thread and iteration when every pointer is 16-byte aligned (scalar tail, scalar fallback),
 //!   and `rt.launch` sizes them by vectors; softmax and reduce_sum along a contiguous last dimension
 //!   (f16/bf16/f32) run one block per row (rows grid-stride over blocks), threads striding over
-//!   the row and a warp-shuffle + shared-memory block reduction, accumulated in f32 — the sum
-//!   order differs from the sim backend's, so results agree within `--check`'s tolerance, not
-//!   bit for bit; other reductions (f64, or a strided dimension) run one thread per reduced lane
+//!   the row (16-byte vectors when the row length is a multiple of the vector width and the
+//!   buffers are aligned; a softmax row of at most 8 vectors per thread stays in registers, so
+//!   it is read once) and a warp-shuffle + shared-memory block reduction, accumulated in f32 —
+//!   the sum order differs from the sim backend's, so results agree within `--check`'s
+//!   tolerance, not bit for bit; other reductions (f64, or a strided dimension) run one thread per reduced lane
 //!   and walk it in order, which reproduces the sim backend's summation order exactly.
 //!
 //! Arithmetic follows the sim backend (`runtime/src/numeric.rs`): f16/bf16/f32 are computed
@@ -923,6 +925,18 @@ impl<'a, 'c> Gen<'a, 'c> {
     /// order, so every thread ends with the same value. The block must be a multiple of 32
     /// threads, at most 1024 (`rt.launch` uses 256). The summation order differs from the sim
     /// backend's in-order walk (results agree within `--check`'s tolerance, not bit for bit).
+    ///
+    /// Vectorized when the row length is a multiple of `w` (16 bytes of the input: 8 × f16/bf16,
+    /// 4 × f32; softmax also needs its result type to equal the input's) and the input and
+    /// output pointers are 16-byte aligned (runtime test; every row base then is): thread `t`
+    /// owns the `w`-element vectors `t, t + ntid, …` and folds each vector's lanes in order.
+    /// A softmax row of at most [`ROW_REG_VECTORS`] vectors per thread (at 256 threads: 2048
+    /// bf16 = one vector per thread) is loaded once and kept in registers (max, exp-sum and the
+    /// quotients from the same values); a longer row streams it three times with vector loads.
+    /// Otherwise the scalar loop (thread `t` owns elements `t, t + ntid, …`). Only the sum's
+    /// association differs between the vector and scalar partitions (max is exact, exp and the
+    /// division are per element and identical): at 2048 / 256 both add 8 terms per thread, then
+    /// the same 5-step shuffle tree and warp-order walk, so the error bound is the same.
     fn row_block(
         &mut self,
         f: FunctionValue<'c>,
@@ -953,6 +967,14 @@ impl<'a, 'c> Gen<'a, 'c> {
         } else {
             None
         };
+        // 16-byte vectors of the input: 8 × f16/bf16, 4 × f32 (softmax writes the same type).
+        let w = VECTOR_BYTES * 8 / u64::from(ie.bits());
+        let nvec = len / w;
+        let vector = len.is_multiple_of(w) && nvec > 0 && (!softmax || oe == ie);
+        // Vectors per thread that keep a softmax row in registers at `rt.launch`'s block
+        // (0: the row is too long, stream it three times).
+        let regs = nvec.div_ceil(crate::lower_to_rt::BLOCK as u64);
+        let regs = if regs <= ROW_REG_VECTORS { regs } else { 0 };
         // Block-wide combine of one f32 per thread; every thread gets the result.
         let reduce = |g: &Self, v: FloatValue<'c>, max: bool| -> R<FloatValue<'c>> {
             let comb = |g: &Self, a: FloatValue<'c>, b: FloatValue<'c>| -> R<FloatValue<'c>> {
@@ -1024,9 +1046,11 @@ impl<'a, 'c> Gen<'a, 'c> {
             g.barrier()?;
             Ok(av)
         };
-        // Per-thread strided fold over the row.
+        // Per-thread strided fold over the row: scalar, elements `tid, tid + ntid, …`; vector
+        // (`vec`), the `w`-element vectors `tid, tid + ntid, …`, each vector's lanes in order.
         let local = |g: &Self,
                      base: IntValue<'c>,
+                     vec: bool,
                      init: FloatValue<'c>,
                      body: &dyn Fn(&Self, FloatValue<'c>, FloatValue<'c>) -> R<FloatValue<'c>>|
          -> R<FloatValue<'c>> {
@@ -1042,13 +1066,23 @@ impl<'a, 'c> Gen<'a, 'c> {
             acc.add_incoming(&[(&init, pre)]);
             let kv = k.as_basic_value().into_int_value();
             let av = acc.as_basic_value().into_float_value();
+            let limit = if vec { nvec } else { len };
             let c =
-                b!(g.b.build_int_compare(IntPredicate::ULT, kv, g.i64(len), "c"));
+                b!(g.b.build_int_compare(IntPredicate::ULT, kv, g.i64(limit), "c"));
             b!(g.b.build_conditional_branch(c, bb, exit));
             g.b.position_at_end(bb);
-            let idx = b!(g.b.build_int_add(base, kv, "at"));
-            let v = g.load(ie, x, idx)?;
-            let nacc = body(g, av, v)?;
+            let mut nacc = av;
+            if vec {
+                let first = b!(g.b.build_int_mul(kv, g.i64(w), "vf"));
+                let first = b!(g.b.build_int_add(base, first, "at"));
+                for v in g.load_vec(ie, x, first, w as u32)? {
+                    nacc = body(g, nacc, v)?;
+                }
+            } else {
+                let idx = b!(g.b.build_int_add(base, kv, "at"));
+                let v = g.load(ie, x, idx)?;
+                nacc = body(g, av, v)?;
+            }
             let next = b!(g.b.build_int_add(kv, ntid, "kn"));
             let latch = g.b.get_insert_block().ok_or("no insert block")?;
             k.add_incoming(&[(&next, latch)]);
@@ -1057,42 +1091,219 @@ impl<'a, 'c> Gen<'a, 'c> {
             g.b.position_at_end(exit);
             Ok(av)
         };
-        self.counted(f, ctaid, self.i64(rows), nctaid, |g, row| {
+        let select = |g: &Self,
+                      c: IntValue<'c>,
+                      a: FloatValue<'c>,
+                      b: FloatValue<'c>|
+         -> R<FloatValue<'c>> {
+            Ok(b!(g.b.build_select(c, a, b, "sel")).into_float_value())
+        };
+        // `if c { body }`.
+        let when = |g: &Self, c: IntValue<'c>, body: &dyn Fn(&Self) -> R<()>| -> R<()> {
+            let then = g.cx.append_basic_block(f, "then");
+            let join = g.cx.append_basic_block(f, "then.j");
+            b!(g.b.build_conditional_branch(c, then, join));
+            g.b.position_at_end(then);
+            body(g)?;
+            b!(g.b.build_unconditional_branch(join));
+            g.b.position_at_end(join);
+            Ok(())
+        };
+        // One row. `vec`: 16-byte vector loads/stores (the caller checked alignment and
+        // `len mod w == 0`); `regs`: softmax keeps the row in registers, `regs` vectors per
+        // thread (the caller checked `nvec ≤ regs · ntid`), so global memory is read once.
+        let row_body = |g: &Self, row: IntValue<'c>, vec: bool, regs: u64| -> R<()> {
             let base = b!(g.b.build_int_mul(row, g.i64(len), "base"));
             let Some(exp) = exp else {
-                let s = local(g, base, ct.const_float(0.0), &|g, a, v| {
+                let s = local(g, base, vec, ct.const_float(0.0), &|g, a, v| {
                     Ok(b!(g.b.build_float_add(a, v, "acc")))
                 })?;
                 let s = reduce(g, s, false)?;
-                let wr = g.cx.append_basic_block(f, "out");
-                let join = g.cx.append_basic_block(f, "outj");
                 let t0 = b!(g.b.build_int_compare(IntPredicate::EQ, tid, g.i64(0), "t0"));
-                b!(g.b.build_conditional_branch(t0, wr, join));
-                g.b.position_at_end(wr);
-                g.store(oe, out, row, s)?;
-                b!(g.b.build_unconditional_branch(join));
-                g.b.position_at_end(join);
-                return Ok(());
+                return when(g, t0, &|g| g.store(oe, out, row, s));
             };
-            let m = local(g, base, ct.const_float(f64::NEG_INFINITY), &|g, a, v| {
-                g.call_f(maxf, &[a, v])
-            })?;
+            if regs > 0 {
+                // Vector j of this thread is `tid + j·ntid`; an index past the row is clamped
+                // to the last vector (an in-bounds load) and masked out of the folds by a
+                // select, so the fold order equals the streaming path's.
+                let mut slots = Vec::new();
+                for j in 0..regs {
+                    let jn = b!(g.b.build_int_mul(ntid, g.i64(j), "jn"));
+                    let vi = b!(g.b.build_int_add(tid, jn, "vi"));
+                    let valid =
+                        b!(g.b.build_int_compare(IntPredicate::ULT, vi, g.i64(nvec), "ok"));
+                    let vi =
+                        b!(g.b.build_select(valid, vi, g.i64(nvec - 1), "vc")).into_int_value();
+                    let first = b!(g.b.build_int_mul(vi, g.i64(w), "vf"));
+                    let first = b!(g.b.build_int_add(base, first, "at"));
+                    let lanes = g.load_vec(ie, x, first, w as u32)?;
+                    slots.push((valid, first, lanes));
+                }
+                let mut m = ct.const_float(f64::NEG_INFINITY);
+                for (valid, _, lanes) in &slots {
+                    for &v in lanes {
+                        let n = g.call_f(maxf, &[m, v])?;
+                        m = select(g, *valid, n, m)?;
+                    }
+                }
+                let m = reduce(g, m, true)?;
+                let mut s = ct.const_float(0.0);
+                let mut exps = Vec::new();
+                for (valid, _, lanes) in &slots {
+                    let mut es = Vec::new();
+                    for &v in lanes {
+                        let d = b!(g.b.build_float_sub(v, m, "d"));
+                        let ev = g.call_f(exp, &[d])?;
+                        let n = b!(g.b.build_float_add(s, ev, "acc"));
+                        s = select(g, *valid, n, s)?;
+                        es.push(ev);
+                    }
+                    exps.push(es);
+                }
+                let s = reduce(g, s, false)?;
+                for ((valid, first, _), es) in slots.iter().zip(&exps) {
+                    when(g, *valid, &|g| {
+                        let mut q = Vec::new();
+                        for &ev in es {
+                            q.push(b!(g.b.build_float_div(ev, s, "q")));
+                        }
+                        g.store_vec(oe, out, *first, &q)
+                    })?;
+                }
+                return Ok(());
+            }
+            let m = local(
+                g,
+                base,
+                vec,
+                ct.const_float(f64::NEG_INFINITY),
+                &|g, a, v| g.call_f(maxf, &[a, v]),
+            )?;
             let m = reduce(g, m, true)?;
-            let s = local(g, base, ct.const_float(0.0), &|g, a, v| {
+            let s = local(g, base, vec, ct.const_float(0.0), &|g, a, v| {
                 let d = b!(g.b.build_float_sub(v, m, "d"));
                 let ev = g.call_f(exp, &[d])?;
                 Ok(b!(g.b.build_float_add(a, ev, "acc")))
             })?;
             let s = reduce(g, s, false)?;
+            let quot = |g: &Self, v: FloatValue<'c>| -> R<FloatValue<'c>> {
+                let d = b!(g.b.build_float_sub(v, m, "d"));
+                let ev = g.call_f(exp, &[d])?;
+                Ok(b!(g.b.build_float_div(ev, s, "q")))
+            };
+            if vec {
+                return g.counted(f, tid, g.i64(nvec), ntid, |g, k| {
+                    let first = b!(g.b.build_int_mul(k, g.i64(w), "vf"));
+                    let first = b!(g.b.build_int_add(base, first, "at"));
+                    let mut q = Vec::new();
+                    for v in g.load_vec(ie, x, first, w as u32)? {
+                        q.push(quot(g, v)?);
+                    }
+                    g.store_vec(oe, out, first, &q)
+                });
+            }
             g.counted(f, tid, g.i64(len), ntid, |g, k| {
                 let idx = b!(g.b.build_int_add(base, k, "at"));
                 let v = g.load(ie, x, idx)?;
-                let d = b!(g.b.build_float_sub(v, m, "d"));
-                let ev = g.call_f(exp, &[d])?;
-                let q = b!(g.b.build_float_div(ev, s, "q"));
-                g.store(oe, out, idx, q)
+                g.store(oe, out, idx, quot(g, v)?)
             })
-        })
+        };
+        let rows_loop = |g: &Self, vec: bool, regs: u64| -> R<()> {
+            g.counted(f, ctaid, g.i64(rows), nctaid, |g, row| {
+                row_body(g, row, vec, regs)
+            })
+        };
+        if !vector {
+            return rows_loop(self, false, 0);
+        }
+        // Vectors when the row bases are 16-byte aligned: `len` is a multiple of `w`, so the
+        // buffers' base pointers decide (a pool view may sit at any offset).
+        let i64t = self.cx.i64_type();
+        let mut low = b!(self.b.build_ptr_to_int(x, i64t, "pi"));
+        if softmax {
+            let po = b!(self.b.build_ptr_to_int(out, i64t, "pi"));
+            low = b!(self.b.build_or(low, po, "low"));
+        }
+        let low = b!(self.b.build_and(low, self.i64(VECTOR_BYTES - 1), "low"));
+        let aligned = b!(self
+            .b
+            .build_int_compare(IntPredicate::EQ, low, self.i64(0), "aligned"));
+        let vec_bb = self.cx.append_basic_block(f, "rvec");
+        let sc_bb = self.cx.append_basic_block(f, "rscalar");
+        let done = self.cx.append_basic_block(f, "rdone");
+        b!(self.b.build_conditional_branch(aligned, vec_bb, sc_bb));
+        self.b.position_at_end(vec_bb);
+        if softmax && regs > 0 {
+            // The row fits in `regs` vectors per thread (always at `rt.launch`'s block).
+            let cap = b!(self.b.build_int_mul(ntid, self.i64(regs), "cap"));
+            let fits = b!(self
+                .b
+                .build_int_compare(IntPredicate::ULE, self.i64(nvec), cap, "fits"));
+            let reg_bb = self.cx.append_basic_block(f, "rregs");
+            let st_bb = self.cx.append_basic_block(f, "rstream");
+            b!(self.b.build_conditional_branch(fits, reg_bb, st_bb));
+            self.b.position_at_end(reg_bb);
+            rows_loop(self, true, regs)?;
+            b!(self.b.build_unconditional_branch(done));
+            self.b.position_at_end(st_bb);
+        }
+        rows_loop(self, true, 0)?;
+        b!(self.b.build_unconditional_branch(done));
+        self.b.position_at_end(sc_bb);
+        rows_loop(self, false, 0)?;
+        b!(self.b.build_unconditional_branch(done));
+        self.b.position_at_end(done);
+        Ok(())
+    }
+
+    /// Loads the `w` elements `ptr[first..first + w]` of `e` with one 16-byte-aligned vector
+    /// load (`first` a multiple of `w`, `ptr` 16-byte aligned) and returns them as compute
+    /// values, lane by lane.
+    fn load_vec(
+        &self,
+        e: Elem,
+        ptr: PointerValue<'c>,
+        first: IntValue<'c>,
+        w: u32,
+    ) -> R<Vec<FloatValue<'c>>> {
+        let st = self.storage_ty(e);
+        let p = unsafe { b!(self.b.build_in_bounds_gep(st, ptr, &[first], "vp")) };
+        let v = b!(self.b.build_load(st.vec_type(w), p, "vld"));
+        if let Some(ins) = v.as_instruction_value() {
+            ins.set_alignment(VECTOR_BYTES as u32)
+                .map_err(|e| e.to_string())?;
+        }
+        let v = v.into_vector_value();
+        (0..w)
+            .map(|l| {
+                let lane = self.cx.i32_type().const_int(u64::from(l), false);
+                let x = b!(self.b.build_extract_element(v, lane, "x")).into_float_value();
+                self.convert(x, self.compute_ty(e))
+            })
+            .collect()
+    }
+
+    /// Stores `vals` (compute values, each rounded once to `e`) as `ptr[first..]` with one
+    /// 16-byte-aligned vector store.
+    fn store_vec(
+        &self,
+        e: Elem,
+        ptr: PointerValue<'c>,
+        first: IntValue<'c>,
+        vals: &[FloatValue<'c>],
+    ) -> R<()> {
+        let st = self.storage_ty(e);
+        let mut acc = st.vec_type(vals.len() as u32).get_poison();
+        for (l, v) in vals.iter().enumerate() {
+            let lane = self.cx.i32_type().const_int(l as u64, false);
+            let v = self.convert(*v, st)?;
+            acc = b!(self.b.build_insert_element(acc, v, lane, "acc"));
+        }
+        let p = unsafe { b!(self.b.build_in_bounds_gep(st, ptr, &[first], "vo")) };
+        let s = b!(self.b.build_store(p, acc));
+        s.set_alignment(VECTOR_BYTES as u32)
+            .map_err(|e| e.to_string())?;
+        Ok(())
     }
 
     /// The module's `[32 x float]` shared-memory scratch for block reductions.
@@ -1432,6 +1643,9 @@ pub const VECTOR_BYTES: u64 = 16;
 
 /// Bytes one thread of a plain copy kernel moves per iteration (16-byte vector accesses).
 pub const COPY_VECTOR_BYTES: u64 = VECTOR_BYTES;
+/// The most 16-byte vectors per thread a block-per-row softmax keeps in registers (64 bf16 or
+/// 32 f32 values per thread: rows up to 16384 bf16 / 8192 f32 elements at 256 threads).
+pub const ROW_REG_VECTORS: u64 = 8;
 
 /// Elements one thread of a fused elementwise kernel over `ops` handles per iteration of its
 /// vector loop: one 16-byte vector of the narrowest element type the chain reads or writes
