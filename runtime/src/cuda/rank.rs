@@ -8,6 +8,7 @@
 
 use super::abi::{self, CommlirRtApi, Status};
 use super::ffi::{cu_check, cublas_check, dtype_bytes, nccl_check, nccl_dtype, nccl_op};
+use super::order::StreamOrder;
 use cudarc::cublas::sys as cublas;
 use cudarc::driver::sys as cu;
 use cudarc::nccl::sys as nccl;
@@ -95,6 +96,12 @@ pub struct RankState {
     group_labels: Vec<String>,
     /// Sums per op position over the timed calls: (op, total seconds, calls).
     op_sums: Vec<(OpTime, f64, u32)>,
+    /// Which event records and stream waits order something (`order.rs`): the others are
+    /// not issued. Sized to `events` by the launcher.
+    pub order: StreamOrder,
+    /// Work enqueued inside an NCCL group, per stream: NCCL launches it at the outermost
+    /// `ncclGroupEnd`, so it counts as work there (a record inside the group lands before it).
+    group_work: [bool; 2],
 }
 
 // SAFETY: the raw CUDA/NCCL handles are used by one thread at a time (the rank's thread);
@@ -128,7 +135,42 @@ impl RankState {
             group_start: None,
             group_labels: Vec::new(),
             op_sums: Vec::new(),
+            order: StreamOrder::default(),
+            group_work: [false; 2],
         }
+    }
+
+    /// One work item was enqueued on ABI stream `stream` (see [`StreamOrder`]).
+    fn enqueued(&mut self, stream: u32) {
+        let s = (stream as usize).min(1);
+        if self.group_depth > 0 {
+            self.group_work[s] = true;
+        } else {
+            self.order.work(s);
+        }
+    }
+
+    /// The program's `event_record`: issued unless it cannot order anything (`order.rs`).
+    fn event_record(&mut self, stream: u32, event: u32) -> Result<(), String> {
+        let (s, e) = (self.stream(stream)?, self.event(event)?);
+        if self.order.record(event as usize, stream as usize)? {
+            // SAFETY: a live event and stream of this context.
+            cu_check("cuEventRecord", unsafe { cu::cuEventRecord(e, s) })?;
+        }
+        Ok(())
+    }
+
+    /// The program's `stream_wait`: issued unless the stream is already ordered after
+    /// everything the event captured (`order.rs`).
+    fn stream_wait(&mut self, stream: u32, event: u32) -> Result<(), String> {
+        let (s, e) = (self.stream(stream)?, self.event(event)?);
+        if self.order.wait(stream as usize, event as usize)? {
+            // SAFETY: a live event and stream of this context.
+            cu_check("cuStreamWaitEvent", unsafe {
+                cu::cuStreamWaitEvent(s, e, 0)
+            })?;
+        }
+        Ok(())
     }
 
     fn stream(&self, s: u32) -> Result<cu::CUstream, String> {
@@ -184,18 +226,23 @@ impl RankState {
         f: impl FnOnce(&mut Self) -> Result<(), String>,
     ) -> Result<(), String> {
         if !self.time_ops {
-            return f(self);
+            f(self)?;
+            self.enqueued(stream);
+            return Ok(());
         }
         if self.group_depth > 0 {
             let (l, _, _) = what(self);
             self.group_labels.push(l);
-            return f(self);
+            f(self)?;
+            self.enqueued(stream);
+            return Ok(());
         }
         let s = self.stream(stream)?;
         let (start, end) = (self.timing_event()?, self.timing_event()?);
         // SAFETY: live events and stream of this context.
         cu_check("cuEventRecord", unsafe { cu::cuEventRecord(start, s) })?;
         f(self)?;
+        self.enqueued(stream);
         cu_check("cuEventRecord", unsafe { cu::cuEventRecord(end, s) })?;
         let (label, bytes, bus_factor) = what(self);
         self.marks.push(Mark {
@@ -296,33 +343,52 @@ impl RankState {
     }
 
     /// Orders the two streams both ways (comm after compute's work so far, and compute after
-    /// comm's): used before and after each call of the program, so that consecutive calls
-    /// never overlap on reused pools.
+    /// comm's): used before each call of the program and after the timed loop, so that
+    /// consecutive calls never overlap on reused pools.
+    ///
+    /// Only the directions that order something are issued ([`StreamOrder::join`]): a stream
+    /// already ordered after the other's work (by the previous call's own waits, or because
+    /// the other stream enqueued nothing since) needs no wait, and then no record either (the
+    /// two events are the runner's own and waited on only here). A slotted single-collective
+    /// program ends with compute waiting for the collective and gives compute no work, so its
+    /// calls join with no driver call at all.
     pub fn join_streams(&mut self) -> Result<(), String> {
         let n = self.events.len();
         let (e0, e1) = (self.events[n - 2], self.events[n - 1]);
-        // SAFETY: handles created by the launcher on this rank's context.
+        let [compute_waits, comm_waits] = self.order.join();
+        // SAFETY: handles created by the launcher on this rank's context. Both records come
+        // before both waits, so each event captures its stream's own state before the join.
         unsafe {
-            cu_check("cuEventRecord", cu::cuEventRecord(e0, self.streams[0]))?;
-            cu_check("cuEventRecord", cu::cuEventRecord(e1, self.streams[1]))?;
-            cu_check(
-                "cuStreamWaitEvent",
-                cu::cuStreamWaitEvent(self.streams[1], e0, 0),
-            )?;
-            cu_check(
-                "cuStreamWaitEvent",
-                cu::cuStreamWaitEvent(self.streams[0], e1, 0),
-            )?;
+            if comm_waits {
+                cu_check("cuEventRecord", cu::cuEventRecord(e0, self.streams[0]))?;
+            }
+            if compute_waits {
+                cu_check("cuEventRecord", cu::cuEventRecord(e1, self.streams[1]))?;
+            }
+            if comm_waits {
+                cu_check(
+                    "cuStreamWaitEvent",
+                    cu::cuStreamWaitEvent(self.streams[1], e0, 0),
+                )?;
+            }
+            if compute_waits {
+                cu_check(
+                    "cuStreamWaitEvent",
+                    cu::cuStreamWaitEvent(self.streams[0], e1, 0),
+                )?;
+            }
         }
         Ok(())
     }
 
-    /// Waits for both streams.
-    pub fn synchronize(&self) -> Result<(), String> {
+    /// Waits for both streams (after it all enqueued work has completed, which
+    /// [`StreamOrder::synchronized`] records).
+    pub fn synchronize(&mut self) -> Result<(), String> {
         for s in self.streams {
             // SAFETY: a live stream of this context.
             cu_check("cuStreamSynchronize", unsafe { cu::cuStreamSynchronize(s) })?;
         }
+        self.order.synchronized();
         Ok(())
     }
 
@@ -334,6 +400,7 @@ impl RankState {
             cu_check("cuMemFreeAsync", unsafe {
                 cu::cuMemFreeAsync(ptr, self.streams[0])
             })?;
+            self.enqueued(abi::STREAM_COMPUTE);
         }
         Ok(())
     }
@@ -346,6 +413,8 @@ impl RankState {
         cu_check("cuMemAllocAsync", unsafe {
             cu::cuMemAllocAsync(&mut p, n, self.streams[0])
         })?;
+        // Stream-ordered: other streams may use the buffer only once ordered after this.
+        self.enqueued(abi::STREAM_COMPUTE);
         self.allocs.insert(p);
         // SAFETY: `out` is the host program's slot.
         unsafe { *out = p as *mut c_void };
@@ -360,7 +429,9 @@ impl RankState {
         // SAFETY: allocated by cuMemAllocAsync on this context.
         cu_check("cuMemFreeAsync", unsafe {
             cu::cuMemFreeAsync(p, self.streams[0])
-        })
+        })?;
+        self.enqueued(abi::STREAM_COMPUTE);
+        Ok(())
     }
 
     pub(crate) fn pool_alloc(
@@ -997,6 +1068,12 @@ unsafe extern "C" fn rt_group_end(rt: *mut c_void) -> Status {
         nccl_check("ncclGroupEnd", nccl::ncclGroupEnd(), std::ptr::null_mut())?;
         s.group_depth = s.group_depth.saturating_sub(1);
         if s.group_depth == 0 {
+            // The group's NCCL work was launched just now, after anything recorded inside.
+            for st in 0..2u32 {
+                if std::mem::take(&mut s.group_work[st as usize]) {
+                    s.enqueued(st);
+                }
+            }
             if let Some(start) = s.group_start.take() {
                 let end = s.timing_event()?;
                 cu_check("cuEventRecord", cu::cuEventRecord(end, s.streams[1]))?;
@@ -1049,21 +1126,11 @@ unsafe extern "C" fn rt_one_shot_all_reduce(
 }
 
 unsafe extern "C" fn rt_event_record(rt: *mut c_void, stream: u32, event: u32) -> Status {
-    with_state(rt, |s| {
-        cu_check(
-            "cuEventRecord",
-            cu::cuEventRecord(s.event(event)?, s.stream(stream)?),
-        )
-    })
+    with_state(rt, |s| s.event_record(stream, event))
 }
 
 unsafe extern "C" fn rt_stream_wait(rt: *mut c_void, stream: u32, event: u32) -> Status {
-    with_state(rt, |s| {
-        cu_check(
-            "cuStreamWaitEvent",
-            cu::cuStreamWaitEvent(s.stream(stream)?, s.event(event)?, 0),
-        )
-    })
+    with_state(rt, |s| s.stream_wait(stream, event))
 }
 
 /// The table the runner passes to `commlir_main`.
