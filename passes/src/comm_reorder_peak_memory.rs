@@ -26,13 +26,24 @@ use crate::schedule::iterative::{
     OPTIONS,
 };
 use crate::schedule::{
-    self, body_block, DepGraph, GraphOptions, Limit, MemoryTracker, NodeKind, Windows, NONE,
+    self, body_block, CostTable, DepGraph, GraphOptions, Limit, MemoryTracker, NodeKind, Windows,
+    NONE,
 };
 use commlir_ir::pass::{Anchor, Pass, PassEnv, PassInfo, PassOptions, StatisticDef};
 use commlir_ir::{Context, Diagnostic, OpId};
 
 /// Runs the pass on `func`; returns the statistics of every collective processed, in order.
 pub fn reorder_peak_memory(ctx: &mut Context, func: OpId, opts: &IterOptions) -> Vec<MoveInfo> {
+    reorder_peak_memory_with(ctx, func, opts, None)
+}
+
+/// [`reorder_peak_memory`] with the op costs of the function body when the caller has them.
+pub fn reorder_peak_memory_with(
+    ctx: &mut Context,
+    func: OpId,
+    opts: &IterOptions,
+    costs: Option<&CostTable>,
+) -> Vec<MoveInfo> {
     let Some(block) = body_block(ctx, func) else {
         return Vec::new();
     };
@@ -46,7 +57,10 @@ pub fn reorder_peak_memory(ctx: &mut Context, func: OpId, opts: &IterOptions) ->
     if !graph.kind.contains(&NodeKind::Collective) {
         return Vec::new();
     }
-    let rt = schedule::runtimes(ctx, &graph);
+    let rt = match costs {
+        Some(c) => schedule::runtimes_from(c, &graph),
+        None => schedule::runtimes(ctx, &graph),
+    };
     let windows = Windows::new(&graph, &rt);
     let mut mem = MemoryTracker::new(ctx, block, &graph);
     let limit = memory_limit(mem.initial_peak(), opts.peak_memory_budget);
@@ -287,8 +301,8 @@ impl Pass for ReorderPeakMemory {
         env: &mut PassEnv<'_>,
     ) -> Result<(), Diagnostic> {
         let (infos, reverted) = if self.0.revert_if_slower {
-            crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx| {
-                reorder_peak_memory(ctx, op, &self.0)
+            crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx, costs| {
+                reorder_peak_memory_with(ctx, op, &self.0, costs)
             })
         } else {
             (reorder_peak_memory(ctx, op, &self.0), false)

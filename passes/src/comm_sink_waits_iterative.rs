@@ -27,13 +27,24 @@ use crate::schedule::iterative::{
     OPTIONS,
 };
 use crate::schedule::{
-    self, body_block, DepGraph, GraphOptions, Limit, MemoryTracker, NodeKind, Windows, NONE,
+    self, body_block, CostTable, DepGraph, GraphOptions, Limit, MemoryTracker, NodeKind, Windows,
+    NONE,
 };
 use commlir_ir::pass::{Anchor, Pass, PassEnv, PassInfo, PassOptions};
 use commlir_ir::{Context, Diagnostic, OpId};
 
 /// Runs the pass on `func`; returns the statistics of every wait processed, right to left.
 pub fn sink_waits_iterative(ctx: &mut Context, func: OpId, opts: &IterOptions) -> Vec<MoveInfo> {
+    sink_waits_iterative_with(ctx, func, opts, None)
+}
+
+/// [`sink_waits_iterative`] with the op costs of the function body when the caller has them.
+pub fn sink_waits_iterative_with(
+    ctx: &mut Context,
+    func: OpId,
+    opts: &IterOptions,
+    costs: Option<&CostTable>,
+) -> Vec<MoveInfo> {
     let Some(block) = body_block(ctx, func) else {
         return Vec::new();
     };
@@ -47,7 +58,10 @@ pub fn sink_waits_iterative(ctx: &mut Context, func: OpId, opts: &IterOptions) -
     if !graph.kind.contains(&NodeKind::Wait) {
         return Vec::new();
     }
-    let rt = schedule::runtimes(ctx, &graph);
+    let rt = match costs {
+        Some(c) => schedule::runtimes_from(c, &graph),
+        None => schedule::runtimes(ctx, &graph),
+    };
     let windows = Windows::new(&graph, &rt);
     let mut mem = MemoryTracker::new(ctx, block, &graph);
     let limit = memory_limit(mem.initial_peak(), opts.peak_memory_budget);
@@ -272,8 +286,8 @@ impl Pass for SinkWaitsIterative {
         env: &mut PassEnv<'_>,
     ) -> Result<(), Diagnostic> {
         let (infos, reverted) = if self.0.revert_if_slower {
-            crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx| {
-                sink_waits_iterative(ctx, op, &self.0)
+            crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx, costs| {
+                sink_waits_iterative_with(ctx, op, &self.0, costs)
             })
         } else {
             (sink_waits_iterative(ctx, op, &self.0), false)

@@ -36,6 +36,13 @@ fn is_wait(ctx: &Context, op: OpId) -> bool {
 
 /// Simulates `block` on `machine`.
 pub fn simulate(ctx: &Context, machine: &Machine, block: BlockId) -> Timeline {
+    simulate_with(ctx, block, |op| op_cost(ctx, machine, op))
+}
+
+/// Simulates `block` with op costs from `cost` (which must agree with [`op_cost`] on some
+/// machine): lets a caller that simulates the same ops several times, in different orders,
+/// compute each op's cost once.
+pub fn simulate_with(ctx: &Context, block: BlockId, cost: impl Fn(OpId) -> OpCost) -> Timeline {
     let mut ready = vec![0.0f64; ctx.num_value_slots()];
     // Index into `collectives` of the collective producing a value (for waits).
     let mut coll_of_value: Vec<Option<usize>> = vec![None; ctx.num_value_slots()];
@@ -47,7 +54,7 @@ pub fn simulate(ctx: &Context, machine: &Machine, block: BlockId) -> Timeline {
             .iter()
             .map(|v| ready[v.index()])
             .fold(0.0, f64::max);
-        let cost = op_cost(ctx, machine, op);
+        let cost = cost(op);
         if is_wait(ctx, op) {
             let mut end = inputs_ready;
             let before = compute_free;

@@ -16,8 +16,32 @@ pub use graph::{DepGraph, GraphOptions, NodeKind, NONE, PIN_ATTR};
 pub use memory::MemoryTracker;
 
 use crate::analysis::buffers::peak_memory;
-use crate::analysis::cost::{op_cost, H200_NVLINK};
+use crate::analysis::cost::{op_cost, OpCost, H200_NVLINK};
 use commlir_ir::{BlockId, Context, OpId};
+
+/// The cost-model estimate ([`op_cost`] on [`H200_NVLINK`]) of every op of a block, computed
+/// once per pass: reordering does not change what an op costs, and a scheduling pass needs it
+/// three times (the node runtimes and the do-no-harm guard's two timeline simulations).
+pub struct CostTable {
+    /// By op arena index; `Free` for ops outside the block.
+    by_op: Vec<OpCost>,
+}
+
+impl CostTable {
+    /// The costs of the ops of `block`.
+    pub fn new(ctx: &Context, block: BlockId) -> CostTable {
+        let mut by_op = vec![OpCost::Free; ctx.num_op_slots()];
+        for op in ctx.block_ops(block) {
+            by_op[op.index()] = op_cost(ctx, &H200_NVLINK, op);
+        }
+        CostTable { by_op }
+    }
+
+    /// The cost of `op` (an op of the block the table was built for).
+    pub fn get(&self, op: OpId) -> OpCost {
+        self.by_op.get(op.index()).copied().unwrap_or(OpCost::Free)
+    }
+}
 
 /// The body of a function when it has exactly one block.
 pub fn body_block(ctx: &Context, func: OpId) -> Option<BlockId> {
@@ -35,6 +59,11 @@ pub fn runtimes(ctx: &Context, graph: &DepGraph) -> Vec<f64> {
         .iter()
         .map(|&op| op_cost(ctx, &H200_NVLINK, op).ns())
         .collect()
+}
+
+/// [`runtimes`] from a precomputed table.
+pub fn runtimes_from(costs: &CostTable, graph: &DepGraph) -> Vec<f64> {
+    graph.ops.iter().map(|&op| costs.get(op).ns()).collect()
 }
 
 /// Rewrites the block to hold the graph's ops in `order` (node numbers). O(n) moves.
