@@ -954,18 +954,53 @@ impl Context {
     }
 
     /// Visits every op nested under `root` (including `root`) in pre-order, iteratively.
+    ///
+    /// One frame per open op (its next block and next op), so each block's list is followed
+    /// once, front to back, rather than first pushed whole onto a stack.
     pub fn walk(&self, root: OpId, mut f: impl FnMut(OpId)) {
-        let mut stack = vec![root];
-        while let Some(o) = stack.pop() {
-            f(o);
-            for &r in self.op_regions(o).iter().rev() {
-                for &b in self.region_blocks(r).iter().rev() {
-                    let mut cur = self.block_last(b);
-                    while let Some(c) = cur {
-                        stack.push(c);
-                        cur = self.prev_op(c);
-                    }
+        struct Frame {
+            op: OpId,
+            region: usize,
+            block: usize,
+            next: Option<OpId>,
+        }
+        f(root);
+        let mut stack = vec![Frame {
+            op: root,
+            region: 0,
+            block: 0,
+            next: None,
+        }];
+        while let Some(top) = stack.last_mut() {
+            if let Some(c) = top.next {
+                top.next = self.next_op(c);
+                f(c);
+                if !self.op_regions(c).is_empty() {
+                    stack.push(Frame {
+                        op: c,
+                        region: 0,
+                        block: 0,
+                        next: None,
+                    });
                 }
+                continue;
+            }
+            // Enter the frame's next block, if any (`block` counts blocks already entered).
+            let regions = self.op_regions(top.op);
+            let mut entered = false;
+            while top.region < regions.len() {
+                let blocks = self.region_blocks(regions[top.region]);
+                if top.block < blocks.len() {
+                    top.next = self.block_first(blocks[top.block]);
+                    top.block += 1;
+                    entered = true;
+                    break;
+                }
+                top.region += 1;
+                top.block = 0;
+            }
+            if !entered {
+                stack.pop();
             }
         }
     }

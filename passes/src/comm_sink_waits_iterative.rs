@@ -299,6 +299,11 @@ impl Pass for SinkWaitsIterative {
                 crate::schedule::iterative::annotate(ctx, "comm-sink-waits-iterative", i);
             }
         }
+        let annotated = self.0.annotate && !reverted && !infos.is_empty();
+        // Undone, or nothing moved: the body holds its ops in the input order, untouched.
+        if !annotated && (reverted || infos.iter().all(|i| i.moves == 0)) {
+            env.mark_unchanged();
+        }
         Ok(())
     }
 }
