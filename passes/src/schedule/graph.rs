@@ -22,7 +22,7 @@
 //!   their relative order across groups.
 
 use crate::analysis::buffers::alias_of;
-use commlir_ir::{BlockId, Context, OpId, Trait, Value};
+use commlir_ir::{BlockId, Context, Ident, OpDef, OpId, Trait, Value};
 use rustc_hash::FxHashMap;
 
 /// The attribute `comm-global-order` sets on every collective: its rank in the pinned order.
@@ -124,23 +124,35 @@ impl DepGraph {
         let ops: Vec<OpId> = ctx.block_ops(block).collect();
         let n = ops.len();
         let mut index_of = vec![NONE; ctx.num_op_slots()];
+        let mut kind = Vec::with_capacity(n);
+        let mut blocking = Vec::with_capacity(n);
+        let mut gemm_like = Vec::with_capacity(n);
+        let mut written = Vec::with_capacity(n);
+        // What scheduling needs from an op's definition, once per op name: a 100k-op block
+        // has a few dozen names, and the rules are string matches and trait scans.
+        let mut by_name: FxHashMap<Ident, NameInfo> = FxHashMap::default();
         for (i, &op) in ops.iter().enumerate() {
             index_of[op.index()] = i as u32;
+            let info = *by_name
+                .entry(ctx.op_name_ident(op))
+                .or_insert_with(|| NameInfo::of(ctx, op));
+            kind.push(if ctx.op_regions(op).is_empty() {
+                info.kind
+            } else {
+                NodeKind::Fixed
+            });
+            blocking.push(info.blocking);
+            gemm_like.push(info.gemm_like);
+            written.push(info.written);
         }
         let mut g = DepGraph {
-            kind: ops.iter().map(|&op| classify(ctx, op)).collect(),
-            blocking: ops
-                .iter()
-                .map(|&op| ctx.op_has_trait(op, Trait::Blocking))
-                .collect(),
+            kind,
+            blocking,
             group: vec![NONE; n],
             group_names: Vec::new(),
             coll_of_wait: vec![NONE; n],
             wait_of_coll: vec![NONE; n],
-            gemm_like: ops
-                .iter()
-                .map(|&op| ctx.op_name(op) == "compute.matmul")
-                .collect(),
+            gemm_like,
             pred_off: Vec::with_capacity(n + 1),
             preds: Vec::with_capacity(n * 3),
             succ_off: Vec::new(),
@@ -169,7 +181,15 @@ impl DepGraph {
         g.pred_off.push(0);
         for i in 0..n as u32 {
             preds.clear();
-            g.data_and_memory_preds(ctx, i, &mut b, &mut reads, &mut writes, &mut preds);
+            g.data_and_memory_preds(
+                ctx,
+                i,
+                &written,
+                &mut b,
+                &mut reads,
+                &mut writes,
+                &mut preds,
+            );
             g.barrier_preds(i, &mut order, &mut preds);
             if opts.collective_order {
                 g.collective_order_preds(ctx, i, &mut order, &mut preds);
@@ -232,6 +252,7 @@ impl DepGraph {
         &mut self,
         ctx: &Context,
         i: u32,
+        written_rule: &[Written],
         b: &mut Builder,
         reads: &mut Vec<u32>,
         writes: &mut Vec<u32>,
@@ -243,7 +264,7 @@ impl DepGraph {
         writes.clear();
         let op = self.ops[i as usize];
         let operands = ctx.operands(op);
-        let written = written_operands(ctx, op);
+        let written = written_rule[i as usize].range(operands.len());
         for (k, &v) in operands.iter().enumerate() {
             // SSA edge (also covered by storages; kept explicit for values of other kinds).
             if let Some(d) = ctx.defining_op(v) {
@@ -259,7 +280,7 @@ impl DepGraph {
                 reads.push(s);
             }
         }
-        if ctx.op_has_trait(op, Trait::Wait) {
+        if written_rule[i as usize].is_wait {
             let c = completed_collective(ctx, op)
                 .map(|c| self.index_of[c.index()])
                 .unwrap_or(NONE);
@@ -270,7 +291,7 @@ impl DepGraph {
                 }
                 // The collective may read its inputs until it completes.
                 let cop = self.ops[c as usize];
-                let cw = written_operands(ctx, cop);
+                let cw = written_rule[c as usize].range(ctx.operands(cop).len());
                 for (k, &v) in ctx.operands(cop).iter().enumerate() {
                     if !cw.contains(&k) {
                         reads.push(b.storage(v));
@@ -426,12 +447,12 @@ struct OrderState {
     last_pinned: u32,
 }
 
-/// How an op is scheduled.
-fn classify(ctx: &Context, op: OpId) -> NodeKind {
-    let Some(def) = ctx.op_def(op) else {
+/// How an op without regions is scheduled, from its definition.
+fn classify_def(def: Option<&OpDef>) -> NodeKind {
+    let Some(def) = def else {
         return NodeKind::Fixed;
     };
-    if !ctx.op_regions(op).is_empty() || def.has_trait(Trait::Terminator) {
+    if def.has_trait(Trait::Terminator) {
         return NodeKind::Fixed;
     }
     if def.has_trait(Trait::Collective) {
@@ -457,18 +478,76 @@ fn classify(ctx: &Context, op: OpId) -> NodeKind {
 
 /// The operand positions an op writes (in place).
 pub fn written_operands(ctx: &Context, op: OpId) -> std::ops::Range<usize> {
-    let n = ctx.operands(op).len();
-    match ctx.op_name(op) {
-        // Work handle first, then the buffers it completes.
-        "comm.wait" => 1.min(n)..n,
-        "coll.wait_tensor" => 0..n,
-        // Inputs then destinations.
-        "comm.all_gather"
-        | "comm.reduce_scatter"
-        | "comm.all_to_all"
-        | "comm.shard_dim_alltoall" => n / 2..n,
-        _ if ctx.op_has_trait(op, Trait::MemWrite) || ctx.op_has_trait(op, Trait::Wait) => 0..n,
-        _ => 0..0,
+    Written::of(ctx, op).range(ctx.operands(op).len())
+}
+
+/// Which operands an op writes, as a rule of its name (see [`written_operands`]), and whether
+/// it is a wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Written {
+    /// Operands from this position on, capped by the operand count...
+    from: WrittenFrom,
+    is_wait: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WrittenFrom {
+    /// ... none.
+    Nothing,
+    /// ... all of them.
+    All,
+    /// ... all but the first (the work handle of `comm.wait`).
+    Second,
+    /// ... the second half (inputs, then destinations).
+    SecondHalf,
+}
+
+impl Written {
+    fn of(ctx: &Context, op: OpId) -> Written {
+        let is_wait = ctx.op_has_trait(op, Trait::Wait);
+        let from = match ctx.op_name(op) {
+            // Work handle first, then the buffers it completes.
+            "comm.wait" => WrittenFrom::Second,
+            "coll.wait_tensor" => WrittenFrom::All,
+            // Inputs then destinations.
+            "comm.all_gather"
+            | "comm.reduce_scatter"
+            | "comm.all_to_all"
+            | "comm.shard_dim_alltoall" => WrittenFrom::SecondHalf,
+            _ if ctx.op_has_trait(op, Trait::MemWrite) || is_wait => WrittenFrom::All,
+            _ => WrittenFrom::Nothing,
+        };
+        Written { from, is_wait }
+    }
+
+    fn range(self, n: usize) -> std::ops::Range<usize> {
+        match self.from {
+            WrittenFrom::Nothing => 0..0,
+            WrittenFrom::All => 0..n,
+            WrittenFrom::Second => 1.min(n)..n,
+            WrittenFrom::SecondHalf => n / 2..n,
+        }
+    }
+}
+
+/// The per-name facts [`DepGraph::build`] caches.
+#[derive(Clone, Copy)]
+struct NameInfo {
+    /// The kind of an op of this name without regions (one with regions is fixed).
+    kind: NodeKind,
+    blocking: bool,
+    gemm_like: bool,
+    written: Written,
+}
+
+impl NameInfo {
+    fn of(ctx: &Context, op: OpId) -> NameInfo {
+        NameInfo {
+            kind: classify_def(ctx.op_def(op)),
+            blocking: ctx.op_has_trait(op, Trait::Blocking),
+            gemm_like: ctx.op_name(op) == "compute.matmul",
+            written: Written::of(ctx, op),
+        }
     }
 }
 
