@@ -39,12 +39,80 @@ pub(crate) struct ValueData {
     pub loc: Option<Loc>,
 }
 
+/// How many operands (or results) an op keeps inline, without a heap allocation.
+const INLINE_VALUES: usize = 2;
+
+/// The operands or results of an op. Most ops have one or two of each; keeping those inline
+/// in the op saves two allocations per op, and, on every sweep over a large block, the two
+/// cache misses of following their pointers.
+#[derive(Clone, Debug)]
+pub(crate) enum ValueList {
+    Inline(u8, [Value; INLINE_VALUES]),
+    Heap(Vec<Value>),
+}
+
+impl Default for ValueList {
+    fn default() -> Self {
+        ValueList::Inline(0, [Value(0); INLINE_VALUES])
+    }
+}
+
+impl From<Vec<Value>> for ValueList {
+    fn from(v: Vec<Value>) -> Self {
+        if v.len() <= INLINE_VALUES {
+            let mut a = [Value(0); INLINE_VALUES];
+            a[..v.len()].copy_from_slice(&v);
+            ValueList::Inline(v.len() as u8, a)
+        } else {
+            ValueList::Heap(v)
+        }
+    }
+}
+
+impl ValueList {
+    fn push(&mut self, v: Value) {
+        match self {
+            ValueList::Inline(n, a) if (*n as usize) < INLINE_VALUES => {
+                a[*n as usize] = v;
+                *n += 1;
+            }
+            ValueList::Inline(..) => {
+                let mut heap = self.to_vec();
+                heap.push(v);
+                *self = ValueList::Heap(heap);
+            }
+            ValueList::Heap(h) => h.push(v),
+        }
+    }
+}
+
+impl std::ops::Deref for ValueList {
+    type Target = [Value];
+    #[inline]
+    fn deref(&self) -> &[Value] {
+        match self {
+            ValueList::Inline(n, a) => &a[..*n as usize],
+            ValueList::Heap(v) => v,
+        }
+    }
+}
+
+impl std::ops::DerefMut for ValueList {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [Value] {
+        match self {
+            ValueList::Inline(n, a) => &mut a[..*n as usize],
+            ValueList::Heap(v) => v,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct OpData {
     pub name: Ident,
     pub def: Option<&'static OpDef>,
-    pub operands: Vec<Value>,
-    pub results: Vec<Value>,
+    pub operands: ValueList,
+    pub results: ValueList,
     pub properties: Option<Attr>,
     pub attrs: Vec<(Ident, Attr)>,
     pub regions: Vec<RegionId>,
@@ -483,8 +551,8 @@ impl Context {
         self.ops.push(OpData {
             name: st.name,
             def,
-            operands: Vec::new(),
-            results: Vec::new(),
+            operands: ValueList::default(),
+            results: ValueList::default(),
             properties: st.properties,
             attrs,
             regions: Vec::new(),
@@ -505,22 +573,19 @@ impl Context {
                 },
             );
         }
-        self.ops[id.index()].operands = st.operands;
-        let results: Vec<Value> = st
-            .result_types
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                self.new_value(
-                    *t,
-                    ValueDef::Result {
-                        op: id,
-                        index: i as u32,
-                    },
-                    None,
-                )
-            })
-            .collect();
+        self.ops[id.index()].operands = st.operands.into();
+        let mut results = ValueList::default();
+        for (i, t) in st.result_types.iter().enumerate() {
+            let v = self.new_value(
+                *t,
+                ValueDef::Result {
+                    op: id,
+                    index: i as u32,
+                },
+                None,
+            );
+            results.push(v);
+        }
         self.ops[id.index()].results = results;
         for _ in 0..st.num_regions {
             let r = self.new_region();
@@ -610,7 +675,7 @@ impl Context {
                 },
             );
         }
-        self.ops[op.index()].operands = vals;
+        self.ops[op.index()].operands = vals.into();
     }
     /// The op's results.
     #[inline]

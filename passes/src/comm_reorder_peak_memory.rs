@@ -92,6 +92,10 @@ pub fn reorder_peak_memory_with(
         let mut info = MoveInfo::new(graph.ops[c as usize], rt[c as usize], comp[c as usize]);
         stamp[c as usize] = c;
         let mut group_head = c;
+        // The group, in order: it only grows at its head (a moved candidate goes after it),
+        // so it is kept as it changes rather than collected from the list at every move.
+        seg.clear();
+        seg.push(c);
         // Collectives whose waits joined the group: moving the group earlier shrinks their
         // overlap window.
         group_colls.clear();
@@ -130,6 +134,7 @@ pub fn reorder_peak_memory_with(
                 }
                 stamp[ci] = c;
                 group_head = cand;
+                seg.insert(0, cand);
                 if graph.kind[ci] == NodeKind::Wait && graph.coll_of_wait[ci] != NONE {
                     group_colls.push(graph.coll_of_wait[ci]);
                 }
@@ -147,7 +152,11 @@ pub fn reorder_peak_memory_with(
                 info.blocker = Some(graph.ops[ci]);
                 break;
             }
-            list.segment(group_head, c, &mut seg);
+            debug_assert!({
+                let mut s = Vec::new();
+                list.segment(group_head, c, &mut s);
+                s == seg
+            });
             if !try_move_after(&mut mem, &mut list, cand, &seg, limit) {
                 info.limit = Limit::PeakMemory;
                 info.blocker = Some(graph.ops[ci]);

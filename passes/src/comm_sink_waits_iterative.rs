@@ -102,6 +102,10 @@ pub fn sink_waits_iterative_with(
         let mut info = MoveInfo::new(graph.ops[w as usize], comm, comp_of(&comp));
         stamp[w as usize] = w;
         let mut group_tail = w;
+        // The group, in order: it only grows at its tail (a moved candidate goes before it),
+        // so it is kept as it changes rather than collected from the list at every move.
+        seg.clear();
+        seg.push(w);
         let mut group_has_coll = false;
         group_colls.clear();
         let mut group_runtime = 0.0;
@@ -136,6 +140,7 @@ pub fn sink_waits_iterative_with(
                 if groupable {
                     stamp[ci] = w;
                     group_tail = cand;
+                    seg.push(cand);
                     if graph.kind[ci] == NodeKind::Collective {
                         group_has_coll = true;
                         group_colls.push(cand);
@@ -172,7 +177,11 @@ pub fn sink_waits_iterative_with(
                 info.blocker = Some(graph.ops[ci]);
                 break;
             }
-            list.segment(w, group_tail, &mut seg);
+            debug_assert!({
+                let mut s = Vec::new();
+                list.segment(w, group_tail, &mut s);
+                s == seg
+            });
             if !try_move_before(&mut mem, &mut list, cand, &seg, limit) {
                 info.limit = Limit::PeakMemory;
                 info.blocker = Some(graph.ops[ci]);

@@ -20,8 +20,8 @@ pub fn keep_if_not_slower<R>(
     let Some(body) = body(ctx, func) else {
         return (schedule(ctx, None), false);
     };
-    let costs = CostTable::new(ctx, body);
     let before_order: Vec<OpId> = ctx.block_ops(body).collect();
+    let costs = CostTable::of_ops(ctx, before_order.iter().copied());
     let before = simulate_with(ctx, body, |op| costs.get(op)).makespan_ns;
     let r = schedule(ctx, Some(&costs));
     let after = simulate_with(ctx, body, |op| costs.get(op)).makespan_ns;

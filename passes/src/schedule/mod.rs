@@ -30,8 +30,13 @@ pub struct CostTable {
 impl CostTable {
     /// The costs of the ops of `block`.
     pub fn new(ctx: &Context, block: BlockId) -> CostTable {
+        Self::of_ops(ctx, ctx.block_ops(block))
+    }
+
+    /// The costs of `ops`.
+    pub fn of_ops(ctx: &Context, ops: impl IntoIterator<Item = OpId>) -> CostTable {
         let mut by_op = vec![OpCost::Free; ctx.num_op_slots()];
-        for op in ctx.block_ops(block) {
+        for op in ops {
             by_op[op.index()] = op_cost(ctx, &H200_NVLINK, op);
         }
         CostTable { by_op }
