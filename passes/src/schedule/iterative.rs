@@ -306,19 +306,7 @@ pub fn try_move_after(
     seg: &[u32],
     limit: i64,
 ) -> bool {
-    for &g in seg {
-        mem.swap_adjacent(x, g);
-    }
-    let peak = seg
-        .iter()
-        .map(|&g| mem.post_alloc(g))
-        .chain([mem.post_alloc(x)])
-        .max()
-        .unwrap_or(0);
-    if peak > limit {
-        for &g in seg.iter().rev() {
-            mem.swap_adjacent(g, x);
-        }
+    if !mem.move_after_run(x, seg, limit) {
         return false;
     }
     list.unlink(x);
@@ -334,19 +322,7 @@ pub fn try_move_before(
     seg: &[u32],
     limit: i64,
 ) -> bool {
-    for &g in seg.iter().rev() {
-        mem.swap_adjacent(g, x);
-    }
-    let peak = seg
-        .iter()
-        .map(|&g| mem.post_alloc(g))
-        .chain([mem.post_alloc(x)])
-        .max()
-        .unwrap_or(0);
-    if peak > limit {
-        for &g in seg {
-            mem.swap_adjacent(x, g);
-        }
+    if !mem.move_before_run(x, seg, limit) {
         return false;
     }
     list.unlink(x);

@@ -186,6 +186,105 @@ impl MemoryTracker {
         self.post_alloc[ai] = self.post_alloc[bi] - self.free[bi] + self.alloc[ai];
     }
 
+    /// The storages node `n` uses.
+    fn uses_of(&self, n: u32) -> &[u32] {
+        let n = n as usize;
+        &self.uses[self.use_off[n] as usize..self.use_off[n + 1] as usize]
+    }
+
+    /// Moves `x`, directly before the contiguous run `seg`, to directly after it, if no level
+    /// of the nodes involved then exceeds `limit`; returns whether it moved (the levels are
+    /// left unchanged otherwise). Same result as swapping `x` with each member in turn and
+    /// back when over the limit, but when no storage changes its last user (by far the
+    /// common case: `x` is unrelated to the run) the new levels are one running sum over the
+    /// run, computed in place and recomputed in the old order to undo.
+    pub fn move_after_run(&mut self, x: u32, seg: &[u32], limit: i64) -> bool {
+        // A swap of `x` with `g` moves a free only for a storage both use whose last user
+        // is `g`; the last user of a storage `x` uses is one of its users.
+        let transfers = self
+            .uses_of(x)
+            .iter()
+            .any(|&s| seg.contains(&self.last_use[s as usize]));
+        if transfers {
+            for &g in seg {
+                self.swap_adjacent(x, g);
+            }
+            if self.run_peak(x, seg) > limit {
+                for &g in seg.iter().rev() {
+                    self.swap_adjacent(g, x);
+                }
+                return false;
+            }
+            return true;
+        }
+        let xi = x as usize;
+        let entry = self.post_alloc[xi] - self.alloc[xi];
+        let level = self.relevel(entry, seg);
+        let px = level + self.alloc[xi];
+        if self.run_peak_with(px, seg) > limit {
+            // `x`'s own level was not touched yet: the run goes back to following it.
+            self.relevel(self.post_free(x), seg);
+            return false;
+        }
+        self.post_alloc[xi] = px;
+        true
+    }
+
+    /// Moves `x`, directly after the contiguous run `seg`, to directly before it, if no level
+    /// of the nodes involved then exceeds `limit` (see [`MemoryTracker::move_after_run`]).
+    pub fn move_before_run(&mut self, x: u32, seg: &[u32], limit: i64) -> bool {
+        // A swap of `g` with `x` moves a free only for a storage both use whose last user
+        // is `x`.
+        let transfers = self.uses_of(x).iter().any(|&s| {
+            self.last_use[s as usize] == x && seg.iter().any(|&g| self.uses_of(g).contains(&s))
+        });
+        if transfers {
+            for &g in seg.iter().rev() {
+                self.swap_adjacent(g, x);
+            }
+            if self.run_peak(x, seg) > limit {
+                for &g in seg {
+                    self.swap_adjacent(x, g);
+                }
+                return false;
+            }
+            return true;
+        }
+        let xi = x as usize;
+        let first = seg[0] as usize;
+        let entry = self.post_alloc[first] - self.alloc[first];
+        let px = entry + self.alloc[xi];
+        self.post_alloc[xi] = px;
+        self.relevel(px - self.free[xi], seg);
+        if self.run_peak_with(px, seg) > limit {
+            self.post_alloc[xi] = self.relevel(entry, seg) + self.alloc[xi];
+            return false;
+        }
+        true
+    }
+
+    /// Sets the levels of the run `seg`, in order, starting from memory `level` before it;
+    /// returns the memory after it.
+    fn relevel(&mut self, mut level: i64, seg: &[u32]) -> i64 {
+        for &g in seg {
+            let gi = g as usize;
+            let p = level + self.alloc[gi];
+            self.post_alloc[gi] = p;
+            level = p - self.free[gi];
+        }
+        level
+    }
+
+    fn run_peak(&self, x: u32, seg: &[u32]) -> i64 {
+        self.run_peak_with(self.post_alloc(x), seg)
+    }
+
+    fn run_peak_with(&self, px: i64, seg: &[u32]) -> i64 {
+        seg.iter()
+            .map(|&g| self.post_alloc[g as usize])
+            .fold(px, i64::max)
+    }
+
     /// Asserts that the tracked levels equal a full recompute by [`BufferModel`] of the block
     /// in `order` (the block must hold its ops in that order). For tests and debugging.
     pub fn assert_matches_recompute(&self, ctx: &Context, block: BlockId, order: &[u32]) {
