@@ -98,6 +98,9 @@ struct Builder {
     /// storage's list by resetting its head (the pool is never compacted: it grows by one
     /// entry per read).
     reader_link: Vec<(u32, u32)>,
+    /// Scratch: the storages the op being visited reads and writes.
+    reads: Vec<u32>,
+    writes: Vec<u32>,
 }
 
 impl Builder {
@@ -167,6 +170,8 @@ impl DepGraph {
             last_writer: Vec::with_capacity(n * 2),
             readers_head: Vec::with_capacity(n * 2),
             reader_link: Vec::with_capacity(n * 2),
+            reads: Vec::new(),
+            writes: Vec::new(),
         };
         let mut order = OrderState {
             last_fixed: NONE,
@@ -176,20 +181,10 @@ impl DepGraph {
             last_pinned: NONE,
         };
         let mut preds: Vec<u32> = Vec::new();
-        let mut reads: Vec<u32> = Vec::new();
-        let mut writes: Vec<u32> = Vec::new();
         g.pred_off.push(0);
         for i in 0..n as u32 {
             preds.clear();
-            g.data_and_memory_preds(
-                ctx,
-                i,
-                &written,
-                &mut b,
-                &mut reads,
-                &mut writes,
-                &mut preds,
-            );
+            g.data_and_memory_preds(ctx, i, &written, &mut b, &mut preds);
             g.barrier_preds(i, &mut order, &mut preds);
             if opts.collective_order {
                 g.collective_order_preds(ctx, i, &mut order, &mut preds);
@@ -254,10 +249,10 @@ impl DepGraph {
         i: u32,
         written_rule: &[Written],
         b: &mut Builder,
-        reads: &mut Vec<u32>,
-        writes: &mut Vec<u32>,
         preds: &mut Vec<u32>,
     ) {
+        let mut reads = std::mem::take(&mut b.reads);
+        let mut writes = std::mem::take(&mut b.writes);
         // Storage of every value defined or used in the block: aliases resolve to the storage
         // of the value they alias, everything else is its own storage.
         reads.clear();
@@ -336,6 +331,8 @@ impl DepGraph {
             }
             b.last_writer[s] = i;
         }
+        b.reads = reads;
+        b.writes = writes;
     }
 
     /// Barrier predecessors of node `i`: the last fixed op before it, and for a fixed op
