@@ -298,7 +298,8 @@ impl ListOrder {
 
 /// Moves `x`, directly before the group `seg` (contiguous, in order), to directly after it,
 /// if the memory levels of the nodes involved stay within `limit`; returns whether it moved.
-/// One adjacent swap (O(1) memory update) per group member; undone if over the limit.
+/// The memory levels are updated as by one adjacent swap per group member, undone if over
+/// the limit ([`MemoryTracker::move_after_run`]).
 pub fn try_move_after(
     mem: &mut MemoryTracker,
     list: &mut ListOrder,
