@@ -15,8 +15,18 @@ use rustc_hash::FxHashMap;
 /// op, as MLIR stops verifying an op at its first failure).
 pub fn verify(ctx: &Context, root: OpId) -> Result<(), Vec<Diagnostic>> {
     let mut errors = Vec::new();
+    // Pre-order visit numbers of the walk so far: in a pre-order walk, an op of the block of
+    // an (already visited) user comes before that user exactly when it was visited before it,
+    // so same-block dominance is one lookup in this dense table, with no renumbering of
+    // the block's order (which every pass invalidates) and no visit to the defining op.
+    let mut visit = VisitOrder {
+        number: vec![u32::MAX; ctx.num_op_slots()],
+    };
+    let mut next = 0u32;
     ctx.walk(root, |op| {
-        if let Err(e) = verify_op(ctx, op) {
+        visit.number[op.index()] = next;
+        next += 1;
+        if let Err(e) = verify_op_in(ctx, op, Some(&visit)) {
             errors.push(e);
         }
     });
@@ -44,9 +54,28 @@ pub fn unregistered_error(ctx: &Context, op: OpId) -> Diagnostic {
     }
 }
 
+/// Visit numbers of the ops a [`verify`] walk has reached (`u32::MAX`: not yet, or outside
+/// the walked op).
+struct VisitOrder {
+    number: Vec<u32>,
+}
+
+impl VisitOrder {
+    /// Whether `a` comes before `b`, both in one block, when the walk has visited `b`
+    /// (`None` when it has not, e.g. `b` encloses the walked op).
+    fn is_before(&self, a: OpId, b: OpId) -> Option<bool> {
+        let nb = self.number[b.index()];
+        (nb != u32::MAX).then(|| self.number[a.index()] < nb)
+    }
+}
+
 /// Verifies one op (not its nested ops).
 pub fn verify_op(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    verify_dominance(ctx, op)?;
+    verify_op_in(ctx, op, None)
+}
+
+fn verify_op_in(ctx: &Context, op: OpId, visit: Option<&VisitOrder>) -> Result<(), Diagnostic> {
+    verify_dominance(ctx, op, visit)?;
     let Some(def) = ctx.op_def(op) else {
         // As in MLIR, --allow-unregistered-dialect opens only dialects nobody registered: an
         // unknown name in a registered dialect (`func.nope`) is still an error. `builtin` stays
@@ -299,7 +328,7 @@ fn verify_symbol_table(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
 /// Checks that each operand is defined before its use: earlier in the same block, in the same
 /// region (blocks of a CFG region), or in an enclosing block before the enclosing op; and that
 /// no use crosses into an op that is isolated from above.
-fn verify_dominance(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+fn verify_dominance(ctx: &Context, op: OpId, visit: Option<&VisitOrder>) -> Result<(), Diagnostic> {
     for (i, &v) in ctx.operands(op).iter().enumerate() {
         let Some(def_block) = ctx.value_block(v) else {
             return Err(ctx.op_error(
@@ -322,7 +351,10 @@ fn verify_dominance(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
                     break;
                 }
                 if let ValueDef::Result { op: d, .. } = ctx.value_def(v) {
-                    if d == user || !ctx.is_before_in_block(d, user) {
+                    let before = visit
+                        .and_then(|w| w.is_before(d, user))
+                        .unwrap_or_else(|| d != user && ctx.is_before_in_block(d, user));
+                    if !before {
                         return Err(
                             ctx.op_error(op, format!("operand #{i} does not dominate this use"))
                         );

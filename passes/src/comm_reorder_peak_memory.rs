@@ -26,13 +26,24 @@ use crate::schedule::iterative::{
     OPTIONS,
 };
 use crate::schedule::{
-    self, body_block, DepGraph, GraphOptions, Limit, MemoryTracker, NodeKind, Windows, NONE,
+    self, body_block, CostTable, DepGraph, GraphOptions, Limit, MemoryTracker, NodeKind, Windows,
+    NONE,
 };
 use commlir_ir::pass::{Anchor, Pass, PassEnv, PassInfo, PassOptions, StatisticDef};
 use commlir_ir::{Context, Diagnostic, OpId};
 
 /// Runs the pass on `func`; returns the statistics of every collective processed, in order.
 pub fn reorder_peak_memory(ctx: &mut Context, func: OpId, opts: &IterOptions) -> Vec<MoveInfo> {
+    reorder_peak_memory_with(ctx, func, opts, None)
+}
+
+/// [`reorder_peak_memory`] with the op costs of the function body when the caller has them.
+pub fn reorder_peak_memory_with(
+    ctx: &mut Context,
+    func: OpId,
+    opts: &IterOptions,
+    costs: Option<&CostTable>,
+) -> Vec<MoveInfo> {
     let Some(block) = body_block(ctx, func) else {
         return Vec::new();
     };
@@ -46,7 +57,10 @@ pub fn reorder_peak_memory(ctx: &mut Context, func: OpId, opts: &IterOptions) ->
     if !graph.kind.contains(&NodeKind::Collective) {
         return Vec::new();
     }
-    let rt = schedule::runtimes(ctx, &graph);
+    let rt = match costs {
+        Some(c) => schedule::runtimes_from(c, &graph),
+        None => schedule::runtimes(ctx, &graph),
+    };
     let windows = Windows::new(&graph, &rt);
     let mut mem = MemoryTracker::new(ctx, block, &graph);
     let limit = memory_limit(mem.initial_peak(), opts.peak_memory_budget);
@@ -78,6 +92,10 @@ pub fn reorder_peak_memory(ctx: &mut Context, func: OpId, opts: &IterOptions) ->
         let mut info = MoveInfo::new(graph.ops[c as usize], rt[c as usize], comp[c as usize]);
         stamp[c as usize] = c;
         let mut group_head = c;
+        // The group, in order: it only grows at its head (a moved candidate goes after it),
+        // so it is kept as it changes rather than collected from the list at every move.
+        seg.clear();
+        seg.push(c);
         // Collectives whose waits joined the group: moving the group earlier shrinks their
         // overlap window.
         group_colls.clear();
@@ -116,6 +134,7 @@ pub fn reorder_peak_memory(ctx: &mut Context, func: OpId, opts: &IterOptions) ->
                 }
                 stamp[ci] = c;
                 group_head = cand;
+                seg.insert(0, cand);
                 if graph.kind[ci] == NodeKind::Wait && graph.coll_of_wait[ci] != NONE {
                     group_colls.push(graph.coll_of_wait[ci]);
                 }
@@ -133,7 +152,11 @@ pub fn reorder_peak_memory(ctx: &mut Context, func: OpId, opts: &IterOptions) ->
                 info.blocker = Some(graph.ops[ci]);
                 break;
             }
-            list.segment(group_head, c, &mut seg);
+            debug_assert!({
+                let mut s = Vec::new();
+                list.segment(group_head, c, &mut s);
+                s == seg
+            });
             if !try_move_after(&mut mem, &mut list, cand, &seg, limit) {
                 info.limit = Limit::PeakMemory;
                 info.blocker = Some(graph.ops[ci]);
@@ -287,8 +310,8 @@ impl Pass for ReorderPeakMemory {
         env: &mut PassEnv<'_>,
     ) -> Result<(), Diagnostic> {
         let (infos, reverted) = if self.0.revert_if_slower {
-            crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx| {
-                reorder_peak_memory(ctx, op, &self.0)
+            crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx, costs| {
+                reorder_peak_memory_with(ctx, op, &self.0, costs)
             })
         } else {
             (reorder_peak_memory(ctx, op, &self.0), false)
@@ -299,6 +322,11 @@ impl Pass for ReorderPeakMemory {
             for i in &infos {
                 crate::schedule::iterative::annotate(ctx, "comm-reorder-peak-memory", i);
             }
+        }
+        let annotated = self.0.annotate && !reverted && !infos.is_empty();
+        // Undone, or nothing moved: the body holds its ops in the input order, untouched.
+        if !annotated && (reverted || infos.iter().all(|i| i.moves == 0)) {
+            env.mark_unchanged();
         }
         Ok(())
     }

@@ -27,13 +27,24 @@ use crate::schedule::iterative::{
     OPTIONS,
 };
 use crate::schedule::{
-    self, body_block, DepGraph, GraphOptions, Limit, MemoryTracker, NodeKind, Windows, NONE,
+    self, body_block, CostTable, DepGraph, GraphOptions, Limit, MemoryTracker, NodeKind, Windows,
+    NONE,
 };
 use commlir_ir::pass::{Anchor, Pass, PassEnv, PassInfo, PassOptions};
 use commlir_ir::{Context, Diagnostic, OpId};
 
 /// Runs the pass on `func`; returns the statistics of every wait processed, right to left.
 pub fn sink_waits_iterative(ctx: &mut Context, func: OpId, opts: &IterOptions) -> Vec<MoveInfo> {
+    sink_waits_iterative_with(ctx, func, opts, None)
+}
+
+/// [`sink_waits_iterative`] with the op costs of the function body when the caller has them.
+pub fn sink_waits_iterative_with(
+    ctx: &mut Context,
+    func: OpId,
+    opts: &IterOptions,
+    costs: Option<&CostTable>,
+) -> Vec<MoveInfo> {
     let Some(block) = body_block(ctx, func) else {
         return Vec::new();
     };
@@ -47,7 +58,10 @@ pub fn sink_waits_iterative(ctx: &mut Context, func: OpId, opts: &IterOptions) -
     if !graph.kind.contains(&NodeKind::Wait) {
         return Vec::new();
     }
-    let rt = schedule::runtimes(ctx, &graph);
+    let rt = match costs {
+        Some(c) => schedule::runtimes_from(c, &graph),
+        None => schedule::runtimes(ctx, &graph),
+    };
     let windows = Windows::new(&graph, &rt);
     let mut mem = MemoryTracker::new(ctx, block, &graph);
     let limit = memory_limit(mem.initial_peak(), opts.peak_memory_budget);
@@ -88,6 +102,10 @@ pub fn sink_waits_iterative(ctx: &mut Context, func: OpId, opts: &IterOptions) -
         let mut info = MoveInfo::new(graph.ops[w as usize], comm, comp_of(&comp));
         stamp[w as usize] = w;
         let mut group_tail = w;
+        // The group, in order: it only grows at its tail (a moved candidate goes before it),
+        // so it is kept as it changes rather than collected from the list at every move.
+        seg.clear();
+        seg.push(w);
         let mut group_has_coll = false;
         group_colls.clear();
         let mut group_runtime = 0.0;
@@ -122,6 +140,7 @@ pub fn sink_waits_iterative(ctx: &mut Context, func: OpId, opts: &IterOptions) -
                 if groupable {
                     stamp[ci] = w;
                     group_tail = cand;
+                    seg.push(cand);
                     if graph.kind[ci] == NodeKind::Collective {
                         group_has_coll = true;
                         group_colls.push(cand);
@@ -158,7 +177,11 @@ pub fn sink_waits_iterative(ctx: &mut Context, func: OpId, opts: &IterOptions) -
                 info.blocker = Some(graph.ops[ci]);
                 break;
             }
-            list.segment(w, group_tail, &mut seg);
+            debug_assert!({
+                let mut s = Vec::new();
+                list.segment(w, group_tail, &mut s);
+                s == seg
+            });
             if !try_move_before(&mut mem, &mut list, cand, &seg, limit) {
                 info.limit = Limit::PeakMemory;
                 info.blocker = Some(graph.ops[ci]);
@@ -272,8 +295,8 @@ impl Pass for SinkWaitsIterative {
         env: &mut PassEnv<'_>,
     ) -> Result<(), Diagnostic> {
         let (infos, reverted) = if self.0.revert_if_slower {
-            crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx| {
-                sink_waits_iterative(ctx, op, &self.0)
+            crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx, costs| {
+                sink_waits_iterative_with(ctx, op, &self.0, costs)
             })
         } else {
             (sink_waits_iterative(ctx, op, &self.0), false)
@@ -284,6 +307,11 @@ impl Pass for SinkWaitsIterative {
             for i in &infos {
                 crate::schedule::iterative::annotate(ctx, "comm-sink-waits-iterative", i);
             }
+        }
+        let annotated = self.0.annotate && !reverted && !infos.is_empty();
+        // Undone, or nothing moved: the body holds its ops in the input order, untouched.
+        if !annotated && (reverted || infos.iter().all(|i| i.moves == 0)) {
+            env.mark_unchanged();
         }
         Ok(())
     }

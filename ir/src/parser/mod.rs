@@ -85,6 +85,10 @@ pub fn parse_source_with(
     front_end: FrontEnd,
 ) -> Result<OpId, Diagnostic> {
     let src = checked_source(ctx, file_name, bytes, opts)?;
+    // Sized for the file and for the passes' additions, so that the arenas of a large program
+    // are not copied over and over as they double (capacity that is never used costs
+    // nothing: its pages are never touched).
+    ctx.reserve(src.len() / 48, src.len() / 48);
     on_big_stack(ctx, |ctx| {
         if front_end != FrontEnd::PestOnly {
             let mut b = Builder::new(ctx, src, file_name, opts.max_nesting);

@@ -108,6 +108,9 @@ impl<'a> Builder<'a, '_> {
 
     /// Parses a type's text (a slice of the source) into structure.
     pub(super) fn type_from_text(&mut self, text: &'a str) -> PResult<Type> {
+        if let Some(t) = self.function_type_by_parts(text) {
+            return Ok(t);
+        }
         let tree = self.sub_parse(Rule::type_tree, text)?;
         let body = tree.into_inner().find(|p| p.as_rule() != Rule::EOI);
         match body {
@@ -117,6 +120,55 @@ impl<'a> Builder<'a, '_> {
                 Err(self.err(pos, "expected type"))
             }
         }
+    }
+
+    /// A plain function type `(T, ...) -> R` or `(T, ...) -> (R, ...)` built from its element
+    /// types, each parsed once per distinct text: a function signature with tens of thousands
+    /// of arguments (a large program's `function_type`) would otherwise go through the grammar
+    /// as one huge string, twice (as an attribute, then as a type). `None` for anything else,
+    /// and for anything not valid (the grammar then parses it and reports the error as it
+    /// always has); comments and strings are left to the grammar too.
+    fn function_type_by_parts(&mut self, text: &'a str) -> Option<Type> {
+        if !text.starts_with('(') || text.contains(['"', '/']) {
+            return None;
+        }
+        let close = matching_close(text, 0)?;
+        let inputs = split_top_level(&text[1..close])?;
+        let rest = text[close + 1..].trim_start_matches(TYPE_WS);
+        let rest = rest.strip_prefix("->")?.trim_matches(TYPE_WS);
+        let results = if rest.starts_with('(') {
+            if matching_close(rest, 0)? != rest.len() - 1 {
+                return None;
+            }
+            split_top_level(&rest[1..rest.len() - 1])?
+        } else if rest.is_empty() || rest.contains("->") || rest.contains(['(', ')']) {
+            return None;
+        } else {
+            vec![rest]
+        };
+        let mut seen: rustc_hash::FxHashMap<&'a str, Type> = rustc_hash::FxHashMap::default();
+        let mut build = |b: &mut Self, parts: Vec<&'a str>| -> Option<Vec<Type>> {
+            parts
+                .into_iter()
+                .map(|part| match seen.get(part) {
+                    Some(&t) => Some(t),
+                    None => {
+                        // Not through the type cache: the grammar path records no text for
+                        // the elements of a function type either.
+                        let t = b
+                            .type_cache
+                            .get(part)
+                            .copied()
+                            .or_else(|| b.type_from_text(part).ok())?;
+                        seen.insert(part, t);
+                        Some(t)
+                    }
+                })
+                .collect()
+        };
+        let inputs = build(self, inputs)?;
+        let results = build(self, results)?;
+        Some(self.ctx.ty(TypeKind::Function { inputs, results }))
     }
 
     /// Runs the grammar on a slice of the source, mapping errors to source positions.
@@ -267,6 +319,17 @@ impl<'a> Builder<'a, '_> {
     pub(super) fn attr_from_text(&mut self, text: &'a str) -> PResult<Attr> {
         if let Some(&a) = self.attr_cache.get(text) {
             return Ok(a);
+        }
+        // Only a type attribute starts with `(`: a function type, built by parts (see
+        // `function_type_by_parts`) rather than by running the grammar over the whole text.
+        if text.starts_with('(') && !text.ends_with(TYPE_WS) {
+            if let Some(t) = self.function_type_by_parts(text) {
+                self.type_cache.insert(text, t);
+                self.type_text.entry(t).or_insert(text);
+                let a = self.ctx.attr(AttrKind::Type(t));
+                self.attr_cache.insert(text, a);
+                return Ok(a);
+            }
         }
         let tree = self.sub_parse(Rule::attr_tree, text)?;
         let body = tree.into_inner().find(|p| p.as_rule() != Rule::EOI);
@@ -722,4 +785,69 @@ impl<'a> Builder<'a, '_> {
         };
         Ok(self.ctx.loc(kind))
     }
+}
+
+/// Whitespace inside a type (the grammar's `w` without comments, which the fast paths leave
+/// to the grammar).
+const TYPE_WS: [char; 4] = [' ', '\t', '\r', '\n'];
+
+/// The index of the bracket closing the one at `open` (`(`, `<`, `[` or `{`), if the
+/// brackets in between balance.
+fn matching_close(text: &str, open: usize) -> Option<usize> {
+    let mut stack: Vec<u8> = Vec::new();
+    for (i, &c) in text.as_bytes().iter().enumerate().skip(open) {
+        match c {
+            b'(' | b'<' | b'[' | b'{' => stack.push(c),
+            b')' | b'>' | b']' | b'}' => {
+                // `->` is an arrow, not a closing angle bracket.
+                if c == b'>' && i > 0 && text.as_bytes()[i - 1] == b'-' {
+                    continue;
+                }
+                let want = match c {
+                    b')' => b'(',
+                    b'>' => b'<',
+                    b']' => b'[',
+                    _ => b'{',
+                };
+                if stack.pop() != Some(want) {
+                    return None;
+                }
+                if stack.is_empty() {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `text` split at its top-level commas, each part trimmed; `None` if a part is empty or
+/// the brackets do not balance. Empty (or blank) text has no parts.
+fn split_top_level(text: &str) -> Option<Vec<&str>> {
+    if text.trim_matches(TYPE_WS).is_empty() {
+        return Some(Vec::new());
+    }
+    let bytes = text.as_bytes();
+    let mut parts = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (i, &c) in bytes.iter().enumerate() {
+        match c {
+            b'(' | b'<' | b'[' | b'{' => depth += 1,
+            b'>' if i > 0 && bytes[i - 1] == b'-' => {}
+            b')' | b'>' | b']' | b'}' => depth = depth.checked_sub(1)?,
+            b',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return None;
+    }
+    parts.push(&text[start..]);
+    let parts: Vec<&str> = parts.into_iter().map(|p| p.trim_matches(TYPE_WS)).collect();
+    (!parts.iter().any(|p| p.is_empty())).then_some(parts)
 }

@@ -71,6 +71,8 @@ pub struct PassEnv<'a> {
     pub(crate) stats: &'a mut Statistics,
     pub(crate) diagnostics: &'a mut Vec<Diagnostic>,
     pub(crate) root: OpId,
+    /// Set by [`PassEnv::mark_unchanged`].
+    pub(crate) unchanged: bool,
 }
 
 impl<'a> PassEnv<'a> {
@@ -85,6 +87,7 @@ impl<'a> PassEnv<'a> {
             stats,
             diagnostics,
             root,
+            unchanged: false,
         }
     }
 
@@ -96,6 +99,20 @@ impl<'a> PassEnv<'a> {
     /// Emits a diagnostic without failing the pass.
     pub fn emit(&mut self, d: Diagnostic) {
         self.diagnostics.push(d);
+    }
+
+    /// Declares that this run left the IR exactly as it found it (MLIR's
+    /// `markAllAnalysesPreserved`), so the pass manager skips verifying it again. Only a
+    /// truthful claim is allowed: an op moved and moved back, or an attribute set to the value
+    /// it had, is fine; anything else must leave the default ("changed"), which is always
+    /// verified. Debug builds check the claim against a fingerprint of the IR.
+    pub fn mark_unchanged(&mut self) {
+        self.unchanged = true;
+    }
+
+    /// Whether [`PassEnv::mark_unchanged`] was called in this run.
+    pub fn is_marked_unchanged(&self) -> bool {
+        self.unchanged
     }
 
     /// The top-level op the whole pipeline runs on (usually the module).

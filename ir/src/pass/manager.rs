@@ -354,14 +354,28 @@ fn run_pass(entry: &mut PassEntry, ctx: &mut Context, op: OpId, st: &mut RunStat
     for i in st.instrumentations.iter_mut() {
         i.before_pass(pref, ctx, op);
     }
-    let result = {
+    // Debug builds hold passes to their "unchanged" claims.
+    #[cfg(debug_assertions)]
+    let before = super::fingerprint::fingerprint(ctx, op);
+    let (result, unchanged) = {
         let mut env = PassEnv {
             stats,
             diagnostics: &mut st.diagnostics,
             root: st.root,
+            unchanged: false,
         };
-        pass.run(ctx, op, &mut env)
+        let r = pass.run(ctx, op, &mut env);
+        (r, env.unchanged)
     };
+    #[cfg(debug_assertions)]
+    if unchanged && result.is_ok() {
+        assert_eq!(
+            before,
+            super::fingerprint::fingerprint(ctx, op),
+            "pass '{}' marked the IR unchanged but changed it",
+            info.argument
+        );
+    }
     if let Err(d) = result {
         st.diagnostics.push(d);
         for i in st.instrumentations.iter_mut() {
@@ -372,7 +386,9 @@ fn run_pass(entry: &mut PassEntry, ctx: &mut Context, op: OpId, st: &mut RunStat
     for i in st.instrumentations.iter_mut() {
         i.after_pass(pref, ctx, op);
     }
-    if st.verify_each {
+    // IR a pass left as it found it was verified already (after the previous pass, or by
+    // whoever handed it to the pass manager), so it is not verified again.
+    if st.verify_each && !unchanged {
         for i in st.instrumentations.iter_mut() {
             i.before_verify(ctx, op);
         }

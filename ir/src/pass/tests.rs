@@ -92,6 +92,56 @@ crate::register_pass!(
     }
 );
 
+crate::register_pass!(
+    TEST_MOVE_BACK = PassInfo {
+        argument: "test-pm-move-back",
+        name: "TestPmMoveBack",
+        summary: "module pass that moves its first op to the end and back, and says so",
+        description: "",
+        anchor: Anchor::MODULE,
+        options: &[OptionDef::bool(
+            "lie",
+            false,
+            "break the IR but still claim no change"
+        )],
+        statistics: &[],
+        create: |o| Ok(Box::new(MoveBack {
+            lie: o.get_bool("lie")
+        })),
+    }
+);
+
+/// Leaves the IR as it found it and marks it unchanged (with `lie`, breaks it first).
+struct MoveBack {
+    lie: bool,
+}
+impl Pass for MoveBack {
+    fn info(&self) -> &'static PassInfo {
+        &TEST_MOVE_BACK
+    }
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
+        let body = ctx.region_blocks(ctx.op_regions(op)[0])[0];
+        if let (Some(first), Some(last)) = (ctx.block_first(body), ctx.block_last(body)) {
+            if first != last {
+                let second = ctx.next_op(first).expect("two ops");
+                ctx.move_after(first, last);
+                ctx.move_before(first, second);
+            }
+        }
+        if self.lie {
+            let func = ctx.block_first(body).expect("a function");
+            Break.run(ctx, func, env)?;
+        }
+        env.mark_unchanged();
+        Ok(())
+    }
+}
+
 struct Nop(&'static PassInfo);
 impl Pass for Nop {
     fn info(&self) -> &'static PassInfo {
@@ -500,4 +550,53 @@ fn fingerprint_sees_moves_and_attribute_changes() {
     let u = ctx.unit_attr();
     ctx.set_attr(m, "x", u);
     assert_ne!(fp1, fingerprint::fingerprint(&ctx, m));
+}
+
+#[test]
+fn unchanged_ir_is_not_verified_again_but_changed_ir_is() {
+    let mut ctx = Context::new();
+    ctx.register_op(&TEST_FUNC_DEF);
+    let m = module_with_funcs(&mut ctx, &["a", "b"]);
+    let log = Rc::new(RefCell::new(Vec::new()));
+    let mut pm = PassManager::from_pipeline(
+        parse_pipeline("builtin.module(test-pm-move-back,test-pm-break)").unwrap(),
+    );
+    pm.add_instrumentation(Box::new(Recorder(log.clone())));
+    // The pass that changed the IR is verified even right after one that did not.
+    let diags = pm.run(&mut ctx, m).unwrap_err();
+    assert!(
+        diags[0].message.contains("does not dominate"),
+        "{}",
+        diags[0].message
+    );
+    assert_eq!(
+        *log.borrow(),
+        [
+            "before test-pm-move-back on builtin.module",
+            "after test-pm-move-back",
+            "enter func.func",
+            "before test-pm-break on func.func",
+            "after test-pm-break",
+            "verify",
+            "leave func.func",
+            "enter func.func",
+            "before test-pm-break on func.func",
+            "after test-pm-break",
+            "verify",
+            "leave func.func",
+        ]
+    );
+}
+
+#[cfg(debug_assertions)]
+#[test]
+#[should_panic(expected = "marked the IR unchanged but changed it")]
+fn a_false_unchanged_claim_is_caught_in_debug_builds() {
+    let mut ctx = Context::new();
+    ctx.register_op(&TEST_FUNC_DEF);
+    let m = module_with_funcs(&mut ctx, &["a"]);
+    let mut pm = PassManager::from_pipeline(
+        parse_pipeline("builtin.module(test-pm-move-back{lie=true})").unwrap(),
+    );
+    let _ = pm.run(&mut ctx, m);
 }

@@ -34,7 +34,14 @@ pub struct PrintOptions {
 
 /// Prints `op` (usually a module) and everything nested in it, with a trailing newline.
 pub fn print_op(ctx: &Context, op: OpId, opts: &PrintOptions) -> String {
-    let mut out = String::new();
+    // A top-level op is usually a whole program: size the buffer for every op in the context
+    // (about 160 bytes each in either form), so that tens of megabytes of text are not
+    // copied and faulted in again at every doubling. Pages never written cost nothing.
+    let mut out = if ctx.op_parent(op).is_none() {
+        String::with_capacity(ctx.num_op_slots().saturating_mul(160))
+    } else {
+        String::new()
+    };
     print_op_into(ctx, op, opts, &mut out);
     out
 }

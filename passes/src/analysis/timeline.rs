@@ -36,9 +36,18 @@ fn is_wait(ctx: &Context, op: OpId) -> bool {
 
 /// Simulates `block` on `machine`.
 pub fn simulate(ctx: &Context, machine: &Machine, block: BlockId) -> Timeline {
+    simulate_with(ctx, block, |op| op_cost(ctx, machine, op))
+}
+
+/// Simulates `block` with op costs from `cost` (which must agree with [`op_cost`] on some
+/// machine): lets a caller that simulates the same ops several times, in different orders,
+/// compute each op's cost once.
+pub fn simulate_with(ctx: &Context, block: BlockId, cost: impl Fn(OpId) -> OpCost) -> Timeline {
     let mut ready = vec![0.0f64; ctx.num_value_slots()];
     // Index into `collectives` of the collective producing a value (for waits).
-    let mut coll_of_value: Vec<Option<usize>> = vec![None; ctx.num_value_slots()];
+    // `u32::MAX` for none: a quarter of the memory of `Option<usize>`, for a table as long
+    // as the context's values.
+    let mut coll_of_value: Vec<u32> = vec![u32::MAX; ctx.num_value_slots()];
     let mut t = Timeline::default();
     let (mut compute_free, mut comm_free) = (0.0f64, 0.0f64);
     for op in ctx.block_ops(block) {
@@ -47,14 +56,16 @@ pub fn simulate(ctx: &Context, machine: &Machine, block: BlockId) -> Timeline {
             .iter()
             .map(|v| ready[v.index()])
             .fold(0.0, f64::max);
-        let cost = op_cost(ctx, machine, op);
+        let cost = cost(op);
         if is_wait(ctx, op) {
             let mut end = inputs_ready;
             let before = compute_free;
             let mut waited: Vec<usize> = ctx
                 .operands(op)
                 .iter()
-                .filter_map(|v| coll_of_value[v.index()])
+                .map(|v| coll_of_value[v.index()])
+                .filter(|&c| c != u32::MAX)
+                .map(|c| c as usize)
                 .collect();
             waited.sort_unstable();
             waited.dedup();
@@ -104,12 +115,12 @@ pub fn simulate(ctx: &Context, machine: &Machine, block: BlockId) -> Timeline {
                 }
                 for r in ctx.results(op) {
                     ready[r.index()] = end;
-                    coll_of_value[r.index()] = Some(idx);
+                    coll_of_value[r.index()] = idx as u32;
                 }
                 // In-place collectives: the buffer operands are ready again only at the end.
                 if ctx.op_has_trait(op, Trait::MemWrite) {
                     for v in ctx.operands(op) {
-                        coll_of_value[v.index()] = Some(idx);
+                        coll_of_value[v.index()] = idx as u32;
                     }
                 }
             }

@@ -22,7 +22,7 @@
 //!   their relative order across groups.
 
 use crate::analysis::buffers::alias_of;
-use commlir_ir::{BlockId, Context, OpId, Trait, Value};
+use commlir_ir::{BlockId, Context, Ident, OpDef, OpId, Trait, Value};
 use rustc_hash::FxHashMap;
 
 /// The attribute `comm-global-order` sets on every collective: its rank in the pinned order.
@@ -80,55 +80,125 @@ pub struct DepGraph {
     preds: Vec<u32>,
     succ_off: Vec<u32>,
     succs: Vec<u32>,
-    index_of: FxHashMap<OpId, u32>,
+    /// Node of each op, by op arena index (`NONE` for ops outside the block).
+    index_of: Vec<u32>,
 }
 
-/// Storage accesses of one op, gathered before edges are drawn.
-#[derive(Default)]
-struct Access {
-    last_writer: u32,
-    readers: Vec<u32>,
+/// Scratch state of [`DepGraph::build`]: dense tables indexed by value (or storage) number,
+/// so that building the graph of a 100k-op block does no hashing and few allocations.
+struct Builder {
+    /// Storage of each value (by value index), `NONE` until first seen.
+    storage_of: Vec<u32>,
+    next_storage: u32,
+    /// Per storage: the last node writing it.
+    last_writer: Vec<u32>,
+    /// Per storage: head of its list of readers since the last write (into `reader_link`).
+    readers_head: Vec<u32>,
+    /// Reader lists of all storages, as (node, next entry) in one pool; a write drops the
+    /// storage's list by resetting its head (the pool is never compacted: it grows by one
+    /// entry per read).
+    reader_link: Vec<(u32, u32)>,
+    /// Scratch: the storages the op being visited reads and writes.
+    reads: Vec<u32>,
+    writes: Vec<u32>,
+}
+
+impl Builder {
+    fn storage(&mut self, v: Value) -> u32 {
+        let slot = &mut self.storage_of[v.index()];
+        if *slot == NONE {
+            *slot = self.next_storage;
+            self.next_storage += 1;
+            self.last_writer.push(NONE);
+            self.readers_head.push(NONE);
+        }
+        *slot
+    }
 }
 
 impl DepGraph {
     /// Builds the graph of `block` in its current order.
+    ///
+    /// Every edge is found while visiting its head (each rule looks back from the op being
+    /// visited), so the predecessor lists come out grouped by node and only need a small
+    /// per-node sort to dedup; no global edge sort, and the successor lists follow by
+    /// counting. Op and value lookups go through dense tables indexed by arena number.
     pub fn build(ctx: &Context, block: BlockId, opts: GraphOptions) -> DepGraph {
         let ops: Vec<OpId> = ctx.block_ops(block).collect();
         let n = ops.len();
-        let mut index_of = FxHashMap::default();
-        index_of.reserve(n);
+        let mut index_of = vec![NONE; ctx.num_op_slots()];
+        let mut kind = Vec::with_capacity(n);
+        let mut blocking = Vec::with_capacity(n);
+        let mut gemm_like = Vec::with_capacity(n);
+        let mut written = Vec::with_capacity(n);
+        // What scheduling needs from an op's definition, once per op name: a 100k-op block
+        // has a few dozen names, and the rules are string matches and trait scans.
+        let mut by_name: FxHashMap<Ident, NameInfo> = FxHashMap::default();
         for (i, &op) in ops.iter().enumerate() {
-            index_of.insert(op, i as u32);
+            index_of[op.index()] = i as u32;
+            let info = *by_name
+                .entry(ctx.op_name_ident(op))
+                .or_insert_with(|| NameInfo::of(ctx, op));
+            kind.push(if ctx.op_regions(op).is_empty() {
+                info.kind
+            } else {
+                NodeKind::Fixed
+            });
+            blocking.push(info.blocking);
+            gemm_like.push(info.gemm_like);
+            written.push(info.written);
         }
         let mut g = DepGraph {
-            kind: ops.iter().map(|&op| classify(ctx, op)).collect(),
-            blocking: ops
-                .iter()
-                .map(|&op| ctx.op_has_trait(op, Trait::Blocking))
-                .collect(),
+            kind,
+            blocking,
             group: vec![NONE; n],
             group_names: Vec::new(),
             coll_of_wait: vec![NONE; n],
             wait_of_coll: vec![NONE; n],
-            gemm_like: ops
-                .iter()
-                .map(|&op| ctx.op_name(op) == "compute.matmul")
-                .collect(),
-            pred_off: Vec::new(),
-            preds: Vec::new(),
+            gemm_like,
+            pred_off: Vec::with_capacity(n + 1),
+            preds: Vec::with_capacity(n * 3),
             succ_off: Vec::new(),
             succs: Vec::new(),
             index_of,
             ops,
         };
-        let mut edges: Vec<(u32, u32)> = Vec::with_capacity(n * 3);
-        g.data_and_memory_edges(ctx, &mut edges);
-        g.barrier_edges(&mut edges);
         g.assign_groups(ctx);
-        if opts.collective_order {
-            g.collective_order_edges(ctx, &mut edges);
+        let mut b = Builder {
+            storage_of: vec![NONE; ctx.num_value_slots()],
+            next_storage: 0,
+            last_writer: Vec::with_capacity(n * 2),
+            readers_head: Vec::with_capacity(n * 2),
+            reader_link: Vec::with_capacity(n * 2),
+            reads: Vec::new(),
+            writes: Vec::new(),
+        };
+        let mut order = OrderState {
+            last_fixed: NONE,
+            since_fixed: Vec::new(),
+            last_of_group: vec![NONE; g.group_names.len()],
+            last_unknown: NONE,
+            last_pinned: NONE,
+        };
+        let mut preds: Vec<u32> = Vec::new();
+        g.pred_off.push(0);
+        for i in 0..n as u32 {
+            preds.clear();
+            g.data_and_memory_preds(ctx, i, &written, &mut b, &mut preds);
+            g.barrier_preds(i, &mut order, &mut preds);
+            if opts.collective_order {
+                g.collective_order_preds(ctx, i, &mut order, &mut preds);
+            }
+            preds.sort_unstable();
+            preds.dedup();
+            debug_assert!(
+                preds.iter().all(|&p| p < i),
+                "edges must follow program order"
+            );
+            g.preds.extend_from_slice(&preds);
+            g.pred_off.push(g.preds.len() as u32);
         }
-        g.finish(edges);
+        g.finish();
         g
     }
 
@@ -144,7 +214,10 @@ impl DepGraph {
 
     /// The node of an op of the block.
     pub fn node(&self, op: OpId) -> Option<u32> {
-        self.index_of.get(&op).copied()
+        self.index_of
+            .get(op.index())
+            .copied()
+            .filter(|&n| n != NONE)
     }
 
     /// Nodes that must stay before `n`.
@@ -169,120 +242,115 @@ impl DepGraph {
         self.succs.len()
     }
 
-    fn data_and_memory_edges(&mut self, ctx: &Context, edges: &mut Vec<(u32, u32)>) {
+    /// SSA and memory predecessors of node `i` (see the module docs).
+    fn data_and_memory_preds(
+        &mut self,
+        ctx: &Context,
+        i: u32,
+        written_rule: &[Written],
+        b: &mut Builder,
+        preds: &mut Vec<u32>,
+    ) {
+        let mut reads = std::mem::take(&mut b.reads);
+        let mut writes = std::mem::take(&mut b.writes);
         // Storage of every value defined or used in the block: aliases resolve to the storage
         // of the value they alias, everything else is its own storage.
-        let mut storage_of: FxHashMap<Value, u32> = FxHashMap::default();
-        let mut next_storage = 0u32;
-        let mut storage = |storage_of: &mut FxHashMap<Value, u32>, v: Value| -> u32 {
-            *storage_of.entry(v).or_insert_with(|| {
-                next_storage += 1;
-                next_storage - 1
-            })
-        };
-        let mut accesses: Vec<Access> = Vec::new();
-        let mut reads: Vec<u32> = Vec::new();
-        let mut writes: Vec<u32> = Vec::new();
-        for (i, &op) in self.ops.iter().enumerate() {
-            let i = i as u32;
-            reads.clear();
-            writes.clear();
-            let operands = ctx.operands(op);
-            let written = written_operands(ctx, op);
-            for (k, &v) in operands.iter().enumerate() {
-                // SSA edge (also covered by storages; kept explicit for values of other kinds).
-                if let Some(d) = ctx.defining_op(v).and_then(|d| self.index_of.get(&d)) {
-                    edges.push((*d, i));
-                }
-                let s = storage(&mut storage_of, v);
-                if written.contains(&k) {
-                    writes.push(s);
-                } else {
-                    reads.push(s);
+        reads.clear();
+        writes.clear();
+        let op = self.ops[i as usize];
+        let operands = ctx.operands(op);
+        let written = written_rule[i as usize].range(operands.len());
+        for (k, &v) in operands.iter().enumerate() {
+            // SSA edge (also covered by storages; kept explicit for values of other kinds).
+            if let Some(d) = ctx.defining_op(v) {
+                let d = self.index_of[d.index()];
+                if d != NONE {
+                    preds.push(d);
                 }
             }
-            if ctx.op_has_trait(op, Trait::Wait) {
-                if let Some(c) =
-                    completed_collective(ctx, op).and_then(|c| self.index_of.get(&c).copied())
-                {
-                    self.coll_of_wait[i as usize] = c;
-                    if self.wait_of_coll[c as usize] == NONE {
-                        self.wait_of_coll[c as usize] = i;
-                    }
-                    // The collective may read its inputs until it completes.
-                    let cop = self.ops[c as usize];
-                    let cw = written_operands(ctx, cop);
-                    for (k, &v) in ctx.operands(cop).iter().enumerate() {
-                        if !cw.contains(&k) {
-                            reads.push(storage(&mut storage_of, v));
-                        }
-                    }
-                }
-            }
-            for (r, &v) in ctx.results(op).iter().enumerate() {
-                let s = match alias_of(ctx, op, r) {
-                    Some(a) => storage(&mut storage_of, a),
-                    None => storage(&mut storage_of, v),
-                };
-                storage_of.insert(v, s);
+            let s = b.storage(v);
+            if written.contains(&k) {
                 writes.push(s);
-            }
-            let needed = reads
-                .iter()
-                .chain(writes.iter())
-                .map(|&s| s as usize + 1)
-                .max()
-                .unwrap_or(0);
-            if accesses.len() < needed {
-                accesses.resize_with(needed, || Access {
-                    last_writer: NONE,
-                    readers: Vec::new(),
-                });
-            }
-            for &s in &reads {
-                let a = &mut accesses[s as usize];
-                if a.last_writer != NONE && a.last_writer != i {
-                    edges.push((a.last_writer, i));
-                }
-                if a.readers.last() != Some(&i) {
-                    a.readers.push(i);
-                }
-            }
-            for &s in &writes {
-                let a = &mut accesses[s as usize];
-                for &r in &a.readers {
-                    if r != i {
-                        edges.push((r, i));
-                    }
-                }
-                a.readers.clear();
-                if a.last_writer != NONE && a.last_writer != i {
-                    edges.push((a.last_writer, i));
-                }
-                a.last_writer = i;
+            } else {
+                reads.push(s);
             }
         }
+        if written_rule[i as usize].is_wait {
+            let c = completed_collective(ctx, op)
+                .map(|c| self.index_of[c.index()])
+                .unwrap_or(NONE);
+            if c != NONE {
+                self.coll_of_wait[i as usize] = c;
+                if self.wait_of_coll[c as usize] == NONE {
+                    self.wait_of_coll[c as usize] = i;
+                }
+                // The collective may read its inputs until it completes.
+                let cop = self.ops[c as usize];
+                let cw = written_rule[c as usize].range(ctx.operands(cop).len());
+                for (k, &v) in ctx.operands(cop).iter().enumerate() {
+                    if !cw.contains(&k) {
+                        reads.push(b.storage(v));
+                    }
+                }
+            }
+        }
+        for (r, &v) in ctx.results(op).iter().enumerate() {
+            let s = match alias_of(ctx, op, r) {
+                Some(a) => b.storage(a),
+                None => b.storage(v),
+            };
+            b.storage_of[v.index()] = s;
+            writes.push(s);
+        }
+        for &s in reads.iter() {
+            let s = s as usize;
+            let w = b.last_writer[s];
+            if w != NONE && w != i {
+                preds.push(w);
+            }
+            let head = b.readers_head[s];
+            if head == NONE || b.reader_link[head as usize].0 != i {
+                b.readers_head[s] = b.reader_link.len() as u32;
+                b.reader_link.push((i, head));
+            }
+        }
+        for &s in writes.iter() {
+            let s = s as usize;
+            let mut r = b.readers_head[s];
+            while r != NONE {
+                let (node, next) = b.reader_link[r as usize];
+                if node != i {
+                    preds.push(node);
+                }
+                r = next;
+            }
+            b.readers_head[s] = NONE;
+            let w = b.last_writer[s];
+            if w != NONE && w != i {
+                preds.push(w);
+            }
+            b.last_writer[s] = i;
+        }
+        b.reads = reads;
+        b.writes = writes;
     }
 
-    fn barrier_edges(&self, edges: &mut Vec<(u32, u32)>) {
-        let mut last_fixed = NONE;
-        let mut since: Vec<u32> = Vec::new();
-        for (i, k) in self.kind.iter().enumerate() {
-            let i = i as u32;
-            if last_fixed != NONE {
-                edges.push((last_fixed, i));
-            }
-            if *k == NodeKind::Fixed {
-                edges.extend(since.drain(..).map(|s| (s, i)));
-                last_fixed = i;
-            } else {
-                since.push(i);
-            }
+    /// Barrier predecessors of node `i`: the last fixed op before it, and for a fixed op
+    /// every op since the previous one. Chaining through the barrier keeps this linear.
+    fn barrier_preds(&self, i: u32, st: &mut OrderState, preds: &mut Vec<u32>) {
+        if st.last_fixed != NONE {
+            preds.push(st.last_fixed);
+        }
+        if self.kind[i as usize] == NodeKind::Fixed {
+            preds.append(&mut st.since_fixed);
+            st.last_fixed = i;
+        } else {
+            st.since_fixed.push(i);
         }
     }
 
     fn assign_groups(&mut self, ctx: &Context) {
-        let mut ids: FxHashMap<String, u32> = FxHashMap::default();
+        let mut ids: FxHashMap<&str, u32> = FxHashMap::default();
         for (i, &op) in self.ops.iter().enumerate() {
             if self.kind[i] != NodeKind::Collective {
                 continue;
@@ -292,7 +360,7 @@ impl DepGraph {
                 .and_then(|a| ctx.attr_as_symbol(a))
             {
                 let next = self.group_names.len() as u32;
-                let id = *ids.entry(name.to_string()).or_insert(next);
+                let id = *ids.entry(name).or_insert(next);
                 if id == next {
                     self.group_names.push(name.to_string());
                 }
@@ -301,85 +369,87 @@ impl DepGraph {
         }
     }
 
-    fn collective_order_edges(&self, ctx: &Context, edges: &mut Vec<(u32, u32)>) {
-        // Per group: each collective after the previous one. A collective with no known group
-        // is ordered against every group (it might share a communicator with any of them).
-        let mut last_of_group: Vec<u32> = vec![NONE; self.group_names.len()];
-        let mut last_unknown = NONE;
-        let mut last_pinned = NONE;
-        for i in 0..self.len() {
-            if self.kind[i] != NodeKind::Collective {
-                continue;
+    /// Collective-order predecessors of node `i`. Per group: each collective after the
+    /// previous one. A collective with no known group is ordered against every group (it
+    /// might share a communicator with any of them).
+    fn collective_order_preds(
+        &self,
+        ctx: &Context,
+        i: u32,
+        st: &mut OrderState,
+        preds: &mut Vec<u32>,
+    ) {
+        let iu = i as usize;
+        if self.kind[iu] != NodeKind::Collective {
+            return;
+        }
+        let g = self.group[iu];
+        if g == NONE {
+            preds.extend(st.last_of_group.iter().copied().filter(|&l| l != NONE));
+            st.last_of_group.fill(i);
+            if st.last_unknown != NONE {
+                preds.push(st.last_unknown);
             }
-            let i32_ = i as u32;
-            let g = self.group[i];
-            if g == NONE {
-                edges.extend(
-                    last_of_group
-                        .iter()
-                        .filter(|&&l| l != NONE)
-                        .map(|&l| (l, i32_)),
-                );
-                last_of_group.fill(i32_);
-                if last_unknown != NONE {
-                    edges.push((last_unknown, i32_));
-                }
-                last_unknown = i32_;
-            } else {
-                let l = last_of_group[g as usize];
-                if l != NONE {
-                    edges.push((l, i32_));
-                }
-                if last_unknown != NONE {
-                    edges.push((last_unknown, i32_));
-                }
-                last_of_group[g as usize] = i32_;
+            st.last_unknown = i;
+        } else {
+            let l = st.last_of_group[g as usize];
+            if l != NONE {
+                preds.push(l);
             }
-            // Pins chain in the current order: a pass that keeps the pins keeps this order.
-            if ctx.get_attr(self.ops[i], PIN_ATTR).is_some() {
-                if last_pinned != NONE {
-                    edges.push((last_pinned, i32_));
-                }
-                last_pinned = i32_;
+            if st.last_unknown != NONE {
+                preds.push(st.last_unknown);
             }
+            st.last_of_group[g as usize] = i;
+        }
+        // Pins chain in the current order: a pass that keeps the pins keeps this order.
+        if ctx.get_attr(self.ops[iu], PIN_ATTR).is_some() {
+            if st.last_pinned != NONE {
+                preds.push(st.last_pinned);
+            }
+            st.last_pinned = i;
         }
     }
 
-    fn finish(&mut self, mut edges: Vec<(u32, u32)>) {
+    /// Derives the successor lists from the predecessor lists (each comes out sorted, as
+    /// heads are visited in increasing order).
+    fn finish(&mut self) {
         let n = self.len();
-        edges.sort_unstable();
-        edges.dedup();
-        debug_assert!(
-            edges.iter().all(|&(a, b)| a < b),
-            "edges must follow program order"
-        );
-        let mut pred_count = vec![0u32; n + 1];
-        self.succ_off = vec![0u32; n + 1];
-        for &(a, b) in &edges {
-            self.succ_off[a as usize + 1] += 1;
-            pred_count[b as usize + 1] += 1;
+        let mut succ_off = vec![0u32; n + 1];
+        for &a in &self.preds {
+            succ_off[a as usize + 1] += 1;
         }
         for i in 0..n {
-            self.succ_off[i + 1] += self.succ_off[i];
-            pred_count[i + 1] += pred_count[i];
+            succ_off[i + 1] += succ_off[i];
         }
-        self.succs = edges.iter().map(|e| e.1).collect();
-        self.preds = vec![0; edges.len()];
-        let mut fill = pred_count.clone();
-        for &(a, b) in &edges {
-            self.preds[fill[b as usize] as usize] = a;
-            fill[b as usize] += 1;
+        let mut fill = succ_off.clone();
+        let mut succs = vec![0u32; self.preds.len()];
+        for b in 0..n as u32 {
+            for &a in self.preds(b) {
+                succs[fill[a as usize] as usize] = b;
+                fill[a as usize] += 1;
+            }
         }
-        self.pred_off = pred_count;
+        self.succ_off = succ_off;
+        self.succs = succs;
     }
 }
 
-/// How an op is scheduled.
-fn classify(ctx: &Context, op: OpId) -> NodeKind {
-    let Some(def) = ctx.op_def(op) else {
+/// The running state of the barrier and collective-order rules during a build.
+struct OrderState {
+    last_fixed: u32,
+    /// Non-fixed nodes since the last fixed one.
+    since_fixed: Vec<u32>,
+    last_of_group: Vec<u32>,
+    last_unknown: u32,
+    last_pinned: u32,
+}
+
+/// How an op without regions is scheduled, from its definition.
+fn classify_def(def: Option<&OpDef>) -> NodeKind {
+    let Some(def) = def else {
         return NodeKind::Fixed;
     };
-    if !ctx.op_regions(op).is_empty() || def.has_trait(Trait::Terminator) {
+    if def.has_trait(Trait::Terminator) {
         return NodeKind::Fixed;
     }
     if def.has_trait(Trait::Collective) {
@@ -405,18 +475,76 @@ fn classify(ctx: &Context, op: OpId) -> NodeKind {
 
 /// The operand positions an op writes (in place).
 pub fn written_operands(ctx: &Context, op: OpId) -> std::ops::Range<usize> {
-    let n = ctx.operands(op).len();
-    match ctx.op_name(op) {
-        // Work handle first, then the buffers it completes.
-        "comm.wait" => 1.min(n)..n,
-        "coll.wait_tensor" => 0..n,
-        // Inputs then destinations.
-        "comm.all_gather"
-        | "comm.reduce_scatter"
-        | "comm.all_to_all"
-        | "comm.shard_dim_alltoall" => n / 2..n,
-        _ if ctx.op_has_trait(op, Trait::MemWrite) || ctx.op_has_trait(op, Trait::Wait) => 0..n,
-        _ => 0..0,
+    Written::of(ctx, op).range(ctx.operands(op).len())
+}
+
+/// Which operands an op writes, as a rule of its name (see [`written_operands`]), and whether
+/// it is a wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Written {
+    /// Operands from this position on, capped by the operand count...
+    from: WrittenFrom,
+    is_wait: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WrittenFrom {
+    /// ... none.
+    Nothing,
+    /// ... all of them.
+    All,
+    /// ... all but the first (the work handle of `comm.wait`).
+    Second,
+    /// ... the second half (inputs, then destinations).
+    SecondHalf,
+}
+
+impl Written {
+    fn of(ctx: &Context, op: OpId) -> Written {
+        let is_wait = ctx.op_has_trait(op, Trait::Wait);
+        let from = match ctx.op_name(op) {
+            // Work handle first, then the buffers it completes.
+            "comm.wait" => WrittenFrom::Second,
+            "coll.wait_tensor" => WrittenFrom::All,
+            // Inputs then destinations.
+            "comm.all_gather"
+            | "comm.reduce_scatter"
+            | "comm.all_to_all"
+            | "comm.shard_dim_alltoall" => WrittenFrom::SecondHalf,
+            _ if ctx.op_has_trait(op, Trait::MemWrite) || is_wait => WrittenFrom::All,
+            _ => WrittenFrom::Nothing,
+        };
+        Written { from, is_wait }
+    }
+
+    fn range(self, n: usize) -> std::ops::Range<usize> {
+        match self.from {
+            WrittenFrom::Nothing => 0..0,
+            WrittenFrom::All => 0..n,
+            WrittenFrom::Second => 1.min(n)..n,
+            WrittenFrom::SecondHalf => n / 2..n,
+        }
+    }
+}
+
+/// The per-name facts [`DepGraph::build`] caches.
+#[derive(Clone, Copy)]
+struct NameInfo {
+    /// The kind of an op of this name without regions (one with regions is fixed).
+    kind: NodeKind,
+    blocking: bool,
+    gemm_like: bool,
+    written: Written,
+}
+
+impl NameInfo {
+    fn of(ctx: &Context, op: OpId) -> NameInfo {
+        NameInfo {
+            kind: classify_def(ctx.op_def(op)),
+            blocking: ctx.op_has_trait(op, Trait::Blocking),
+            gemm_like: ctx.op_name(op) == "compute.matmul",
+            written: Written::of(ctx, op),
+        }
     }
 }
 

@@ -4,24 +4,27 @@
 //! one `--comm-report` uses) compares the new order with the old; an order that makes the
 //! function slower is undone. O(n): two simulations and, when reverting, one relink.
 
-use crate::analysis::cost::H200_NVLINK;
-use crate::analysis::timeline::simulate;
+use super::CostTable;
+use crate::analysis::timeline::simulate_with;
 use commlir_ir::{BlockId, Context, OpId};
 
 /// Runs `schedule` on `func`'s body and undoes it if the simulated makespan grew. Returns the
-/// scheduler's result and whether the order was reverted.
+/// scheduler's result and whether the order was reverted. The scheduler gets the cost table
+/// the guard simulates with (`None` when the function has no body), so that every op is
+/// costed once.
 pub fn keep_if_not_slower<R>(
     ctx: &mut Context,
     func: OpId,
-    schedule: impl FnOnce(&mut Context) -> R,
+    schedule: impl FnOnce(&mut Context, Option<&CostTable>) -> R,
 ) -> (R, bool) {
     let Some(body) = body(ctx, func) else {
-        return (schedule(ctx), false);
+        return (schedule(ctx, None), false);
     };
     let before_order: Vec<OpId> = ctx.block_ops(body).collect();
-    let before = simulate(ctx, &H200_NVLINK, body).makespan_ns;
-    let r = schedule(ctx);
-    let after = simulate(ctx, &H200_NVLINK, body).makespan_ns;
+    let costs = CostTable::of_ops(ctx, before_order.iter().copied());
+    let before = simulate_with(ctx, body, |op| costs.get(op)).makespan_ns;
+    let r = schedule(ctx, Some(&costs));
+    let after = simulate_with(ctx, body, |op| costs.get(op)).makespan_ns;
     // A relative tolerance keeps float noise from undoing an equal-time reorder.
     if after > before * (1.0 + 1e-9) {
         for &op in &before_order {

@@ -298,7 +298,8 @@ impl ListOrder {
 
 /// Moves `x`, directly before the group `seg` (contiguous, in order), to directly after it,
 /// if the memory levels of the nodes involved stay within `limit`; returns whether it moved.
-/// One adjacent swap (O(1) memory update) per group member; undone if over the limit.
+/// The memory levels are updated as by one adjacent swap per group member, undone if over
+/// the limit ([`MemoryTracker::move_after_run`]).
 pub fn try_move_after(
     mem: &mut MemoryTracker,
     list: &mut ListOrder,
@@ -306,19 +307,7 @@ pub fn try_move_after(
     seg: &[u32],
     limit: i64,
 ) -> bool {
-    for &g in seg {
-        mem.swap_adjacent(x, g);
-    }
-    let peak = seg
-        .iter()
-        .map(|&g| mem.post_alloc(g))
-        .chain([mem.post_alloc(x)])
-        .max()
-        .unwrap_or(0);
-    if peak > limit {
-        for &g in seg.iter().rev() {
-            mem.swap_adjacent(g, x);
-        }
+    if !mem.move_after_run(x, seg, limit) {
         return false;
     }
     list.unlink(x);
@@ -334,19 +323,7 @@ pub fn try_move_before(
     seg: &[u32],
     limit: i64,
 ) -> bool {
-    for &g in seg.iter().rev() {
-        mem.swap_adjacent(g, x);
-    }
-    let peak = seg
-        .iter()
-        .map(|&g| mem.post_alloc(g))
-        .chain([mem.post_alloc(x)])
-        .max()
-        .unwrap_or(0);
-    if peak > limit {
-        for &g in seg {
-            mem.swap_adjacent(x, g);
-        }
+    if !mem.move_before_run(x, seg, limit) {
         return false;
     }
     list.unlink(x);

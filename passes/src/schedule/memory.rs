@@ -14,8 +14,7 @@
 
 use crate::analysis::buffers::{alias_of, BufferModel};
 use commlir_dialects::shape::tensor_bytes;
-use commlir_ir::{AttrKind, BlockId, Context, Trait, Value};
-use rustc_hash::FxHashMap;
+use commlir_ir::{AttrKind, BlockId, Context, Trait};
 
 use super::graph::{DepGraph, NONE};
 
@@ -28,8 +27,11 @@ pub struct MemoryTracker {
     free: Vec<i64>,
     /// Memory right after each node's allocations.
     post_alloc: Vec<i64>,
-    /// The distinct storages each node uses through its operands.
-    uses: Vec<Vec<u32>>,
+    /// The distinct storages each node uses through its operands: node `p`'s are
+    /// `uses[use_off[p]..use_off[p + 1]]` (one flat array, so a swap touches two short
+    /// contiguous runs instead of chasing two heap pointers).
+    use_off: Vec<u32>,
+    uses: Vec<u32>,
     /// Per storage: size counted when freed (0 for storages never freed or not counted).
     free_size: Vec<i64>,
     /// Per storage: the node using it last (or defining it, when unused).
@@ -45,17 +47,18 @@ impl MemoryTracker {
     /// built from.
     pub fn new(ctx: &Context, block: BlockId, graph: &DepGraph) -> MemoryTracker {
         let n = graph.len();
-        let mut storage_of: FxHashMap<Value, u32> = FxHashMap::default();
-        let mut size: Vec<i64> = Vec::new();
-        let mut def: Vec<u32> = Vec::new();
-        let mut counted: Vec<bool> = Vec::new();
-        let mut escapes: Vec<bool> = Vec::new();
+        // Storage of each value by value index (`NONE`: not a storage of this block).
+        let mut storage_of: Vec<u32> = vec![NONE; ctx.num_value_slots()];
+        let mut size: Vec<i64> = Vec::with_capacity(n * 2);
+        let mut def: Vec<u32> = Vec::with_capacity(n * 2);
+        let mut counted: Vec<bool> = Vec::with_capacity(n * 2);
+        let mut escapes: Vec<bool> = Vec::with_capacity(n * 2);
         let func = ctx.block_parent_op(block);
         let mut base = 0i64;
         for (i, &a) in ctx.block_args(block).iter().enumerate() {
             let donated = func.is_some_and(|f| is_donated(ctx, f, i));
             let s = tensor_bytes(ctx, ctx.value_type(a)).unwrap_or(0) as i64;
-            storage_of.insert(a, size.len() as u32);
+            storage_of[a.index()] = size.len() as u32;
             size.push(s);
             def.push(NONE);
             counted.push(donated);
@@ -65,26 +68,34 @@ impl MemoryTracker {
             }
         }
         let mut alloc = vec![0i64; n];
-        let mut uses: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let mut use_off: Vec<u32> = Vec::with_capacity(n + 1);
+        let mut uses: Vec<u32> = Vec::with_capacity(n * 2);
+        use_off.push(0);
         for (p, &op) in graph.ops.iter().enumerate() {
             let is_return = ctx.op_has_trait(op, Trait::ReturnLike);
+            let first = uses.len();
             for &v in ctx.operands(op) {
-                if let Some(&s) = storage_of.get(&v) {
-                    if !uses[p].contains(&s) {
-                        uses[p].push(s);
+                let s = storage_of[v.index()];
+                if s != NONE {
+                    if !uses[first..].contains(&s) {
+                        uses.push(s);
                     }
                     if is_return {
                         escapes[s as usize] = true;
                     }
                 }
             }
+            use_off.push(uses.len() as u32);
             for (r, &v) in ctx.results(op).iter().enumerate() {
-                if let Some(s) = alias_of(ctx, op, r).and_then(|a| storage_of.get(&a).copied()) {
-                    storage_of.insert(v, s);
-                    continue;
+                if let Some(a) = alias_of(ctx, op, r) {
+                    let s = storage_of[a.index()];
+                    if s != NONE {
+                        storage_of[v.index()] = s;
+                        continue;
+                    }
                 }
                 let s = tensor_bytes(ctx, ctx.value_type(v)).unwrap_or(0) as i64;
-                storage_of.insert(v, size.len() as u32);
+                storage_of[v.index()] = size.len() as u32;
                 size.push(s);
                 def.push(p as u32);
                 counted.push(true);
@@ -94,8 +105,8 @@ impl MemoryTracker {
         }
         let ns = size.len();
         let mut last_use = def.clone();
-        for (p, us) in uses.iter().enumerate() {
-            for &s in us {
+        for p in 0..n {
+            for &s in &uses[use_off[p] as usize..use_off[p + 1] as usize] {
                 last_use[s as usize] = p as u32;
             }
         }
@@ -127,6 +138,7 @@ impl MemoryTracker {
             alloc,
             free,
             post_alloc,
+            use_off,
             uses,
             free_size,
             last_use,
@@ -160,16 +172,117 @@ impl MemoryTracker {
     pub fn swap_adjacent(&mut self, a: u32, b: u32) {
         let (ai, bi) = (a as usize, b as usize);
         let before = self.post_alloc[ai] - self.alloc[ai];
-        for k in 0..self.uses[bi].len() {
-            let s = self.uses[bi][k] as usize;
-            if self.last_use[s] == b && self.uses[ai].contains(&(s as u32)) {
-                self.last_use[s] = a;
-                self.free[bi] -= self.free_size[s];
-                self.free[ai] += self.free_size[s];
+        let a_uses = &self.uses[self.use_off[ai] as usize..self.use_off[ai + 1] as usize];
+        let b_uses = &self.uses[self.use_off[bi] as usize..self.use_off[bi + 1] as usize];
+        for &s in b_uses {
+            let su = s as usize;
+            if self.last_use[su] == b && a_uses.contains(&s) {
+                self.last_use[su] = a;
+                self.free[bi] -= self.free_size[su];
+                self.free[ai] += self.free_size[su];
             }
         }
         self.post_alloc[bi] = before + self.alloc[bi];
         self.post_alloc[ai] = self.post_alloc[bi] - self.free[bi] + self.alloc[ai];
+    }
+
+    /// The storages node `n` uses.
+    fn uses_of(&self, n: u32) -> &[u32] {
+        let n = n as usize;
+        &self.uses[self.use_off[n] as usize..self.use_off[n + 1] as usize]
+    }
+
+    /// Moves `x`, directly before the contiguous run `seg`, to directly after it, if no level
+    /// of the nodes involved then exceeds `limit`; returns whether it moved (the levels are
+    /// left unchanged otherwise). Same result as swapping `x` with each member in turn and
+    /// back when over the limit, but when no storage changes its last user (by far the
+    /// common case: `x` is unrelated to the run) the new levels are one running sum over the
+    /// run, computed in place and recomputed in the old order to undo.
+    pub fn move_after_run(&mut self, x: u32, seg: &[u32], limit: i64) -> bool {
+        // A swap of `x` with `g` moves a free only for a storage both use whose last user
+        // is `g`; the last user of a storage `x` uses is one of its users.
+        let transfers = self
+            .uses_of(x)
+            .iter()
+            .any(|&s| seg.contains(&self.last_use[s as usize]));
+        if transfers {
+            for &g in seg {
+                self.swap_adjacent(x, g);
+            }
+            if self.run_peak(x, seg) > limit {
+                for &g in seg.iter().rev() {
+                    self.swap_adjacent(g, x);
+                }
+                return false;
+            }
+            return true;
+        }
+        let xi = x as usize;
+        let entry = self.post_alloc[xi] - self.alloc[xi];
+        let level = self.relevel(entry, seg);
+        let px = level + self.alloc[xi];
+        if self.run_peak_with(px, seg) > limit {
+            // `x`'s own level was not touched yet: the run goes back to following it.
+            self.relevel(self.post_free(x), seg);
+            return false;
+        }
+        self.post_alloc[xi] = px;
+        true
+    }
+
+    /// Moves `x`, directly after the contiguous run `seg`, to directly before it, if no level
+    /// of the nodes involved then exceeds `limit` (see [`MemoryTracker::move_after_run`]).
+    pub fn move_before_run(&mut self, x: u32, seg: &[u32], limit: i64) -> bool {
+        // A swap of `g` with `x` moves a free only for a storage both use whose last user
+        // is `x`.
+        let transfers = self.uses_of(x).iter().any(|&s| {
+            self.last_use[s as usize] == x && seg.iter().any(|&g| self.uses_of(g).contains(&s))
+        });
+        if transfers {
+            for &g in seg.iter().rev() {
+                self.swap_adjacent(g, x);
+            }
+            if self.run_peak(x, seg) > limit {
+                for &g in seg {
+                    self.swap_adjacent(x, g);
+                }
+                return false;
+            }
+            return true;
+        }
+        let xi = x as usize;
+        let first = seg[0] as usize;
+        let entry = self.post_alloc[first] - self.alloc[first];
+        let px = entry + self.alloc[xi];
+        self.post_alloc[xi] = px;
+        self.relevel(px - self.free[xi], seg);
+        if self.run_peak_with(px, seg) > limit {
+            self.post_alloc[xi] = self.relevel(entry, seg) + self.alloc[xi];
+            return false;
+        }
+        true
+    }
+
+    /// Sets the levels of the run `seg`, in order, starting from memory `level` before it;
+    /// returns the memory after it.
+    fn relevel(&mut self, mut level: i64, seg: &[u32]) -> i64 {
+        for &g in seg {
+            let gi = g as usize;
+            let p = level + self.alloc[gi];
+            self.post_alloc[gi] = p;
+            level = p - self.free[gi];
+        }
+        level
+    }
+
+    fn run_peak(&self, x: u32, seg: &[u32]) -> i64 {
+        self.run_peak_with(self.post_alloc(x), seg)
+    }
+
+    fn run_peak_with(&self, px: i64, seg: &[u32]) -> i64 {
+        seg.iter()
+            .map(|&g| self.post_alloc[g as usize])
+            .fold(px, i64::max)
     }
 
     /// Asserts that the tracked levels equal a full recompute by [`BufferModel`] of the block

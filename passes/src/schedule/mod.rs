@@ -16,8 +16,61 @@ pub use graph::{DepGraph, GraphOptions, NodeKind, NONE, PIN_ATTR};
 pub use memory::MemoryTracker;
 
 use crate::analysis::buffers::peak_memory;
-use crate::analysis::cost::{op_cost, H200_NVLINK};
+use crate::analysis::cost::{op_cost, OpCost, H200_NVLINK};
 use commlir_ir::{BlockId, Context, OpId};
+use rustc_hash::FxHashMap;
+
+/// The cost-model estimate ([`op_cost`] on [`H200_NVLINK`]) of every op of a block, computed
+/// once per pass: reordering does not change what an op costs, and a scheduling pass needs it
+/// three times (the node runtimes and the do-no-harm guard's two timeline simulations).
+pub struct CostTable {
+    /// By op arena index; `Free` for ops outside the block.
+    by_op: Vec<OpCost>,
+}
+
+impl CostTable {
+    /// The costs of the ops of `block`.
+    pub fn new(ctx: &Context, block: BlockId) -> CostTable {
+        Self::of_ops(ctx, ctx.block_ops(block))
+    }
+
+    /// The costs of `ops`, all in one block.
+    ///
+    /// An op's cost is a function of its name, operand and result types, properties and
+    /// attributes (the group it names resolves the same way from anywhere in the block), so
+    /// ops alike in those (a program repeating its layers is mostly such ops) are costed once.
+    pub fn of_ops(ctx: &Context, ops: impl IntoIterator<Item = OpId>) -> CostTable {
+        let mut by_op = vec![OpCost::Free; ctx.num_op_slots()];
+        let mut seen: FxHashMap<Box<[u32]>, OpCost> = FxHashMap::default();
+        let mut key: Vec<u32> = Vec::new();
+        for op in ops {
+            key.clear();
+            key.push(ctx.op_name_ident(op).index() as u32);
+            for vals in [ctx.operands(op), ctx.results(op)] {
+                key.push(vals.len() as u32);
+                key.extend(vals.iter().map(|&v| ctx.value_type(v).index() as u32));
+            }
+            key.push(ctx.properties(op).map_or(u32::MAX, |p| p.index() as u32));
+            for &(k, a) in ctx.attrs(op) {
+                key.extend([k.index() as u32, a.index() as u32]);
+            }
+            by_op[op.index()] = match seen.get(key.as_slice()) {
+                Some(&c) => c,
+                None => {
+                    let c = op_cost(ctx, &H200_NVLINK, op);
+                    seen.insert(key.as_slice().into(), c);
+                    c
+                }
+            };
+        }
+        CostTable { by_op }
+    }
+
+    /// The cost of `op` (an op of the block the table was built for).
+    pub fn get(&self, op: OpId) -> OpCost {
+        self.by_op.get(op.index()).copied().unwrap_or(OpCost::Free)
+    }
+}
 
 /// The body of a function when it has exactly one block.
 pub fn body_block(ctx: &Context, func: OpId) -> Option<BlockId> {
@@ -35,6 +88,11 @@ pub fn runtimes(ctx: &Context, graph: &DepGraph) -> Vec<f64> {
         .iter()
         .map(|&op| op_cost(ctx, &H200_NVLINK, op).ns())
         .collect()
+}
+
+/// [`runtimes`] from a precomputed table.
+pub fn runtimes_from(costs: &CostTable, graph: &DepGraph) -> Vec<f64> {
+    graph.ops.iter().map(|&op| costs.get(op).ns()).collect()
 }
 
 /// Rewrites the block to hold the graph's ops in `order` (node numbers). O(n) moves.
