@@ -757,6 +757,12 @@ unsafe fn run_calls(
     }
     let mut time = None;
     if sh.opts.bench_iters > 0 {
+        if let Some(g) = &replay {
+            // One untimed replay of the graph the loop launches (uploads it to the device and
+            // warms NCCL's graph resources; the same on every rank, like the warm-up calls).
+            g.launch(st.streams[0])?;
+            st.synchronize()?;
+        }
         // Line the ranks up: threads by a barrier, processes by a one-element all-reduce.
         sh.barrier.wait();
         barrier_allreduce(st)?;
