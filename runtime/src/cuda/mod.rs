@@ -24,6 +24,7 @@ pub mod artifact;
 pub mod baseline;
 pub mod check;
 pub mod ffi;
+pub mod graph;
 pub mod order;
 pub mod rank;
 pub mod rdzv;
@@ -58,6 +59,10 @@ pub struct CudaOptions {
     /// comm-pool slots, results taken from them: no copy in or out); false: the program
     /// copies, as with a runner that ignores slots.
     pub slots: bool,
+    /// Capture one call as a CUDA graph after the warm-up calls and replay it: the returned
+    /// results come from one replay (arguments uploaded again before it), the timed calls are
+    /// replays (`graph.rs`); the per-op pass stays on ordinary calls.
+    pub cuda_graph: bool,
 }
 
 impl Default for CudaOptions {
@@ -70,6 +75,7 @@ impl Default for CudaOptions {
             bench_iters: 0,
             warmup: 0,
             slots: true,
+            cuda_graph: false,
         }
     }
 }
@@ -423,8 +429,14 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
                     }
                 }
                 std::mem::forget(lib);
+                // A rank that failed first leaves its peers waiting: say why it failed.
+                errors.sort();
+                let mut msg = errors.join("\n");
+                if !msg.is_empty() {
+                    msg.push('\n');
+                }
                 return Err(format!(
-                    "error: the run did not finish within {} s (--timeout-s): aborted {} NCCL communicator(s); a rank is likely stuck in a collective its peers never joined",
+                    "{msg}error: the run did not finish within {} s (--timeout-s): aborted {} NCCL communicator(s); a rank is likely stuck in a collective its peers never joined",
                     opts.timeout.as_secs(),
                     comms.len()
                 ));
@@ -633,6 +645,8 @@ fn rank_body(
         // Arguments, generated as the sim backend generates them.
         let mut args: Vec<*mut c_void> = Vec::with_capacity(sh.arg_types.len());
         let mut arg_ptrs = Vec::new();
+        // With --cuda-graph the arguments are uploaded again before the checked replay.
+        let mut uploads: Vec<(cu::CUdeviceptr, Vec<u8>)> = Vec::new();
         for (i, ty) in sh.arg_types.iter().enumerate() {
             let t = inputs::generate(ty, sh.opts.seed, rank, i);
             let bytes = tensor_bytes(&t);
@@ -652,12 +666,15 @@ fn rank_body(
                 cu::cuMemcpyHtoD_v2(p, bytes.as_ptr() as *const c_void, bytes.len()),
             )?;
             args.push(p as *mut c_void);
+            if sh.opts.cuda_graph {
+                uploads.push((p, bytes));
+            }
         }
         // The uploads are synchronous copies on the legacy stream, which the two
         // non-blocking streams do not wait for: finish them here, once, so that the calls'
         // stream bookkeeping (`order.rs`) may start from "nothing outstanding".
         cu_check("cuCtxSynchronize", cu::cuCtxSynchronize())?;
-        let r = run_calls(sh, st, &args, &want);
+        let r = run_calls(sh, st, &args, &want, &uploads);
         for p in arg_ptrs {
             let _ = st.synchronize();
             cu::cuMemFree_v2(p);
@@ -672,15 +689,20 @@ fn register_comm(sh: &Shared, c: nccl::ncclComm_t) {
     }
 }
 
-/// One checked call (results downloaded), then the warm-up and timed calls.
+/// One checked call (results downloaded), then the warm-up and timed calls. With
+/// `--cuda-graph` the first call is not downloaded: after the warm-up calls one call is
+/// captured as a CUDA graph and replayed once on freshly uploaded arguments, and the results
+/// come from that replay; the timed calls are graph replays.
 ///
 /// # Safety
-/// The rank's context is current; `args` are device buffers of the argument types.
+/// The rank's context is current; `args` are device buffers of the argument types; `uploads`
+/// are the arguments' buffers and bytes (with `--cuda-graph`).
 unsafe fn run_calls(
     sh: &Shared,
     st: &mut RankState,
     args: &[*mut c_void],
     want: &[*mut c_void],
+    uploads: &[(cu::CUdeviceptr, Vec<u8>)],
 ) -> Result<(RankResults, RankTimes), String> {
     // One join per call, before it: the previous call's work on both streams is ordered
     // before this call's (the program itself ends with compute waiting for comm). Only the
@@ -705,23 +727,17 @@ unsafe fn run_calls(
             .map(|p| *p as u64)
             .collect())
     };
+    let graph_mode = sh.opts.cuda_graph;
     let ptrs = call(st)?;
     st.synchronize()?;
-    let mut results = Vec::with_capacity(ptrs.len());
-    for (p, ty) in ptrs.iter().zip(&sh.result_types) {
-        let mut host = vec![0u8; ty.numel() * ty.elem.byte_width()];
-        if !host.is_empty() {
-            cu_check(
-                "cuMemcpyDtoH",
-                cu::cuMemcpyDtoH_v2(host.as_mut_ptr() as *mut c_void, *p, host.len()),
-            )?;
-        }
-        results.push(tensor_from_bytes(ty, &host));
-    }
+    let mut results = if graph_mode {
+        Vec::new()
+    } else {
+        download(sh, &ptrs)?
+    };
     for p in ptrs {
         st.release_result(p)?;
     }
-    let mut time = None;
     if sh.opts.bench_iters > 0 {
         for _ in 0..sh.opts.warmup {
             for p in call(st)? {
@@ -729,26 +745,54 @@ unsafe fn run_calls(
             }
         }
         st.synchronize()?;
+    }
+    let mut replay = None;
+    if graph_mode {
+        let fork = [st.timing_event()?, st.timing_event()?];
+        let r = graph_calls(sh, st, fork, &call, uploads);
+        st.recycle_events(&fork);
+        let (res, g) = r?;
+        results = res;
+        replay = g;
+    }
+    let mut time = None;
+    if sh.opts.bench_iters > 0 {
+        if let Some(g) = &replay {
+            // One untimed replay of the graph the loop launches (uploads it to the device and
+            // warms NCCL's graph resources; the same on every rank, like the warm-up calls).
+            g.launch(st.streams[0])?;
+            st.synchronize()?;
+        }
         // Line the ranks up: threads by a barrier, processes by a one-element all-reduce.
         sh.barrier.wait();
         barrier_allreduce(st)?;
         let (e0, e1) = (st.timing_event()?, st.timing_event()?);
         cu_check("cuEventRecord", cu::cuEventRecord(e0, st.streams[0]))?;
-        // The first call's comm work may no longer wait for the compute stream (nothing on
-        // it to wait for): order it after the start event explicitly, once, so the timed
-        // interval still contains all of the loop's work. (An extra edge the bookkeeping
-        // does not know about only makes it conservative.)
-        cu_check(
-            "cuStreamWaitEvent",
-            cu::cuStreamWaitEvent(st.streams[1], e0, 0),
-        )?;
-        let t0 = Instant::now();
-        for _ in 0..sh.opts.bench_iters {
-            for p in call(st)? {
-                st.release_result(p)?;
+        let t0;
+        if let Some(g) = &replay {
+            // Graph replays: all on the compute stream, each ordered whole after the previous
+            // one (the comm stream's captured work is inside the graph).
+            t0 = Instant::now();
+            for _ in 0..sh.opts.bench_iters {
+                g.launch(st.streams[0])?;
             }
+        } else {
+            // The first call's comm work may no longer wait for the compute stream (nothing
+            // on it to wait for): order it after the start event explicitly, once, so the
+            // timed interval still contains all of the loop's work. (An extra edge the
+            // bookkeeping does not know about only makes it conservative.)
+            cu_check(
+                "cuStreamWaitEvent",
+                cu::cuStreamWaitEvent(st.streams[1], e0, 0),
+            )?;
+            t0 = Instant::now();
+            for _ in 0..sh.opts.bench_iters {
+                for p in call(st)? {
+                    st.release_result(p)?;
+                }
+            }
+            st.join_streams()?;
         }
-        st.join_streams()?;
         cu_check("cuEventRecord", cu::cuEventRecord(e1, st.streams[0]))?;
         st.synchronize()?;
         let wall = t0.elapsed().as_secs_f64() / sh.opts.bench_iters as f64;
@@ -758,10 +802,12 @@ unsafe fn run_calls(
             cu::cuEventElapsedTime_v2(&mut ms, e0, e1),
         )?;
         st.recycle_events(&[e0, e1]);
+        drop(replay.take());
         time = Some((wall, f64::from(ms) * 1e-3 / sh.opts.bench_iters as f64));
         // Per-op pass: events around every op, each call alone (ranks lined up by an NCCL
         // barrier, streams synchronized after it), so that no op's time includes another
-        // call's work; the end-to-end time above is measured without these events.
+        // call's work; the end-to-end time above is measured without these events. (Always
+        // ordinary calls, also with --cuda-graph.)
         st.time_ops = true;
         for _ in 0..sh.opts.bench_iters {
             barrier_allreduce(st)?;
@@ -781,6 +827,82 @@ unsafe fn run_calls(
         },
         (time, ops),
     ))
+}
+
+/// Downloads the results at `ptrs` (the streams are synchronized).
+///
+/// # Safety
+/// The rank's context is current; `ptrs` are device buffers of the result types.
+unsafe fn download(sh: &Shared, ptrs: &[u64]) -> Result<Vec<Tensor>, String> {
+    let mut results = Vec::with_capacity(ptrs.len());
+    for (p, ty) in ptrs.iter().zip(&sh.result_types) {
+        let mut host = vec![0u8; ty.numel() * ty.elem.byte_width()];
+        if !host.is_empty() {
+            cu_check(
+                "cuMemcpyDtoH",
+                cu::cuMemcpyDtoH_v2(host.as_mut_ptr() as *mut c_void, *p, host.len()),
+            )?;
+        }
+        results.push(tensor_from_bytes(ty, &host));
+    }
+    Ok(results)
+}
+
+/// `--cuda-graph`: uploads the arguments again (a call may have written into an argument's
+/// slot), captures one call, replays it once and downloads its results. Returns them and,
+/// with `--bench-iters`, the graph the timed loop replays: the same one when the call leaves
+/// no stream-ordered allocation behind (slotted results, the usual single-collective case),
+/// else a second capture of the call followed by the frees of its results (a graph whose
+/// allocations are not freed inside it cannot be launched again, and the ordinary timed
+/// loop frees the results after each call as well).
+///
+/// # Safety
+/// The rank's context is current; `fork` are two events of it; `uploads` are device buffers
+/// and their contents.
+unsafe fn graph_calls(
+    sh: &Shared,
+    st: &mut RankState,
+    fork: [cu::CUevent; 2],
+    call: &dyn Fn(&mut RankState) -> Result<Vec<u64>, String>,
+    uploads: &[(cu::CUdeviceptr, Vec<u8>)],
+) -> Result<(Vec<Tensor>, Option<graph::CallGraph>), String> {
+    st.synchronize()?;
+    for (p, bytes) in uploads {
+        cu_check(
+            "cuMemcpyHtoD",
+            cu::cuMemcpyHtoD_v2(*p, bytes.as_ptr() as *const c_void, bytes.len()),
+        )?;
+    }
+    cu_check("cuCtxSynchronize", cu::cuCtxSynchronize())?;
+    let before = st.live_allocs();
+    let (checked, ptrs) = graph::capture(st, fork, |s| call(s))?;
+    // Allocations made inside the captured call and not freed in it: graph allocations, whose
+    // addresses are fixed, valid after the replay until freed (outside the graph, below).
+    let fresh: Vec<u64> = st.live_allocs().difference(&before).copied().collect();
+    checked.launch(st.streams[0])?;
+    st.synchronize()
+        .map_err(|e| format!("{}: the checked replay failed: {e}", graph::ERR))?;
+    let results = download(sh, &ptrs)?;
+    for p in &fresh {
+        st.release_result(*p)?;
+    }
+    st.synchronize()?;
+    if sh.opts.bench_iters == 0 {
+        return Ok((results, None));
+    }
+    if fresh.is_empty() {
+        return Ok((results, Some(checked)));
+    }
+    drop(checked);
+    let before = st.live_allocs();
+    let (timed, ()) = graph::capture(st, fork, |s| {
+        call(s)?;
+        for p in s.live_allocs().difference(&before) {
+            s.release_result(*p)?;
+        }
+        Ok(())
+    })?;
+    Ok((results, Some(timed)))
 }
 
 /// A one-element all-reduce on the world communicator, waited for: every rank of the job

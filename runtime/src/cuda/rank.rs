@@ -102,6 +102,9 @@ pub struct RankState {
     /// Work enqueued inside an NCCL group, per stream: NCCL launches it at the outermost
     /// `ncclGroupEnd`, so it counts as work there (a record inside the group lands before it).
     group_work: [bool; 2],
+    /// A call is being captured into a CUDA graph (`graph.rs`): what cannot be captured
+    /// (allocating a new pool) fails with a `--cuda-graph:` error instead.
+    pub capturing: bool,
 }
 
 // SAFETY: the raw CUDA/NCCL handles are used by one thread at a time (the rank's thread);
@@ -137,6 +140,7 @@ impl RankState {
             op_sums: Vec::new(),
             order: StreamOrder::default(),
             group_work: [false; 2],
+            capturing: false,
         }
     }
 
@@ -405,6 +409,11 @@ impl RankState {
         Ok(())
     }
 
+    /// The live stream-ordered allocations (`alloc`), e.g. to tell which appeared in a call.
+    pub fn live_allocs(&self) -> HashSet<u64> {
+        self.allocs.clone()
+    }
+
     fn alloc(&mut self, bytes: u64, out: *mut *mut c_void) -> Result<(), String> {
         let mut p: cu::CUdeviceptr = 0;
         // Zero-byte tensors still need a distinct address.
@@ -451,6 +460,11 @@ impl RankState {
             self.pools.insert(base, pool);
             base
         } else {
+            if self.capturing {
+                return Err(format!(
+                    "--cuda-graph: the captured call allocates a new comm pool ({bytes} bytes, group {group}); ncclMemAlloc/cuMemAlloc and NCCL registration cannot be captured (pools are normally allocated by the calls before the capture and reused)"
+                ));
+            }
             let comm = self.comms.get(group as usize).copied().flatten();
             let n = bytes.max(1) as usize;
             let mut ptr: *mut c_void = std::ptr::null_mut();

@@ -71,6 +71,12 @@ struct Args {
     /// into the comm pool and its results out, as with a runner that knows no slots).
     #[arg(long)]
     no_slots: bool,
+    /// cuda: after the warm-up calls capture one call as a CUDA graph (both streams) and
+    /// replay it: the printed (and `--check`ed) results come from one replay, the timed calls
+    /// are replays; the per-op pass stays on ordinary calls. Rejected with `--backend sim`
+    /// and `--nccl-baseline`.
+    #[arg(long)]
+    cuda_graph: bool,
     /// cuda, no program: raw NCCL baseline of these collectives (comma-separated:
     /// all_reduce, all_gather, reduce_scatter), `--bench-iters` back-to-back bf16 calls per
     /// size after `--warmup`, CUDA events around the loop, mean over ranks.
@@ -111,6 +117,7 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
         bench_iters: args.bench_iters,
         warmup: args.warmup,
         slots: !args.no_slots,
+        cuda_graph: args.cuda_graph,
     };
     // The sim's source: the manifest's embedded text, else --check-against.
     let source = if args.check {
@@ -142,8 +149,13 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
             args.warmup
         ));
         if let Some(e) = run.event_seconds_per_call {
+            let what = if args.cuda_graph {
+                "graph replays of one captured call"
+            } else {
+                "calls"
+            };
             out.push_str(&format!(
-                "time(events): {:.3} us per call (events around the {} back-to-back calls, mean over ranks; slots: {} argument(s), {} result(s))\n",
+                "time(events): {:.3} us per call (events around the {} back-to-back {what}, mean over ranks; slots: {} argument(s), {} result(s))\n",
                 e * 1e6,
                 args.bench_iters,
                 run.slots_used.0,
@@ -213,6 +225,15 @@ fn run_baseline(args: &Args, ops: &str) -> Result<String, String> {
 
 /// Runs the tool; `Err` holds the rendered diagnostics.
 fn run(args: &Args) -> Result<String, String> {
+    if args.cuda_graph && args.nccl_baseline.is_some() {
+        return Err("error: --cuda-graph applies to programs, not to --nccl-baseline\n".into());
+    }
+    if args.cuda_graph && args.backend != Backend::Cuda {
+        return Err(
+            "error: --cuda-graph needs --backend cuda (the sim backend has no CUDA graphs)\n"
+                .into(),
+        );
+    }
     if let Some(ops) = &args.nccl_baseline {
         return run_baseline(args, ops);
     }

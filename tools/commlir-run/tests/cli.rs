@@ -110,3 +110,35 @@ fn errors_are_diagnostics_with_exit_code_1() {
     let o = run(&["/nonexistent/file.mlir"]);
     assert_eq!(o.status.code(), Some(1));
 }
+
+#[test]
+fn cuda_graph_needs_the_cuda_backend() {
+    // Rejected with the sim backend (the default), with a clear message and exit code 1.
+    let o = run(&[&input("mlp.mlir"), "--cuda-graph"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("--cuda-graph needs --backend cuda"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(o.stdout.is_empty());
+    let o = run(&["--nccl-baseline", "all_reduce", "--cuda-graph"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("not to --nccl-baseline"),
+        "{}",
+        stderr(&o)
+    );
+    // Accepted with the cuda backend: the run gets as far as reading the artifact.
+    let o = run(&[
+        &input("mlp.mlir"),
+        "--backend",
+        "cuda",
+        "--cuda-graph",
+        "--check",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(!e.contains("--cuda-graph"), "{e}");
+    assert!(e.contains("not a commlir artifact"), "{e}");
+}
