@@ -19,6 +19,7 @@
 //! set, the driver refuses the others (`CUDA_ERROR_STREAM_CAPTURE_*`), and either ends the
 //! capture with an error that starts with `--cuda-graph:`.
 
+use super::abi;
 use super::ffi::cu_check;
 use super::order::StreamOrder;
 use super::rank::RankState;
@@ -139,7 +140,15 @@ pub unsafe fn capture<T>(
         }
     }
     // Join the comm stream back (also on the error path, best effort, so that ending the
-    // capture does not fail for an unjoined stream and leave it capturing).
+    // capture does not fail for an unjoined stream and leave it capturing). Deferred waits
+    // (`order.rs`, *Lazy waits*) are issued into the capture first: the bookkeeping is reset
+    // below, so nothing may stay pending across the capture's end.
+    let flushed = st
+        .flush_waits(abi::STREAM_COMPUTE)
+        .and_then(|_| st.flush_waits(abi::STREAM_COMM));
+    if r.is_ok() {
+        r = flushed;
+    }
     let joined =
         cu_check("cuEventRecord (join)", cu::cuEventRecord(fork[1], comm)).and_then(|_| {
             cu_check(

@@ -760,6 +760,7 @@ unsafe fn run_calls(
         if let Some(g) = &replay {
             // One untimed replay of the graph the loop launches (uploads it to the device and
             // warms NCCL's graph resources; the same on every rank, like the warm-up calls).
+            st.flush_waits(abi::STREAM_COMPUTE)?;
             g.launch(st.streams[0])?;
             st.synchronize()?;
         }
@@ -767,6 +768,9 @@ unsafe fn run_calls(
         sh.barrier.wait();
         barrier_allreduce(st)?;
         let (e0, e1) = (st.timing_event()?, st.timing_event()?);
+        // (Nothing is pending after the barrier's synchronization; flushing keeps the start
+        // event after everything compute was ordered after, whatever came before.)
+        st.flush_waits(abi::STREAM_COMPUTE)?;
         cu_check("cuEventRecord", cu::cuEventRecord(e0, st.streams[0]))?;
         let t0;
         if let Some(g) = &replay {
@@ -793,6 +797,10 @@ unsafe fn run_calls(
             }
             st.join_streams()?;
         }
+        // Compute's wait for the loop's collectives is still deferred (`order.rs`, *Lazy
+        // waits*): issue it before the end event, so that the timed interval contains all
+        // of the loop's work on both streams.
+        st.flush_waits(abi::STREAM_COMPUTE)?;
         cu_check("cuEventRecord", cu::cuEventRecord(e1, st.streams[0]))?;
         st.synchronize()?;
         let wall = t0.elapsed().as_secs_f64() / sh.opts.bench_iters as f64;
@@ -879,6 +887,7 @@ unsafe fn graph_calls(
     // Allocations made inside the captured call and not freed in it: graph allocations, whose
     // addresses are fixed, valid after the replay until freed (outside the graph, below).
     let fresh: Vec<u64> = st.live_allocs().difference(&before).copied().collect();
+    st.flush_waits(abi::STREAM_COMPUTE)?;
     checked.launch(st.streams[0])?;
     st.synchronize()
         .map_err(|e| format!("{}: the checked replay failed: {e}", graph::ERR))?;

@@ -1,5 +1,5 @@
-//! Which event records and stream waits a rank actually has to issue (pure bookkeeping, no
-//! CUDA: unit-tested without a GPU).
+//! Which event records and stream waits a rank actually has to issue, and when (pure
+//! bookkeeping, no CUDA: unit-tested without a GPU).
 //!
 //! The compiled host program orders its two streams with explicit `event_record` /
 //! `stream_wait` pairs, and the runner joins the streams both ways before every call. Many of
@@ -29,12 +29,57 @@
 //!
 //! Skipping only ever drops an ordering edge that is already implied, so the set of GPU
 //! orderings is exactly the program's (never weaker, never stronger).
+//!
+//! ## Lazy (deferred) waits
+//!
+//! A wait of a **lazy** stream (the compute stream, [`StreamOrder::new`]) that has to order
+//! something is not issued at once: it is remembered as *pending* (its clock is merged at
+//! once, as if issued) and issued by [`StreamOrder::flush`] only when something could
+//! observe the stream's state on the GPU. In a slotted single-collective program the compute
+//! stream does nothing, so its per-call wait for the collective would only put a
+//! cross-stream dependency between consecutive collectives; deferred, the N waits of a timed
+//! loop collapse into one, issued at the loop's end.
+//!
+//! Why deferring is safe (the caller's half of the contract is in `rank.rs` / `mod.rs`):
+//! - A wait only constrains *later* work of the waiting stream. Every enqueue on a lazy
+//!   stream (kernel, GEMM, copy, memset, NCCL call, stream-ordered alloc/free) is preceded by
+//!   [`StreamOrder::before_work`], which returns the pending waits to issue first; so no work
+//!   on it ever runs before the collectives it waits for.
+//! - A record on a lazy stream captures the stream's waits before it: [`StreamOrder::record`]
+//!   returns the pending waits ahead of the record itself, so another stream (or the host)
+//!   waiting on that event is ordered after them too.
+//! - The host: every host synchronization or read of results first flushes (the runner's
+//!   `synchronize` flushes every stream, then synchronizes every stream), and so does every
+//!   event the runner records on the compute stream for timing or a graph capture boundary.
+//! - Pending waits only ever name work already enqueued when the wait was deferred (see
+//!   *physical events* below), so issuing them later adds no edge the program did not have:
+//!   the orderings stay exactly the program's.
+//! - Per waiting stream, at most one pending wait per source stream is kept: a later
+//!   uncovered wait on the same source has a later (larger) clock, since one stream's records
+//!   are totally ordered in time, and so implies the earlier one, which it replaces.
+//!
+//! **Physical events.** A pending wait names a CUDA event. If the program re-records that
+//! event before the wait is issued, a wait issued afterwards would see the new record
+//! (waiting for more work than the program asked for). So program events are mapped to
+//! *physical* events: a record of an event whose physical event a pending wait still needs
+//! moves the program event to a fresh physical event (from a free list; the runner creates
+//! one beyond its own when none is free), and the old one returns to the free list once no
+//! pending wait names it. Physical indices below `events` are the program's own events.
 
 /// Streams per rank (`[compute, comm]`, the ABI's stream numbers).
 pub const STREAMS: usize = 2;
 
 /// Work items of each stream that a stream (or an event's record) is ordered after.
 pub type Clock = [u64; STREAMS];
+
+/// A driver call the caller must issue, in the order returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `cuEventRecord(physical event, stream)`.
+    Record { event: usize, stream: usize },
+    /// `cuStreamWaitEvent(stream, physical event)`.
+    Wait { stream: usize, event: usize },
+}
 
 /// What one record captured: the recording stream and its clock then.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,27 +104,103 @@ pub struct StreamOrder {
     clocks: [Clock; STREAMS],
     /// Per event: the last record the program asked for (what a wait on it means).
     logical: Vec<Option<Rec>>,
-    /// Per event: what the CUDA event itself holds (the last record actually issued).
+    /// Per event: what its physical event holds (the last record actually issued into it).
     issued: Vec<Option<Rec>>,
+    /// Per event: the physical event it lives in now.
+    phys: Vec<usize>,
+    /// Physical events beyond the program's that no event and no pending wait uses.
+    free: Vec<usize>,
+    /// Physical events in use so far (the program's, then the extra ones).
+    nphys: usize,
+    /// Which streams defer their waits.
+    lazy: [bool; STREAMS],
+    /// `pending[t][s]`: a deferred wait of stream `t` for work of stream `s` (physical event,
+    /// the record it waits for).
+    pending: [[Option<(usize, Rec)>; STREAMS]; STREAMS],
 }
 
 impl StreamOrder {
-    /// Bookkeeping for `events` events, nothing enqueued yet.
+    /// Bookkeeping for `events` events, nothing enqueued yet; the compute stream (0) defers
+    /// its waits.
     pub fn new(events: usize) -> StreamOrder {
+        let mut lazy = [false; STREAMS];
+        lazy[0] = true;
+        StreamOrder::with_lazy(events, lazy)
+    }
+
+    /// As [`StreamOrder::new`], with the streams that defer their waits given.
+    pub fn with_lazy(events: usize, lazy: [bool; STREAMS]) -> StreamOrder {
         StreamOrder {
             clocks: [[0; STREAMS]; STREAMS],
             logical: vec![None; events],
             issued: vec![None; events],
+            phys: (0..events).collect(),
+            free: Vec::new(),
+            nphys: events,
+            lazy,
+            pending: [[None; STREAMS]; STREAMS],
         }
     }
 
-    /// The clock of stream `s`.
+    /// The clock of stream `s` (pending waits included).
     pub fn clock(&self, s: usize) -> Clock {
         self.clocks[s]
     }
 
-    /// One work item was enqueued on stream `s`.
+    /// Whether stream `t` has deferred waits not issued yet.
+    pub fn has_pending(&self, t: usize) -> bool {
+        self.pending[t].iter().any(Option::is_some)
+    }
+
+    /// The pending waits of stream `t`, to issue now (before anything observes `t`).
+    pub fn flush(&mut self, t: usize) -> Vec<Op> {
+        let mut ops = Vec::new();
+        for s in 0..STREAMS {
+            if let Some((p, _)) = self.pending[t][s].take() {
+                ops.push(Op::Wait {
+                    stream: t,
+                    event: p,
+                });
+                self.release(p);
+            }
+        }
+        ops
+    }
+
+    /// The pending waits of every stream.
+    pub fn flush_all(&mut self) -> Vec<Op> {
+        (0..STREAMS).flat_map(|t| self.flush(t)).collect()
+    }
+
+    /// A pending wait no longer names physical event `p`: free it unless an event lives in
+    /// it or another pending wait names it.
+    fn release(&mut self, p: usize) {
+        let used = self.phys.contains(&p)
+            || self
+                .pending
+                .iter()
+                .flatten()
+                .any(|w| matches!(w, Some((q, _)) if *q == p));
+        if !used && !self.free.contains(&p) {
+            self.free.push(p);
+        }
+    }
+
+    fn pending_names(&self, p: usize) -> bool {
+        self.pending
+            .iter()
+            .flatten()
+            .any(|w| matches!(w, Some((q, _)) if *q == p))
+    }
+
+    /// Before a work item is enqueued on stream `s`: the waits to issue first.
+    pub fn before_work(&mut self, s: usize) -> Vec<Op> {
+        self.flush(s)
+    }
+
+    /// One work item was enqueued on stream `s` (after [`StreamOrder::before_work`]).
     pub fn work(&mut self, s: usize) {
+        debug_assert!(!self.has_pending(s), "work on a stream with pending waits");
         self.clocks[s][s] += 1;
     }
 
@@ -87,8 +208,9 @@ impl StreamOrder {
         self.clocks.iter().all(|k| covers(k, c))
     }
 
-    /// The program records event `e` on stream `s`: true when `cuEventRecord` must be issued.
-    pub fn record(&mut self, e: usize, s: usize) -> Result<bool, String> {
+    /// The program records event `e` on stream `s`: the driver calls to issue (the pending
+    /// waits of `s`, then the record into the event's physical event), possibly none.
+    pub fn record(&mut self, e: usize, s: usize) -> Result<Vec<Op>, String> {
         let rec = Rec {
             stream: s,
             clock: self.clocks[s],
@@ -98,23 +220,39 @@ impl StreamOrder {
             .get_mut(e)
             .ok_or_else(|| format!("event index {e} is out of range"))? = Some(rec);
         if self.known_to_all(&rec.clock) || self.issued[e] == Some(rec) {
-            return Ok(false);
+            return Ok(Vec::new());
+        }
+        // The record must capture `s`'s deferred waits (the clock it stands for has them).
+        let mut ops = self.flush(s);
+        if self.pending_names(self.phys[e]) {
+            // A deferred wait still needs what this physical event holds: move the event.
+            let old = self.phys[e];
+            self.phys[e] = self.free.pop().unwrap_or_else(|| {
+                self.nphys += 1;
+                self.nphys - 1
+            });
+            self.release(old);
         }
         self.issued[e] = Some(rec);
-        Ok(true)
+        ops.push(Op::Record {
+            event: self.phys[e],
+            stream: s,
+        });
+        Ok(ops)
     }
 
-    /// Stream `t` waits for event `e`: true when `cuStreamWaitEvent` must be issued.
-    pub fn wait(&mut self, t: usize, e: usize) -> Result<bool, String> {
+    /// Stream `t` waits for event `e`: the wait to issue now (none when already ordered, or
+    /// when `t` is lazy and the wait is deferred).
+    pub fn wait(&mut self, t: usize, e: usize) -> Result<Vec<Op>, String> {
         let rec = *self
             .logical
             .get(e)
             .ok_or_else(|| format!("event index {e} is out of range"))?;
         let Some(rec) = rec else {
-            return Ok(false); // never recorded: CUDA's wait is a no-op as well
+            return Ok(Vec::new()); // never recorded: CUDA's wait is a no-op as well
         };
         if covers(&self.clocks[t], &rec.clock) {
-            return Ok(false);
+            return Ok(Vec::new());
         }
         // A record is only left unissued when every stream already covered it, and clocks
         // never shrink, so an uncovered wait always finds its record issued.
@@ -124,29 +262,62 @@ impl StreamOrder {
             ));
         }
         merge(&mut self.clocks[t], &rec.clock);
-        Ok(true)
+        let p = self.phys[e];
+        if !self.lazy[t] {
+            return Ok(vec![Op::Wait {
+                stream: t,
+                event: p,
+            }]);
+        }
+        let mut ops = Vec::new();
+        match self.pending[t][rec.stream] {
+            // One stream's records are totally ordered in time and this one is not covered
+            // by `t` (which covers the pending one): it is later and implies the pending one.
+            Some((q, old)) if covers(&rec.clock, &old.clock) => {
+                self.pending[t][rec.stream] = Some((p, rec));
+                self.release(q);
+            }
+            // Not expected; stay exact: issue the older one now.
+            Some((q, _)) => {
+                ops.push(Op::Wait {
+                    stream: t,
+                    event: q,
+                });
+                self.pending[t][rec.stream] = Some((p, rec));
+                self.release(q);
+            }
+            None => self.pending[t][rec.stream] = Some((p, rec)),
+        }
+        Ok(ops)
     }
 
-    /// The runner's join of all streams both ways (each stream after every other stream's
-    /// work so far): `need[t]` says whether stream `t` must wait (for a join of two streams:
-    /// `need[0]` compute waits for comm, `need[1]` comm waits for compute). The clocks are
-    /// joined.
-    pub fn join(&mut self) -> [bool; STREAMS] {
+    /// Physical events in use so far (the program's, then extra ones the caller creates).
+    pub fn physical_events(&self) -> usize {
+        self.nphys
+    }
+
+    /// The runner's join of the two streams both ways, through its own two events
+    /// `e_compute` (recorded on compute) and `e_comm` (recorded on comm): comm after
+    /// compute's work so far, compute after comm's. Only the directions that order something
+    /// cost driver calls; compute's wait is deferred like any other (the next call's
+    /// compute work flushes it; its comm work is after comm's own by stream order).
+    pub fn join(&mut self, e_compute: usize, e_comm: usize) -> Result<Vec<Op>, String> {
+        let mut ops = self.record(e_compute, 0)?;
+        ops.extend(self.wait(1, e_compute)?);
+        ops.extend(self.record(e_comm, 1)?);
+        ops.extend(self.wait(0, e_comm)?);
+        Ok(ops)
+    }
+
+    /// Every stream was synchronized from the host (after [`StreamOrder::flush_all`]): all
+    /// enqueued work has completed.
+    pub fn synchronized(&mut self) {
+        debug_assert!((0..STREAMS).all(|t| !self.has_pending(t)));
         let mut all = [0; STREAMS];
         for c in &self.clocks {
             merge(&mut all, c);
         }
-        let mut need = [false; STREAMS];
-        for (t, c) in self.clocks.iter_mut().enumerate() {
-            need[t] = !covers(c, &all);
-            *c = all;
-        }
-        need
-    }
-
-    /// Every stream was synchronized from the host: all enqueued work has completed.
-    pub fn synchronized(&mut self) {
-        self.join();
+        self.clocks = [all; STREAMS];
     }
 }
 
@@ -157,154 +328,360 @@ mod tests {
     const COMPUTE: usize = 0;
     const COMM: usize = 1;
 
+    fn count(ops: &[Op]) -> (usize, usize) {
+        let r = ops
+            .iter()
+            .filter(|o| matches!(o, Op::Record { .. }))
+            .count();
+        (r, ops.len() - r)
+    }
+
+    /// Counts what `ops` issue into `acc` (records, waits).
+    fn add(acc: &mut (usize, usize), ops: Vec<Op>) {
+        let (r, w) = count(&ops);
+        acc.0 += r;
+        acc.1 += w;
+    }
+
+    fn work(o: &mut StreamOrder, acc: &mut (usize, usize), s: usize) {
+        add(acc, o.before_work(s));
+        o.work(s);
+    }
+
     /// The API calls of one call of a single-collective program, as the compiler emits it
-    /// (bench/gpu/gen_collectives.sh, full pipeline): optional copy in, record(compute, 0) /
-    /// wait(comm, 0), the collective, record(comm, 1) / wait(compute, 1), optional copy out,
-    /// record(comm, 2) / wait(compute, 2). Returns (records issued, waits issued).
+    /// (bench/gpu/gen_collectives.sh, full pipeline), after the runner's join (events 3, 4):
+    /// optional copy in, record(compute, 0) / wait(comm, 0), the collective, record(comm, 1)
+    /// / wait(compute, 1), optional copy out, record(comm, 2) / wait(compute, 2). Returns
+    /// (records issued, waits issued).
     fn single_collective_call(o: &mut StreamOrder, slots: bool) -> (usize, usize) {
-        let (mut r, mut w) = (0, 0);
-        let rec = |o: &mut StreamOrder, e, s| o.record(e, s).unwrap() as usize;
-        let [jc, jm] = o.join();
-        w += jc as usize + jm as usize;
-        r += jc as usize + jm as usize;
+        let mut acc = (0, 0);
+        add(&mut acc, o.join(3, 4).unwrap());
         if !slots {
-            o.work(COMPUTE); // copy-in kernel
+            work(o, &mut acc, COMPUTE); // copy-in kernel
         }
-        r += rec(o, 0, COMPUTE);
-        w += o.wait(COMM, 0).unwrap() as usize;
-        o.work(COMM); // the collective
-        r += rec(o, 1, COMM);
-        w += o.wait(COMPUTE, 1).unwrap() as usize;
+        add(&mut acc, o.record(0, COMPUTE).unwrap());
+        add(&mut acc, o.wait(COMM, 0).unwrap());
+        work(o, &mut acc, COMM); // the collective
+        add(&mut acc, o.record(1, COMM).unwrap());
+        add(&mut acc, o.wait(COMPUTE, 1).unwrap());
         if !slots {
-            o.work(COMPUTE); // alloc of the result
-            o.work(COMPUTE); // copy-out kernel
+            work(o, &mut acc, COMPUTE); // alloc of the result
+            work(o, &mut acc, COMPUTE); // copy-out kernel
         }
-        r += rec(o, 2, COMM);
-        w += o.wait(COMPUTE, 2).unwrap() as usize;
+        add(&mut acc, o.record(2, COMM).unwrap());
+        add(&mut acc, o.wait(COMPUTE, 2).unwrap());
         if !slots {
-            o.work(COMPUTE); // the runner frees the result
+            work(o, &mut acc, COMPUTE); // the runner frees the result
         }
-        (r, w)
+        acc
+    }
+
+    fn eager(events: usize) -> StreamOrder {
+        StreamOrder::with_lazy(events, [false; STREAMS])
     }
 
     #[test]
-    fn slotted_single_collective_needs_one_record_and_one_wait_per_call() {
-        let mut o = StreamOrder::new(3);
-        // First call: the collective's result is waited for by compute (1 record, 1 wait).
-        assert_eq!(single_collective_call(&mut o, true), (1, 1));
-        for _ in 0..5 {
-            assert_eq!(single_collective_call(&mut o, true), (1, 1));
+    fn slotted_single_collective_needs_one_record_per_call_and_one_wait_at_the_end() {
+        let mut o = StreamOrder::new(5);
+        for _ in 0..6 {
+            assert_eq!(single_collective_call(&mut o, true), (1, 0));
+            assert!(o.has_pending(COMPUTE));
         }
         // The comm stream never waits for the (idle) compute stream.
         assert_eq!(o.clock(COMM)[COMPUTE], 0);
-        // Compute is ordered after every collective (what the final join and timing need).
+        // Compute is ordered after every collective (what the final join and timing need),
+        // through the one wait still pending, issued at the end.
         assert_eq!(o.clock(COMPUTE)[COMM], 6);
-        assert_eq!(o.join(), [false, false]);
+        assert_eq!(o.join(3, 4).unwrap(), vec![]);
+        let f = o.flush_all();
+        assert_eq!(count(&f), (0, 1));
+        // Only a handful of physical events ever (ping-pong between two for event 1).
+        assert!(o.physical_events() <= 7, "{}", o.physical_events());
+        o.synchronized();
+    }
+
+    #[test]
+    fn eager_slotted_single_collective_needs_one_record_and_one_wait_per_call() {
+        let mut o = eager(5);
+        for _ in 0..6 {
+            assert_eq!(single_collective_call(&mut o, true), (1, 1));
+        }
+        assert_eq!(o.clock(COMPUTE)[COMM], 6);
+        assert_eq!(o.join(3, 4).unwrap(), vec![]);
     }
 
     #[test]
     fn copies_keep_every_needed_edge() {
-        let mut o = StreamOrder::new(3);
-        assert_eq!(single_collective_call(&mut o, false), (2, 2));
-        // Later calls: the join's comm-after-compute (the next collective overwrites what
-        // the copy-out read), copy-in before the collective, compute after the collective.
-        for _ in 0..3 {
-            assert_eq!(single_collective_call(&mut o, false), (3, 3));
+        for lazy in [true, false] {
+            let mut o = StreamOrder::with_lazy(5, [lazy, false]);
+            assert_eq!(single_collective_call(&mut o, false), (2, 2));
+            // Later calls: the join's comm-after-compute (the next collective overwrites what
+            // the copy-out read), copy-in before the collective, compute after the collective.
+            for _ in 0..3 {
+                assert_eq!(single_collective_call(&mut o, false), (3, 3));
+            }
+            assert!(!o.has_pending(COMPUTE));
         }
     }
 
     #[test]
-    fn waits_already_implied_are_skipped() {
+    fn a_compute_wait_is_deferred_until_compute_work() {
         let mut o = StreamOrder::new(2);
+        o.work(COMM);
+        let r = o.record(0, COMM).unwrap();
+        assert_eq!(
+            r,
+            vec![Op::Record {
+                event: 0,
+                stream: COMM
+            }]
+        );
+        assert_eq!(o.wait(COMPUTE, 0).unwrap(), vec![]);
+        assert!(o.has_pending(COMPUTE));
+        // Comm work does not flush compute's waits.
+        assert_eq!(o.before_work(COMM), vec![]);
+        o.work(COMM);
+        assert!(o.has_pending(COMPUTE));
+        // Compute work does, before it is enqueued.
+        assert_eq!(
+            o.before_work(COMPUTE),
+            vec![Op::Wait {
+                stream: COMPUTE,
+                event: 0
+            }]
+        );
         o.work(COMPUTE);
-        assert!(o.record(0, COMPUTE).unwrap());
-        assert!(o.wait(COMM, 0).unwrap());
+        assert!(!o.has_pending(COMPUTE));
+        assert_eq!(o.before_work(COMPUTE), vec![]);
+    }
+
+    #[test]
+    fn a_host_synchronization_flushes_first() {
+        let mut o = StreamOrder::new(1);
+        o.work(COMM);
+        o.record(0, COMM).unwrap();
+        o.wait(COMPUTE, 0).unwrap();
+        assert_eq!(
+            o.flush_all(),
+            vec![Op::Wait {
+                stream: COMPUTE,
+                event: 0
+            }]
+        );
+        o.synchronized();
+        assert!(!o.has_pending(COMPUTE));
+        assert_eq!(o.flush_all(), vec![]);
+    }
+
+    #[test]
+    fn a_later_wait_on_the_same_stream_replaces_the_pending_one() {
+        let mut o = StreamOrder::new(2);
+        o.work(COMM);
+        o.record(0, COMM).unwrap();
+        o.wait(COMPUTE, 0).unwrap();
+        o.work(COMM);
+        o.record(1, COMM).unwrap();
+        assert_eq!(o.wait(COMPUTE, 1).unwrap(), vec![]);
+        // The older event is implied: waiting on it again is skipped.
+        assert_eq!(o.wait(COMPUTE, 0).unwrap(), vec![]);
+        assert_eq!(
+            o.flush(COMPUTE),
+            vec![Op::Wait {
+                stream: COMPUTE,
+                event: 1
+            }]
+        );
+        assert_eq!(o.clock(COMPUTE), [0, 2]);
+    }
+
+    #[test]
+    fn a_record_others_wait_on_carries_the_deferred_wait() {
+        // compute defers a wait for comm's work 1; comm does more work; compute then records
+        // an event comm waits for: the deferred wait goes first (the record captures it).
+        let mut o = StreamOrder::new(2);
+        add(&mut (0, 0), o.before_work(COMPUTE));
+        o.work(COMPUTE);
+        o.work(COMM);
+        o.record(0, COMM).unwrap();
+        assert_eq!(o.wait(COMPUTE, 0).unwrap(), vec![]);
+        let ops = o.record(1, COMPUTE).unwrap();
+        assert_eq!(
+            ops,
+            vec![
+                Op::Wait {
+                    stream: COMPUTE,
+                    event: 0
+                },
+                Op::Record {
+                    event: 1,
+                    stream: COMPUTE
+                },
+            ]
+        );
+        assert_eq!(
+            o.wait(COMM, 1).unwrap(),
+            vec![Op::Wait {
+                stream: COMM,
+                event: 1
+            }]
+        );
+        assert!(!o.has_pending(COMPUTE));
+    }
+
+    #[test]
+    fn rerecording_a_pending_event_moves_it_to_another_physical_event() {
+        let mut o = StreamOrder::new(1);
+        o.work(COMM);
+        assert_eq!(
+            o.record(0, COMM).unwrap(),
+            vec![Op::Record {
+                event: 0,
+                stream: COMM
+            }]
+        );
+        o.wait(COMPUTE, 0).unwrap();
+        o.work(COMM);
+        // Physical 0 must keep what the pending wait waits for: the new record goes to 1.
+        assert_eq!(
+            o.record(0, COMM).unwrap(),
+            vec![Op::Record {
+                event: 1,
+                stream: COMM
+            }]
+        );
+        assert_eq!(o.physical_events(), 2);
+        // Flushing now waits for the first record only (exact, not the later work).
+        assert_eq!(
+            o.flush(COMPUTE),
+            vec![Op::Wait {
+                stream: COMPUTE,
+                event: 0
+            }]
+        );
+        assert_eq!(o.clock(COMPUTE), [0, 1]);
+        // Physical 0 is free again and reused by the next move.
+        o.wait(COMPUTE, 0).unwrap();
+        o.work(COMM);
+        assert_eq!(
+            o.record(0, COMM).unwrap(),
+            vec![Op::Record {
+                event: 0,
+                stream: COMM
+            }]
+        );
+        assert_eq!(o.physical_events(), 2);
+        assert_eq!(
+            o.flush(COMPUTE),
+            vec![Op::Wait {
+                stream: COMPUTE,
+                event: 1
+            }]
+        );
+    }
+
+    #[test]
+    fn waits_already_implied_are_skipped() {
+        let mut o = eager(2);
+        o.work(COMPUTE);
+        assert_eq!(count(&o.record(0, COMPUTE).unwrap()), (1, 0));
+        assert_eq!(count(&o.wait(COMM, 0).unwrap()), (0, 1));
         // The same event again: already ordered.
-        assert!(!o.wait(COMM, 0).unwrap());
+        assert!(o.wait(COMM, 0).unwrap().is_empty());
         // Waiting on one's own stream's event: stream order.
         o.work(COMM);
-        assert!(o.record(1, COMM).unwrap());
-        assert!(!o.wait(COMM, 1).unwrap());
+        assert_eq!(count(&o.record(1, COMM).unwrap()), (1, 0));
+        assert!(o.wait(COMM, 1).unwrap().is_empty());
         // Never recorded: no-op.
         let mut p = StreamOrder::new(1);
-        assert!(!p.wait(COMM, 0).unwrap());
+        assert!(p.wait(COMM, 0).unwrap().is_empty());
         assert!(p.record(5, COMM).is_err());
         assert!(p.wait(COMM, 5).is_err());
     }
 
     #[test]
     fn new_work_makes_the_wait_necessary_again() {
-        let mut o = StreamOrder::new(1);
+        let mut o = eager(1);
         o.work(COMPUTE);
-        assert!(o.record(0, COMPUTE).unwrap());
-        assert!(o.wait(COMM, 0).unwrap());
+        assert_eq!(count(&o.record(0, COMPUTE).unwrap()), (1, 0));
+        assert_eq!(count(&o.wait(COMM, 0).unwrap()), (0, 1));
         o.work(COMPUTE);
-        assert!(o.record(0, COMPUTE).unwrap());
-        assert!(o.wait(COMM, 0).unwrap());
+        assert_eq!(count(&o.record(0, COMPUTE).unwrap()), (1, 0));
+        assert_eq!(count(&o.wait(COMM, 0).unwrap()), (0, 1));
     }
 
     #[test]
     fn transitive_order_is_used() {
         // compute -> comm (wait), then a wait of compute on a comm event that captured
         // compute's work is only about comm's own work.
-        let mut o = StreamOrder::new(2);
+        let mut o = eager(2);
         o.work(COMPUTE);
-        assert!(o.record(0, COMPUTE).unwrap());
-        assert!(o.wait(COMM, 0).unwrap());
-        assert!(!o.record(1, COMM).unwrap()); // comm did nothing new: everyone knows it
-        assert!(!o.wait(COMPUTE, 1).unwrap());
+        assert_eq!(count(&o.record(0, COMPUTE).unwrap()), (1, 0));
+        assert_eq!(count(&o.wait(COMM, 0).unwrap()), (0, 1));
+        assert!(o.record(1, COMM).unwrap().is_empty()); // comm did nothing new
+        assert!(o.wait(COMPUTE, 1).unwrap().is_empty());
         o.work(COMM);
-        assert!(o.record(1, COMM).unwrap());
-        assert!(o.wait(COMPUTE, 1).unwrap());
+        assert_eq!(count(&o.record(1, COMM).unwrap()), (1, 0));
+        assert_eq!(count(&o.wait(COMPUTE, 1).unwrap()), (0, 1));
         assert_eq!(o.clock(COMPUTE), [1, 1]);
     }
 
     #[test]
     fn rerecording_the_same_state_is_not_issued_but_older_state_is_not_reused() {
-        let mut o = StreamOrder::new(2);
+        let mut o = eager(2);
         o.work(COMM);
-        assert!(o.record(0, COMM).unwrap());
-        assert!(!o.record(0, COMM).unwrap()); // same stream, same clock
-        assert!(o.wait(COMPUTE, 0).unwrap());
+        assert_eq!(count(&o.record(0, COMM).unwrap()), (1, 0));
+        assert!(o.record(0, COMM).unwrap().is_empty()); // same stream, same clock
+        assert_eq!(count(&o.wait(COMPUTE, 0).unwrap()), (0, 1));
         // Event 1 recorded at a state every stream knows: not issued, and its wait skipped.
-        assert!(!o.record(1, COMM).unwrap());
-        assert!(!o.wait(COMPUTE, 1).unwrap());
+        assert!(o.record(1, COMM).unwrap().is_empty());
+        assert!(o.wait(COMPUTE, 1).unwrap().is_empty());
         // Event 0 re-recorded after new work must be issued again.
         o.work(COMM);
-        assert!(o.record(0, COMM).unwrap());
-        assert!(o.wait(COMPUTE, 0).unwrap());
+        assert_eq!(count(&o.record(0, COMM).unwrap()), (1, 0));
+        assert_eq!(count(&o.wait(COMPUTE, 0).unwrap()), (0, 1));
     }
 
     #[test]
     fn an_event_captures_the_waits_before_its_record() {
         // comm waits for compute's work, then records: a wait on that event must order the
         // waiter after compute's work too (it is not skipped just because comm did nothing).
-        let mut o = StreamOrder::new(2);
-        o.work(COMPUTE);
-        o.work(COMM);
-        assert!(o.record(0, COMM).unwrap());
-        assert!(o.wait(COMPUTE, 0).unwrap());
-        assert_eq!(o.clock(COMPUTE), [1, 1]);
-        // A third-party view: a record on compute now carries comm's work as well.
-        o.work(COMPUTE);
-        assert!(o.record(1, COMPUTE).unwrap());
-        assert!(o.wait(COMM, 1).unwrap());
-        assert_eq!(o.clock(COMM), [2, 1]);
+        for lazy in [true, false] {
+            let mut o = StreamOrder::with_lazy(2, [lazy, false]);
+            o.before_work(COMPUTE);
+            o.work(COMPUTE);
+            o.work(COMM);
+            assert_eq!(count(&o.record(0, COMM).unwrap()), (1, 0));
+            let w = o.wait(COMPUTE, 0).unwrap();
+            assert_eq!(count(&w), (0, usize::from(!lazy)));
+            assert_eq!(o.clock(COMPUTE), [1, 1]);
+            // A third-party view: a record on compute now carries comm's work as well.
+            add(&mut (0, 0), o.before_work(COMPUTE));
+            o.work(COMPUTE);
+            assert_eq!(count(&o.record(1, COMPUTE).unwrap()), (1, 0));
+            assert_eq!(count(&o.wait(COMM, 1).unwrap()), (0, 1));
+            assert_eq!(o.clock(COMM), [2, 1]);
+        }
     }
 
     #[test]
     fn join_and_synchronize() {
-        let mut o = StreamOrder::new(0);
-        assert_eq!(o.join(), [false, false]);
+        let mut o = StreamOrder::new(2);
+        let j = |o: &mut StreamOrder| count(&o.join(0, 1).unwrap());
+        assert_eq!(j(&mut o), (0, 0));
         o.work(COMPUTE);
-        assert_eq!(o.join(), [false, true]);
-        assert_eq!(o.join(), [false, false]);
+        // comm waits for compute.
+        assert_eq!(j(&mut o), (1, 1));
+        assert_eq!(j(&mut o), (0, 0));
         o.work(COMM);
         o.work(COMPUTE);
-        assert_eq!(o.join(), [true, true]);
+        // Both ways; compute's wait is deferred.
+        assert_eq!(j(&mut o), (2, 1));
+        assert!(o.has_pending(COMPUTE));
+        assert_eq!(j(&mut o), (0, 0));
+        assert_eq!(count(&o.flush_all()), (0, 1));
         o.work(COMM);
         o.synchronized();
-        assert_eq!(o.join(), [false, false]);
+        assert_eq!(j(&mut o), (0, 0));
         assert_eq!(o.clock(COMPUTE), o.clock(COMM));
     }
 }

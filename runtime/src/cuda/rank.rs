@@ -8,7 +8,7 @@
 
 use super::abi::{self, CommlirRtApi, Status};
 use super::ffi::{cu_check, cublas_check, dtype_bytes, nccl_check, nccl_dtype, nccl_op};
-use super::order::StreamOrder;
+use super::order::{Op, StreamOrder};
 use cudarc::cublas::sys as cublas;
 use cudarc::driver::sys as cu;
 use cudarc::nccl::sys as nccl;
@@ -68,6 +68,9 @@ pub struct RankState {
     pub streams: [cu::CUstream; 2],
     /// The program's events, then two of the runner's own (joining the streams).
     pub events: Vec<cu::CUevent>,
+    /// Extra physical events the stream bookkeeping asked for (`order.rs`, *Physical
+    /// events*): physical event `events.len() + i` is `extra_events[i]`.
+    extra_events: Vec<cu::CUevent>,
     pub module: cu::CUmodule,
     pub kernels: Vec<cu::CUfunction>,
     pub cublas: cublas::cublasHandle_t,
@@ -120,6 +123,7 @@ impl RankState {
             ctx: std::ptr::null_mut(),
             streams: [std::ptr::null_mut(); 2],
             events: Vec::new(),
+            extra_events: Vec::new(),
             module: std::ptr::null_mut(),
             kernels: Vec::new(),
             cublas: std::ptr::null_mut(),
@@ -154,27 +158,77 @@ impl RankState {
         }
     }
 
-    /// The program's `event_record`: issued unless it cannot order anything (`order.rs`).
-    fn event_record(&mut self, stream: u32, event: u32) -> Result<(), String> {
-        let (s, e) = (self.stream(stream)?, self.event(event)?);
-        if self.order.record(event as usize, stream as usize)? {
-            // SAFETY: a live event and stream of this context.
-            cu_check("cuEventRecord", unsafe { cu::cuEventRecord(e, s) })?;
+    /// The CUDA event behind physical event `p` of the bookkeeping (created on first use
+    /// beyond the program's and the runner's own).
+    fn physical_event(&mut self, p: usize) -> Result<cu::CUevent, String> {
+        if let Some(e) = self.events.get(p) {
+            return Ok(*e);
+        }
+        let i = p - self.events.len();
+        while self.extra_events.len() <= i {
+            let mut e = std::ptr::null_mut();
+            // SAFETY: writes one event handle; the rank's context is current.
+            cu_check("cuEventCreate", unsafe {
+                cu::cuEventCreate(&mut e, cu::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
+            })?;
+            self.extra_events.push(e);
+        }
+        Ok(self.extra_events[i])
+    }
+
+    /// Issues the driver calls the bookkeeping asked for, in order.
+    fn issue(&mut self, ops: Vec<Op>) -> Result<(), String> {
+        for op in ops {
+            match op {
+                Op::Record { event, stream } => {
+                    let (e, s) = (self.physical_event(event)?, self.streams[stream]);
+                    // SAFETY: a live event and stream of this context.
+                    cu_check("cuEventRecord", unsafe { cu::cuEventRecord(e, s) })?;
+                }
+                Op::Wait { stream, event } => {
+                    let (e, s) = (self.physical_event(event)?, self.streams[stream]);
+                    // SAFETY: a live event and stream of this context.
+                    cu_check("cuStreamWaitEvent", unsafe {
+                        cu::cuStreamWaitEvent(s, e, 0)
+                    })?;
+                }
+            }
         }
         Ok(())
     }
 
+    /// Issues the deferred waits of ABI stream `stream` (`order.rs`, *Lazy waits*). Must
+    /// run before anything is enqueued on that stream (work, or an event recorded outside the
+    /// bookkeeping: timing events, graph fork/join) and before the host observes it.
+    pub fn flush_waits(&mut self, stream: u32) -> Result<(), String> {
+        let ops = self.order.flush((stream as usize).min(1));
+        self.issue(ops)
+    }
+
+    /// Before a work item is enqueued on ABI stream `stream`: its deferred waits first, so
+    /// that no work runs before what the program ordered it after.
+    fn before_work(&mut self, stream: u32) -> Result<(), String> {
+        let ops = self.order.before_work((stream as usize).min(1));
+        self.issue(ops)
+    }
+
+    /// The program's `event_record`: issued unless it cannot order anything (`order.rs`);
+    /// the stream's deferred waits go first, so that the event captures them.
+    fn event_record(&mut self, stream: u32, event: u32) -> Result<(), String> {
+        self.stream(stream)?;
+        self.event(event)?;
+        let ops = self.order.record(event as usize, stream as usize)?;
+        self.issue(ops)
+    }
+
     /// The program's `stream_wait`: issued unless the stream is already ordered after
-    /// everything the event captured (`order.rs`).
+    /// everything the event captured (`order.rs`); a wait of the compute stream is deferred
+    /// until something needs it (`order.rs`, *Lazy waits*).
     fn stream_wait(&mut self, stream: u32, event: u32) -> Result<(), String> {
-        let (s, e) = (self.stream(stream)?, self.event(event)?);
-        if self.order.wait(stream as usize, event as usize)? {
-            // SAFETY: a live event and stream of this context.
-            cu_check("cuStreamWaitEvent", unsafe {
-                cu::cuStreamWaitEvent(s, e, 0)
-            })?;
-        }
-        Ok(())
+        self.stream(stream)?;
+        self.event(event)?;
+        let ops = self.order.wait(stream as usize, event as usize)?;
+        self.issue(ops)
     }
 
     fn stream(&self, s: u32) -> Result<cu::CUstream, String> {
@@ -229,6 +283,9 @@ impl RankState {
         what: impl FnOnce(&Self) -> (String, u64, f64),
         f: impl FnOnce(&mut Self) -> Result<(), String>,
     ) -> Result<(), String> {
+        // The stream's deferred waits go before the op (and before its start event, so that
+        // the op's time does not include waiting for the other stream).
+        self.before_work(stream)?;
         if !self.time_ops {
             f(self)?;
             self.enqueued(stream);
@@ -350,44 +407,26 @@ impl RankState {
     /// comm's): used before each call of the program and after the timed loop, so that
     /// consecutive calls never overlap on reused pools.
     ///
-    /// Only the directions that order something are issued ([`StreamOrder::join`]): a stream
-    /// already ordered after the other's work (by the previous call's own waits, or because
-    /// the other stream enqueued nothing since) needs no wait, and then no record either (the
-    /// two events are the runner's own and waited on only here). A slotted single-collective
-    /// program ends with compute waiting for the collective and gives compute no work, so its
-    /// calls join with no driver call at all.
+    /// Only the directions that order something are issued ([`StreamOrder::join`], through
+    /// the runner's two events): a stream already ordered after the other's work (by the
+    /// previous call's own waits, or because the other stream enqueued nothing since) needs
+    /// no wait, and then no record either. Compute's wait for comm is deferred like the
+    /// program's (`order.rs`, *Lazy waits*): the next call's compute work flushes it first,
+    /// and its comm work is after the previous comm work by stream order. A slotted
+    /// single-collective program gives compute no work and leaves it ordered after the
+    /// collective (a pending wait), so its calls join with no driver call at all.
     pub fn join_streams(&mut self) -> Result<(), String> {
         let n = self.events.len();
-        let (e0, e1) = (self.events[n - 2], self.events[n - 1]);
-        let [compute_waits, comm_waits] = self.order.join();
-        // SAFETY: handles created by the launcher on this rank's context. Both records come
-        // before both waits, so each event captures its stream's own state before the join.
-        unsafe {
-            if comm_waits {
-                cu_check("cuEventRecord", cu::cuEventRecord(e0, self.streams[0]))?;
-            }
-            if compute_waits {
-                cu_check("cuEventRecord", cu::cuEventRecord(e1, self.streams[1]))?;
-            }
-            if comm_waits {
-                cu_check(
-                    "cuStreamWaitEvent",
-                    cu::cuStreamWaitEvent(self.streams[1], e0, 0),
-                )?;
-            }
-            if compute_waits {
-                cu_check(
-                    "cuStreamWaitEvent",
-                    cu::cuStreamWaitEvent(self.streams[0], e1, 0),
-                )?;
-            }
-        }
-        Ok(())
+        let ops = self.order.join(n - 2, n - 1)?;
+        self.issue(ops)
     }
 
     /// Waits for both streams (after it all enqueued work has completed, which
-    /// [`StreamOrder::synchronized`] records).
+    /// [`StreamOrder::synchronized`] records). Deferred waits are issued first: the host
+    /// then observes every stream after everything the program ordered it after.
     pub fn synchronize(&mut self) -> Result<(), String> {
+        let ops = self.order.flush_all();
+        self.issue(ops)?;
         for s in self.streams {
             // SAFETY: a live stream of this context.
             cu_check("cuStreamSynchronize", unsafe { cu::cuStreamSynchronize(s) })?;
@@ -399,7 +438,9 @@ impl RankState {
     /// Frees a result buffer the program allocated with `alloc` (results are owned by the
     /// caller); pointers that are arguments or pool views are left alone.
     pub fn release_result(&mut self, ptr: u64) -> Result<(), String> {
-        if self.allocs.remove(&ptr) {
+        if self.allocs.contains(&ptr) {
+            self.before_work(abi::STREAM_COMPUTE)?;
+            self.allocs.remove(&ptr);
             // SAFETY: allocated by cuMemAllocAsync on this context.
             cu_check("cuMemFreeAsync", unsafe {
                 cu::cuMemFreeAsync(ptr, self.streams[0])
@@ -418,6 +459,7 @@ impl RankState {
         let mut p: cu::CUdeviceptr = 0;
         // Zero-byte tensors still need a distinct address.
         let n = bytes.max(1) as usize;
+        self.before_work(abi::STREAM_COMPUTE)?;
         // SAFETY: writes one device pointer.
         cu_check("cuMemAllocAsync", unsafe {
             cu::cuMemAllocAsync(&mut p, n, self.streams[0])
@@ -435,6 +477,7 @@ impl RankState {
         if !self.allocs.remove(&p) {
             return Err(format!("free of {p:#x}, which alloc did not return"));
         }
+        self.before_work(abi::STREAM_COMPUTE)?;
         // SAFETY: allocated by cuMemAllocAsync on this context.
         cu_check("cuMemFreeAsync", unsafe {
             cu::cuMemFreeAsync(p, self.streams[0])
@@ -465,6 +508,10 @@ impl RankState {
                     "--cuda-graph: the captured call allocates a new comm pool ({bytes} bytes, group {group}); ncclMemAlloc/cuMemAlloc and NCCL registration cannot be captured (pools are normally allocated by the calls before the capture and reused)"
                 ));
             }
+            // A new pool (not a cached one, which is host bookkeeping only): allocation and
+            // registration are not stream-ordered; be conservative and issue the deferred
+            // waits first.
+            self.flush_waits(abi::STREAM_COMPUTE)?;
             let comm = self.comms.get(group as usize).copied().flatten();
             let n = bytes.max(1) as usize;
             let mut ptr: *mut c_void = std::ptr::null_mut();
@@ -776,6 +823,7 @@ impl RankState {
                 .events
                 .drain(..)
                 .chain(self.spare_events.drain(..))
+                .chain(self.extra_events.drain(..))
                 .chain(marks)
             {
                 keep(cu_check("cuEventDestroy", cu::cuEventDestroy_v2(e)));
@@ -1063,6 +1111,7 @@ unsafe extern "C" fn rt_broadcast(
 unsafe extern "C" fn rt_group_start(rt: *mut c_void) -> Status {
     with_state(rt, |s| {
         if s.time_ops && s.group_depth == 0 {
+            s.flush_waits(abi::STREAM_COMM)?;
             let e = s.timing_event()?;
             cu_check("cuEventRecord", cu::cuEventRecord(e, s.streams[1]))?;
             s.group_start = Some(e);
@@ -1079,6 +1128,15 @@ unsafe extern "C" fn rt_group_start(rt: *mut c_void) -> Status {
 
 unsafe extern "C" fn rt_group_end(rt: *mut c_void) -> Status {
     with_state(rt, |s| {
+        if s.group_depth == 1 {
+            // NCCL launches the group's work now: a wait deferred since an op of the group
+            // was called must still land before it (as it would have, issued at once).
+            for st in 0..2u32 {
+                if s.group_work[st as usize] {
+                    s.flush_waits(st)?;
+                }
+            }
+        }
         nccl_check("ncclGroupEnd", nccl::ncclGroupEnd(), std::ptr::null_mut())?;
         s.group_depth = s.group_depth.saturating_sub(1);
         if s.group_depth == 0 {
