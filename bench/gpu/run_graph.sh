@@ -15,17 +15,25 @@ for op in all_reduce all_gather reduce_scatter; do for m in 1 4 16 64; do
     echo "commlir,$op,${m}MiB,${fl:-plain},$(echo "$o" | grep 'time(events)' | sed 's/ per call.*//')$(echo "$o" | grep -m1 -i error)"
   done
 done; done
-for op in all_reduce all_gather reduce_scatter; do
-  echo "\$ commlir-run colls/${op}_1MiB.commlir --cuda-graph --check"
-  timeout 60 $R $C/${op}_1MiB.commlir --backend cuda --ranks 2 --cuda-graph --check 2>&1 | grep -E "check|error"
+# colls_src/: the single-collective sources (bench/gpu/gen_collectives.sh) for --check-against.
+for op in all_reduce all_gather reduce_scatter; do for fl in "" --cuda-graph; do
+  echo "\$ commlir-run colls/${op}_1MiB.commlir --check --check-against colls_src/${op}_1MiB.mlir $fl"
+  timeout 60 $R $C/${op}_1MiB.commlir --backend cuda --ranks 2 --check --check-against $dir/colls_src/${op}_1MiB.mlir $fl 2>&1 | grep -E "check: |error"
+done; done
+for fl in "" --cuda-graph; do
+  echo "\$ commlir-run colls/all_reduce_4MiB.commlir --no-slots --check --check-against colls_src/all_reduce_4MiB.mlir --bench-iters 20 --warmup 5 $fl"
+  timeout 60 $R $C/all_reduce_4MiB.commlir --backend cuda --ranks 2 --no-slots --check --check-against $dir/colls_src/all_reduce_4MiB.mlir --bench-iters 20 --warmup 5 $fl 2>&1 | grep -E "check: |error|time\(events"
 done
-echo "\$ commlir-run colls/all_reduce_4MiB.commlir --cuda-graph --no-slots --check --bench-iters 20 --warmup 5"
-timeout 60 $R $C/all_reduce_4MiB.commlir --backend cuda --ranks 2 --cuda-graph --no-slots --check --bench-iters 20 --warmup 5 2>&1 | grep -E "check|error|time\(events"
-for t in tp4_small.full fsdp4_small.full; do
+for a in "$dir"/examples/*.commlir "$dir"/upstream/*.commlir; do
+  b=$(basename "$a" .commlir); src="$dir/src/$b.mlir"; [ -f "$src" ] || src="$dir/upstream/$b.ref.mlir"
+  echo "\$ commlir-run $b.commlir --check"
+  timeout 60 $R "$a" --backend cuda --ranks 2 --check --check-against "$src" 2>&1 | grep -E "check: |error"
+done
+for t in tp4_small.full fsdp4_small.full; do for fl in "" --cuda-graph; do
   p=${t%%.*}
-  echo "\$ commlir-run tf/$t.commlir --cuda-graph --check --check-against tf/$p.mlir"
-  timeout 90 $R $dir/tf/$t.commlir --backend cuda --ranks 2 --cuda-graph --check --check-against $dir/tf/$p.mlir 2>&1 | grep -E "check: |error"
-done
+  echo "\$ commlir-run tf/$t.commlir --check --check-against tf/$p.mlir $fl"
+  timeout 90 $R $dir/tf/$t.commlir --backend cuda --ranks 2 --check --check-against $dir/tf/$p.mlir $fl 2>&1 | grep -E "check: |error"
+done; done
 for t in tp4_big.full fsdp4_big.full; do
   for fl in "" --cuda-graph; do
     o=$(timeout 120 $R $dir/tf/$t.commlir --backend cuda --ranks 2 --bench-iters 30 --warmup 5 $fl 2>&1)
