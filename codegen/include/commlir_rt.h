@@ -5,7 +5,7 @@
  * success and a nonzero runtime-defined code on failure, which commlir_main returns at once.
  * All calls are asynchronous (stream-ordered) unless stated otherwise.
  *
- * Rust mirror: codegen/src/abi.rs (same layout, #[repr(C)]).
+ * Rust mirror: dialects/src/rt/abi.rs (same layout, #[repr(C)]).
  */
 #ifndef COMMLIR_RT_H
 #define COMMLIR_RT_H

@@ -1,5 +1,5 @@
-//! The runner's copy of the C ABI (`runtime/src/cuda/abi.rs`) against the header the host
-//! program is compiled for (`codegen/include/commlir_rt.h`): field names and order, offsets,
+//! The C ABI (`commlir_dialects::rt::abi`, shared by the runner and the code generator)
+//! against the header the host program is compiled for (`codegen/include/commlir_rt.h`): field names and order, offsets,
 //! size, and the dtype / reduction / stream / pool codes. Needs no GPU.
 
 use commlir_runtime::cuda::abi::{self, CommlirRtApi};
@@ -124,25 +124,9 @@ fn codes_match_the_header() {
 }
 
 #[test]
-fn the_copy_matches_the_code_generators_original() {
-    // Everything after the module docs is identical (the docs say why it is a copy).
-    let strip = |s: &str| -> String {
-        s.lines()
-            .skip_while(|l| l.starts_with("//!"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let ours = concat!(env!("CARGO_MANIFEST_DIR"), "/src/cuda/abi.rs");
-    let theirs = concat!(env!("CARGO_MANIFEST_DIR"), "/../codegen/src/abi.rs");
-    let (Ok(a), Ok(b)) = (
-        std::fs::read_to_string(ours),
-        std::fs::read_to_string(theirs),
-    ) else {
-        panic!("cannot read the two abi.rs files");
-    };
-    assert_eq!(
-        strip(&a),
-        strip(&b),
-        "runtime/src/cuda/abi.rs is out of date: copy codegen/src/abi.rs"
-    );
+fn the_runner_uses_the_one_definition_the_code_generator_uses() {
+    // One definition, in the rt dialect: the runner's path names the same type and table.
+    let same: fn(CommlirRtApi) -> commlir_dialects::rt::abi::CommlirRtApi = |x| x;
+    let _ = same;
+    assert_eq!(abi::API_FIELDS, commlir_dialects::rt::abi::API_FIELDS);
 }

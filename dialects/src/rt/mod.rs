@@ -12,6 +12,8 @@
 //! tensors (element values, not buffers): a fused elementwise chain is several ops in one
 //! kernel. `rt.launch` binds buffers to the kernel's arguments and its one result.
 
+pub mod abi;
+
 use crate::shape::ty_str;
 use commlir_ir::{
     register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, Context, Diagnostic, OpDef,

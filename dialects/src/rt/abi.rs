@@ -1,0 +1,188 @@
+//! The runtime C ABI in Rust: the mirror of `codegen/include/commlir_rt.h`, same layout.
+//!
+//! It lives with the `rt` dialect (each `rt` op is one call of this ABI) and imports nothing,
+//! so that both the code generator (which emits the host program's indirect calls in
+//! [`API_FIELDS`] order) and the CUDA runner (which must not link the code generator, since
+//! that links LLVM) use this one definition. `runtime/tests/cuda_abi.rs` checks it against
+//! the header: field order, offsets, sizes and the code tables.
+
+use std::ffi::c_void;
+
+/// Bumped on every incompatible change of [`CommlirRtApi`] or of `commlir_main`.
+pub const ABI_VERSION: u32 = 1;
+
+/// Stream numbers.
+pub const STREAM_COMPUTE: u32 = 0;
+pub const STREAM_COMM: u32 = 1;
+/// Pool kinds.
+pub const POOL_NCCL: u32 = 0;
+pub const POOL_SYMM_MEM: u32 = 1;
+
+/// dtype codes: the values of `ncclDataType_t`, by the `rt` dialect's spelling.
+pub const DTYPES: &[(&str, u32)] = &[
+    ("i8", 0),
+    ("u8", 1),
+    ("i32", 2),
+    ("u32", 3),
+    ("i64", 4),
+    ("u64", 5),
+    ("f16", 6),
+    ("f32", 7),
+    ("f64", 8),
+    ("bf16", 9),
+];
+/// Reduction codes: the values of `ncclRedOp_t`.
+pub const REDUCE_OPS: &[(&str, u32)] = &[
+    ("sum", 0),
+    ("product", 1),
+    ("max", 2),
+    ("min", 3),
+    ("avg", 4),
+];
+
+/// The code of a spelling in one of the tables above.
+pub fn code(table: &[(&str, u32)], name: &str) -> Option<u32> {
+    table.iter().find(|(n, _)| *n == name).map(|(_, c)| *c)
+}
+
+/// The function-pointer fields of [`CommlirRtApi`], in order (after `abi_version`, `num_fns`).
+pub const API_FIELDS: &[&str] = &[
+    "alloc",
+    "free",
+    "pool_alloc",
+    "pool_free",
+    "launch",
+    "gemm",
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "broadcast",
+    "group_start",
+    "group_end",
+    "one_shot_all_reduce",
+    "event_record",
+    "stream_wait",
+];
+
+/// Status: 0 is success, anything else a runtime-defined error code.
+pub type Status = i32;
+type Rt = *mut c_void;
+
+/// The table of runtime functions a compiled program calls (`commlir_rt_api`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CommlirRtApi {
+    pub abi_version: u32,
+    /// Number of function pointers that follow (`API_FIELDS.len()`).
+    pub num_fns: u32,
+    pub alloc: unsafe extern "C" fn(rt: Rt, bytes: u64, out: *mut *mut c_void) -> Status,
+    pub free: unsafe extern "C" fn(rt: Rt, ptr: *mut c_void) -> Status,
+    pub pool_alloc: unsafe extern "C" fn(
+        rt: Rt,
+        kind: u32,
+        group: u32,
+        bytes: u64,
+        alignment: u64,
+        out: *mut *mut c_void,
+    ) -> Status,
+    pub pool_free: unsafe extern "C" fn(rt: Rt, base: *mut c_void) -> Status,
+    pub launch: unsafe extern "C" fn(
+        rt: Rt,
+        kernel: u32,
+        grid_x: u32,
+        block_x: u32,
+        shared_bytes: u32,
+        params: *mut *mut c_void,
+        num_params: u32,
+    ) -> Status,
+    pub gemm: unsafe extern "C" fn(
+        rt: Rt,
+        transa: u32,
+        transb: u32,
+        m: i64,
+        n: i64,
+        k: i64,
+        a: *const c_void,
+        lda: i64,
+        stride_a: i64,
+        b: *const c_void,
+        ldb: i64,
+        stride_b: i64,
+        c: *mut c_void,
+        ldc: i64,
+        stride_c: i64,
+        batch: i64,
+        dtype: u32,
+    ) -> Status,
+    pub all_reduce: unsafe extern "C" fn(
+        rt: Rt,
+        group: u32,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: u64,
+        dtype: u32,
+        op: u32,
+    ) -> Status,
+    pub all_gather: unsafe extern "C" fn(
+        rt: Rt,
+        group: u32,
+        send: *const c_void,
+        recv: *mut c_void,
+        send_count: u64,
+        dtype: u32,
+    ) -> Status,
+    pub reduce_scatter: unsafe extern "C" fn(
+        rt: Rt,
+        group: u32,
+        send: *const c_void,
+        recv: *mut c_void,
+        recv_count: u64,
+        dtype: u32,
+        op: u32,
+    ) -> Status,
+    pub all_to_all: unsafe extern "C" fn(
+        rt: Rt,
+        group: u32,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: u64,
+        row_elems: u64,
+        dtype: u32,
+        send_rows: *const i64,
+        recv_rows: *const i64,
+    ) -> Status,
+    pub broadcast: unsafe extern "C" fn(
+        rt: Rt,
+        group: u32,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: u64,
+        dtype: u32,
+        root: u32,
+    ) -> Status,
+    pub group_start: unsafe extern "C" fn(rt: Rt) -> Status,
+    pub group_end: unsafe extern "C" fn(rt: Rt) -> Status,
+    pub one_shot_all_reduce: unsafe extern "C" fn(
+        rt: Rt,
+        group: u32,
+        pool_base: *mut c_void,
+        offset: u64,
+        out: *mut c_void,
+        count: u64,
+        dtype: u32,
+    ) -> Status,
+    pub event_record: unsafe extern "C" fn(rt: Rt, stream: u32, event: u32) -> Status,
+    pub stream_wait: unsafe extern "C" fn(rt: Rt, stream: u32, event: u32) -> Status,
+}
+
+/// `int32_t commlir_main(const commlir_rt_api *api, void *rt, void *const *args, void **results)`.
+pub type CommlirMain = unsafe extern "C" fn(
+    api: *const CommlirRtApi,
+    rt: *mut c_void,
+    args: *const *mut c_void,
+    results: *mut *mut c_void,
+) -> Status;
+
+/// The entry symbol of the host shared library.
+pub const MAIN_SYMBOL: &str = "commlir_main";
