@@ -18,7 +18,6 @@ use commlir_ir::printer::{print_op, PrintOptions};
 use commlir_ir::{parser, verify, Context, OpId, SourceFile, SourceMgr};
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::ExitCode;
 
 /// What to print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -54,21 +53,6 @@ pub struct Args {
     /// The function `commlir_main` runs (default: the first function with a body).
     #[arg(long)]
     pub entry: Option<String>,
-}
-
-/// The entry point of the binary.
-pub fn translate_main() -> ExitCode {
-    let args = Args::parse();
-    match run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(msg) => {
-            eprint!("{msg}");
-            if !msg.ends_with('\n') {
-                eprintln!();
-            }
-            ExitCode::FAILURE
-        }
-    }
 }
 
 /// Everything one compilation produces, up to the requested stage.
@@ -134,28 +118,36 @@ pub fn lower(
     lower_to_rt::lower_module(ctx, module)
 }
 
-fn run(args: &Args) -> Result<(), String> {
-    let text = if args.file == "-" {
+/// Reads `file` (`-`: standard input); returns the name diagnostics use and the text.
+pub fn read_input(file: &str) -> Result<(String, String), String> {
+    if file == "-" {
         let mut s = String::new();
         std::io::stdin()
             .read_to_string(&mut s)
             .map_err(|e| format!("error: cannot read standard input: {e}"))?;
-        s
+        Ok(("<stdin>".into(), s))
     } else {
-        std::fs::read_to_string(&args.file)
-            .map_err(|e| format!("error: cannot read '{}': {e}", args.file))?
-    };
-    let name = if args.file == "-" {
-        "<stdin>"
-    } else {
-        &args.file
-    };
-    run_source(args, name, &text)
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("error: cannot read '{file}': {e}"))?;
+        Ok((file.to_string(), text))
+    }
+}
+
+/// Writes `bytes` to `output` (`None` or `-`: standard output).
+pub fn write_output(output: Option<&str>, bytes: &[u8]) -> Result<(), String> {
+    match output {
+        Some(o) if o != "-" => {
+            std::fs::write(o, bytes).map_err(|e| format!("error: cannot write '{o}': {e}"))
+        }
+        _ => std::io::stdout()
+            .write_all(bytes)
+            .map_err(|e| format!("error: cannot write the output: {e}")),
+    }
 }
 
 /// Compiles `text` (named `name` in diagnostics) to the stage `args` asks for and writes it
-/// where `args` says: the driver after reading its input, for front ends that produce the
-/// text themselves (`commlir-translate --import-mlir`).
+/// where `args` says (`commlir-translate` after reading its input, or after a front end such as
+/// `--import-mlir` produced the text).
 pub fn run_source(args: &Args, name: &str, text: &str) -> Result<(), String> {
     let binary = matches!(args.emit, Emit::Object | Emit::SharedLib | Emit::Artifact);
     if binary && args.output.is_none() {
@@ -189,14 +181,7 @@ pub fn run_source(args: &Args, name: &str, text: &str) -> Result<(), String> {
             ])
         }
     };
-    match &args.output {
-        Some(o) if o != "-" => {
-            std::fs::write(o, &bytes).map_err(|e| format!("error: cannot write '{o}': {e}"))
-        }
-        _ => std::io::stdout()
-            .write_all(&bytes)
-            .map_err(|e| format!("error: cannot write the output: {e}")),
-    }
+    write_output(args.output.as_deref(), &bytes)
 }
 
 /// The artifact's JSON manifest (docs/codegen.md lists the fields).

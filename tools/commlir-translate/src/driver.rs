@@ -6,13 +6,12 @@
 
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches, Parser};
-use commlir_codegen::translate::{run_source, Args};
+use commlir_codegen::translate::{read_input, run_source, write_output, Args};
 use commlir_ir::parser::{parse_source, ParseOptions};
 use commlir_ir::pass::{parse_pipeline, PassManager};
 use commlir_ir::printer::{print_op, PrintOptions};
 use commlir_ir::{Context, Diagnostic, OpId, SourceFile, SourceMgr};
 use commlir_mlir_interop::{export_mlir, import_mlir, ExportOptions};
-use std::io::{Read, Write};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -63,31 +62,6 @@ pub fn main() -> ExitCode {
             }
             ExitCode::FAILURE
         }
-    }
-}
-
-fn read_input(file: &str) -> Result<(String, String), String> {
-    if file == "-" {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| format!("error: cannot read standard input: {e}"))?;
-        Ok(("<stdin>".into(), s))
-    } else {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| format!("error: cannot read '{file}': {e}"))?;
-        Ok((file.to_string(), text))
-    }
-}
-
-fn write_output(output: Option<&str>, bytes: &[u8]) -> Result<(), String> {
-    match output {
-        Some(o) if o != "-" => {
-            std::fs::write(o, bytes).map_err(|e| format!("error: cannot write '{o}': {e}"))
-        }
-        _ => std::io::stdout()
-            .write_all(bytes)
-            .map_err(|e| format!("error: cannot write the output: {e}")),
     }
 }
 
