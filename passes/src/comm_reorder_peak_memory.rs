@@ -22,13 +22,9 @@
 //! updated per move, rather than by walking the list after every swap as the seed does.
 
 use crate::schedule::iterative::{
-    memory_limit, try_move_after, verify_against_recompute, IterOptions, ListOrder, MoveInfo,
-    OPTIONS,
+    setup, try_move_after, verify_against_recompute, IterOptions, MoveInfo, Setup, OPTIONS,
 };
-use crate::schedule::{
-    self, body_block, CostTable, DepGraph, GraphOptions, Limit, MemoryTracker, NodeKind, Windows,
-    NONE,
-};
+use crate::schedule::{self, CostTable, DepGraph, Limit, NodeKind, NONE};
 use commlir_ir::pass::{Anchor, Pass, PassEnv, PassInfo, PassOptions, StatisticDef};
 use commlir_ir::{Context, Diagnostic, OpId};
 
@@ -44,27 +40,18 @@ pub fn reorder_peak_memory_with(
     opts: &IterOptions,
     costs: Option<&CostTable>,
 ) -> Vec<MoveInfo> {
-    let Some(block) = body_block(ctx, func) else {
-        return Vec::new();
-    };
-    let graph = DepGraph::build(
-        ctx,
+    let Some(Setup {
         block,
-        GraphOptions {
-            collective_order: !opts.unsafe_collective_reorder,
-        },
-    );
-    if !graph.kind.contains(&NodeKind::Collective) {
+        graph,
+        rt,
+        windows,
+        mut mem,
+        limit,
+        mut list,
+    }) = setup(ctx, func, opts, costs, NodeKind::Collective)
+    else {
         return Vec::new();
-    }
-    let rt = match costs {
-        Some(c) => schedule::runtimes_from(c, &graph),
-        None => schedule::runtimes(ctx, &graph),
     };
-    let windows = Windows::new(&graph, &rt);
-    let mut mem = MemoryTracker::new(ctx, block, &graph);
-    let limit = memory_limit(mem.initial_peak(), opts.peak_memory_budget);
-    let mut list = ListOrder::new(graph.len());
     // Estimated compute overlapping each async collective, kept current as things move.
     let mut comp: Vec<f64> = (0..graph.len() as u32)
         .map(|c| {

@@ -23,13 +23,9 @@
 
 use crate::comm_reorder_peak_memory::{report, STATS};
 use crate::schedule::iterative::{
-    memory_limit, try_move_before, verify_against_recompute, IterOptions, ListOrder, MoveInfo,
-    OPTIONS,
+    setup, try_move_before, verify_against_recompute, IterOptions, MoveInfo, Setup, OPTIONS,
 };
-use crate::schedule::{
-    self, body_block, CostTable, DepGraph, GraphOptions, Limit, MemoryTracker, NodeKind, Windows,
-    NONE,
-};
+use crate::schedule::{self, CostTable, DepGraph, Limit, NodeKind, NONE};
 use commlir_ir::pass::{Anchor, Pass, PassEnv, PassInfo, PassOptions};
 use commlir_ir::{Context, Diagnostic, OpId};
 
@@ -45,27 +41,18 @@ pub fn sink_waits_iterative_with(
     opts: &IterOptions,
     costs: Option<&CostTable>,
 ) -> Vec<MoveInfo> {
-    let Some(block) = body_block(ctx, func) else {
-        return Vec::new();
-    };
-    let graph = DepGraph::build(
-        ctx,
+    let Some(Setup {
         block,
-        GraphOptions {
-            collective_order: !opts.unsafe_collective_reorder,
-        },
-    );
-    if !graph.kind.contains(&NodeKind::Wait) {
+        graph,
+        rt,
+        windows,
+        mut mem,
+        limit,
+        mut list,
+    }) = setup(ctx, func, opts, costs, NodeKind::Wait)
+    else {
         return Vec::new();
-    }
-    let rt = match costs {
-        Some(c) => schedule::runtimes_from(c, &graph),
-        None => schedule::runtimes(ctx, &graph),
     };
-    let windows = Windows::new(&graph, &rt);
-    let mut mem = MemoryTracker::new(ctx, block, &graph);
-    let limit = memory_limit(mem.initial_peak(), opts.peak_memory_budget);
-    let mut list = ListOrder::new(graph.len());
     // Estimated compute overlapping each collective, indexed by the collective's node; for a
     // wait, the window of its collective is what matters.
     let mut comp = vec![0.0f64; graph.len()];

@@ -6,7 +6,7 @@
 
 use super::graph::{DepGraph, NONE};
 use super::memory::MemoryTracker;
-use super::{apply_order, Limit};
+use super::{apply_order, body_block, CostTable, GraphOptions, Limit, NodeKind, Windows};
 use commlir_ir::pass::{OptionDef, OptionKind, PassOptions};
 use commlir_ir::{BlockId, Context, OpId};
 
@@ -329,6 +329,57 @@ pub fn try_move_before(
     list.unlink(x);
     list.insert_before(x, seg[0]);
     true
+}
+
+/// What both iterative passes start from: the body's dependency graph, op runtimes, comm
+/// windows, memory tracker, peak limit and a list order over the graph's nodes.
+pub struct Setup {
+    pub block: BlockId,
+    pub graph: DepGraph,
+    pub rt: Vec<f64>,
+    pub windows: Windows,
+    pub mem: MemoryTracker,
+    pub limit: i64,
+    pub list: ListOrder,
+}
+
+/// Builds the [`Setup`] of `func`'s body, with the op costs in `costs` when the caller has
+/// them; `None` when the function has no body or no node of kind `needs` (nothing to move).
+pub fn setup(
+    ctx: &Context,
+    func: OpId,
+    opts: &IterOptions,
+    costs: Option<&CostTable>,
+    needs: NodeKind,
+) -> Option<Setup> {
+    let block = body_block(ctx, func)?;
+    let graph = DepGraph::build(
+        ctx,
+        block,
+        GraphOptions {
+            collective_order: !opts.unsafe_collective_reorder,
+        },
+    );
+    if !graph.kind.contains(&needs) {
+        return None;
+    }
+    let rt = match costs {
+        Some(c) => super::runtimes_from(c, &graph),
+        None => super::runtimes(ctx, &graph),
+    };
+    let windows = Windows::new(&graph, &rt);
+    let mem = MemoryTracker::new(ctx, block, &graph);
+    let limit = memory_limit(mem.initial_peak(), opts.peak_memory_budget);
+    let list = ListOrder::new(graph.len());
+    Some(Setup {
+        block,
+        graph,
+        rt,
+        windows,
+        mem,
+        limit,
+        list,
+    })
 }
 
 /// The largest memory level allowed: `base × (1 + budget)` (Inductor's test, in integers).
