@@ -9,6 +9,7 @@ mod common;
 use commlir_ir::Context;
 use commlir_runtime::inputs::generate;
 use commlir_runtime::{ElemType, SimOptions, TensorType};
+use commlir_testgen::Rng;
 
 #[derive(Clone, Copy, Debug)]
 enum Op {
@@ -55,20 +56,6 @@ fn same(a: f32, b: f32) -> bool {
     a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 #[test]
 fn generated_chains_match_ieee_semantics() {
     commlir_passes::link();
@@ -81,7 +68,7 @@ fn generated_chains_match_ieee_semantics() {
         "arith.minimumf",
     ];
     let uns = ["arith.negf", "math.sqrt"];
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     for seed in 0..100u64 {
         let shape = [1 + rng.below(4), 1 + rng.below(5)];
         let t = format!("tensor<{}x{}xf32>", shape[0], shape[1]);

@@ -12,6 +12,7 @@ mod common;
 use commlir_ir::Context;
 use commlir_runtime::inputs::generate;
 use commlir_runtime::{ElemType, SimOptions, TensorType};
+use commlir_testgen::Rng;
 
 /// A dense row-major tensor of the model.
 #[derive(Clone, Debug, PartialEq)]
@@ -201,20 +202,6 @@ fn program(c: &Coll, grid: &[usize], axes: &[usize], in_shape: &[usize]) -> (Str
     (text, out)
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 fn check_case(seed: u64, rng: &mut Rng) {
     let grids: &[&[usize]] = &[&[4], &[2, 2], &[2, 3], &[3, 2], &[2, 2, 2], &[1, 4]];
     let grid = grids[rng.below(grids.len())].to_vec();
@@ -291,7 +278,7 @@ fn check_case(seed: u64, rng: &mut Rng) {
 
 #[test]
 fn generated_programs_match_the_shard_semantics() {
-    let mut rng = Rng(0x5eed);
+    let mut rng = Rng::new(0x5eed);
     for seed in 0..300 {
         check_case(seed, &mut rng);
     }
