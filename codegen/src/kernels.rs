@@ -1516,124 +1516,113 @@ impl<'a, 'c> Gen<'a, 'c> {
     /// `float __commlir_expf(float)`: exp by range reduction `x = n·ln2 + r`, |r| ≤ ln2/2,
     /// a degree-7 Taylor polynomial for e^r (error < 1e-8 relative) and scaling by 2^n.
     fn helper_exp(&mut self) -> R<FunctionValue<'c>> {
-        if let Some(f) = self.helpers.get("exp") {
-            return Ok(*f);
-        }
-        let t = self.cx.f32_type();
-        let f = self.m.add_function(
-            "__commlir_expf",
-            t.fn_type(&[t.into()], false),
-            Some(Linkage::Internal),
-        );
-        let saved = self.b.get_insert_block();
-        let entry = self.cx.append_basic_block(f, "entry");
-        self.b.position_at_end(entry);
-        let x = f.get_first_param().ok_or("no param")?.into_float_value();
-        let c = |v: f64| t.const_float(v);
-        let fma = self.intrinsic("llvm.fma", t.into())?;
-        let minf = self.intrinsic("llvm.minnum", t.into())?;
-        let maxf = self.intrinsic("llvm.maxnum", t.into())?;
-        let rint = self.intrinsic("llvm.rint", t.into())?;
-        let ldexp = Intrinsic::find("llvm.ldexp")
-            .ok_or("no llvm.ldexp")?
-            .get_declaration(self.m, &[t.into(), self.cx.i32_type().into()])
-            .ok_or("cannot declare llvm.ldexp")?;
-        // Clamp so that n stays small; out-of-range inputs are fixed up at the end.
-        let xc = self.call_f(maxf, &[x, c(-104.0)])?;
-        let xc = self.call_f(minf, &[xc, c(89.0)])?;
-        let xl = b!(self
-            .b
-            .build_float_mul(xc, c(std::f64::consts::LOG2_E), "xl"));
-        let n = self.call_f(rint, &[xl])?;
-        // ln2 split in a part exact in f32 and the rest, so n·ln2_hi is exact.
-        let r = self.call_f(fma, &[n, c(-0.693_145_751_953_125), xc])?;
-        let r = self.call_f(fma, &[n, c(-1.428_606_765_330_187e-6), r])?;
-        let mut p = c(1.0 / 5040.0);
-        for coef in [
-            1.0 / 720.0,
-            1.0 / 120.0,
-            1.0 / 24.0,
-            1.0 / 6.0,
-            0.5,
-            1.0,
-            1.0,
-        ] {
-            p = self.call_f(fma, &[p, r, c(coef)])?;
-        }
-        let ni = b!(self
-            .b
-            .build_float_to_signed_int(n, self.cx.i32_type(), "ni"));
-        let call = b!(self.b.build_call(ldexp, &[p.into(), ni.into()], "y"));
-        let y = call
-            .try_as_basic_value()
-            .basic()
-            .ok_or("ldexp without value")?
-            .into_float_value();
-        let big = b!(self
-            .b
-            .build_float_compare(FloatPredicate::OGT, x, c(88.8), "big"));
-        let y = b!(self.b.build_select(big, c(f64::INFINITY), y, "y")).into_float_value();
-        let small = b!(self
-            .b
-            .build_float_compare(FloatPredicate::OLT, x, c(-103.9), "small"));
-        let y = b!(self.b.build_select(small, c(0.0), y, "y")).into_float_value();
-        let nan = b!(self.b.build_float_compare(FloatPredicate::UNO, x, x, "nan"));
-        let y = b!(self.b.build_select(nan, x, y, "y")).into_float_value();
-        b!(self.b.build_return(Some(&y)));
-        if let Some(bb) = saved {
-            self.b.position_at_end(bb);
-        }
-        self.helpers.insert("exp", f);
-        Ok(f)
+        self.unary_f32_helper("exp", "__commlir_expf", |g, x| {
+            let t = g.cx.f32_type();
+            let c = |v: f64| t.const_float(v);
+            let fma = g.intrinsic("llvm.fma", t.into())?;
+            let minf = g.intrinsic("llvm.minnum", t.into())?;
+            let maxf = g.intrinsic("llvm.maxnum", t.into())?;
+            let rint = g.intrinsic("llvm.rint", t.into())?;
+            let ldexp = Intrinsic::find("llvm.ldexp")
+                .ok_or("no llvm.ldexp")?
+                .get_declaration(g.m, &[t.into(), g.cx.i32_type().into()])
+                .ok_or("cannot declare llvm.ldexp")?;
+            // Clamp so that n stays small; out-of-range inputs are fixed up at the end.
+            let xc = g.call_f(maxf, &[x, c(-104.0)])?;
+            let xc = g.call_f(minf, &[xc, c(89.0)])?;
+            let xl = b!(g.b.build_float_mul(xc, c(std::f64::consts::LOG2_E), "xl"));
+            let n = g.call_f(rint, &[xl])?;
+            // ln2 split in a part exact in f32 and the rest, so n·ln2_hi is exact.
+            let r = g.call_f(fma, &[n, c(-0.693_145_751_953_125), xc])?;
+            let r = g.call_f(fma, &[n, c(-1.428_606_765_330_187e-6), r])?;
+            let mut p = c(1.0 / 5040.0);
+            for coef in [
+                1.0 / 720.0,
+                1.0 / 120.0,
+                1.0 / 24.0,
+                1.0 / 6.0,
+                0.5,
+                1.0,
+                1.0,
+            ] {
+                p = g.call_f(fma, &[p, r, c(coef)])?;
+            }
+            let ni = b!(g.b.build_float_to_signed_int(n, g.cx.i32_type(), "ni"));
+            let call = b!(g.b.build_call(ldexp, &[p.into(), ni.into()], "y"));
+            let y = call
+                .try_as_basic_value()
+                .basic()
+                .ok_or("ldexp without value")?
+                .into_float_value();
+            let big =
+                b!(g.b.build_float_compare(FloatPredicate::OGT, x, c(88.8), "big"));
+            let y = b!(g.b.build_select(big, c(f64::INFINITY), y, "y")).into_float_value();
+            let small =
+                b!(g.b.build_float_compare(FloatPredicate::OLT, x, c(-103.9), "small"));
+            let y = b!(g.b.build_select(small, c(0.0), y, "y")).into_float_value();
+            Ok(y)
+        })
     }
 
     /// `float __commlir_tanhf(float)`: an odd Taylor polynomial below |x| = 0.25, else
     /// `sign(x)·(1 − 2/(e^{2|x|} + 1))`, which saturates to ±1 for large |x|.
     fn helper_tanh(&mut self) -> R<FunctionValue<'c>> {
-        if let Some(f) = self.helpers.get("tanh") {
+        let exp = self.helper_exp()?;
+        self.unary_f32_helper("tanh", "__commlir_tanhf", |g, x| {
+            let t = g.cx.f32_type();
+            let c = |v: f64| t.const_float(v);
+            let fma = g.intrinsic("llvm.fma", t.into())?;
+            let fabs = g.intrinsic("llvm.fabs", t.into())?;
+            let copysign = g.intrinsic("llvm.copysign", t.into())?;
+            let a = g.call_f(fabs, &[x])?;
+            // Small |x|: x + x³·(−1/3 + x²·(2/15 + x²·(−17/315 + x²·62/2835))).
+            let x2 = b!(g.b.build_float_mul(x, x, "x2"));
+            let mut p = c(62.0 / 2835.0);
+            for coef in [-17.0 / 315.0, 2.0 / 15.0, -1.0 / 3.0] {
+                p = g.call_f(fma, &[p, x2, c(coef)])?;
+            }
+            let x3 = b!(g.b.build_float_mul(x2, x, "x3"));
+            let small = g.call_f(fma, &[x3, p, x])?;
+            let two_a = b!(g.b.build_float_mul(a, c(2.0), "2a"));
+            let e2 = g.call_f(exp, &[two_a])?;
+            let d = b!(g.b.build_float_add(e2, c(1.0), "d"));
+            let q = b!(g.b.build_float_div(c(2.0), d, "q"));
+            let big = b!(g.b.build_float_sub(c(1.0), q, "big"));
+            let big = g.call_f(copysign, &[big, x])?;
+            let is_small =
+                b!(g.b.build_float_compare(FloatPredicate::OLT, a, c(0.25), "s"));
+            let y = b!(g.b.build_select(is_small, small, big, "y")).into_float_value();
+            Ok(y)
+        })
+    }
+
+    /// Defines (once, memoized under `key`) the internal `float name(float)` whose body
+    /// `body` builds from its parameter; NaN inputs are returned unchanged.
+    fn unary_f32_helper(
+        &mut self,
+        key: &'static str,
+        name: &str,
+        body: impl FnOnce(&mut Self, FloatValue<'c>) -> R<FloatValue<'c>>,
+    ) -> R<FunctionValue<'c>> {
+        if let Some(f) = self.helpers.get(key) {
             return Ok(*f);
         }
-        let exp = self.helper_exp()?;
         let t = self.cx.f32_type();
-        let f = self.m.add_function(
-            "__commlir_tanhf",
-            t.fn_type(&[t.into()], false),
-            Some(Linkage::Internal),
-        );
+        let f = self
+            .m
+            .add_function(name, t.fn_type(&[t.into()], false), Some(Linkage::Internal));
         let saved = self.b.get_insert_block();
         let entry = self.cx.append_basic_block(f, "entry");
         self.b.position_at_end(entry);
         let x = f.get_first_param().ok_or("no param")?.into_float_value();
-        let c = |v: f64| t.const_float(v);
-        let fma = self.intrinsic("llvm.fma", t.into())?;
-        let fabs = self.intrinsic("llvm.fabs", t.into())?;
-        let copysign = self.intrinsic("llvm.copysign", t.into())?;
-        let a = self.call_f(fabs, &[x])?;
-        // Small |x|: x + x³·(−1/3 + x²·(2/15 + x²·(−17/315 + x²·62/2835))).
-        let x2 = b!(self.b.build_float_mul(x, x, "x2"));
-        let mut p = c(62.0 / 2835.0);
-        for coef in [-17.0 / 315.0, 2.0 / 15.0, -1.0 / 3.0] {
-            p = self.call_f(fma, &[p, x2, c(coef)])?;
-        }
-        let x3 = b!(self.b.build_float_mul(x2, x, "x3"));
-        let small = self.call_f(fma, &[x3, p, x])?;
-        let two_a = b!(self.b.build_float_mul(a, c(2.0), "2a"));
-        let e2 = self.call_f(exp, &[two_a])?;
-        let d = b!(self.b.build_float_add(e2, c(1.0), "d"));
-        let q = b!(self.b.build_float_div(c(2.0), d, "q"));
-        let big = b!(self.b.build_float_sub(c(1.0), q, "big"));
-        let big = self.call_f(copysign, &[big, x])?;
-        let is_small = b!(self
-            .b
-            .build_float_compare(FloatPredicate::OLT, a, c(0.25), "s"));
-        let y = b!(self.b.build_select(is_small, small, big, "y")).into_float_value();
+        let y = body(self, x)?;
         let nan = b!(self.b.build_float_compare(FloatPredicate::UNO, x, x, "nan"));
         let y = b!(self.b.build_select(nan, x, y, "y")).into_float_value();
         b!(self.b.build_return(Some(&y)));
         if let Some(bb) = saved {
             self.b.position_at_end(bb);
         }
-        self.helpers.insert("tanh", f);
+        self.helpers.insert(key, f);
         Ok(f)
     }
 }
