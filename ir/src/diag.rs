@@ -90,47 +90,51 @@ impl std::error::Error for Diagnostic {}
 pub struct SourceFile {
     pub name: String,
     pub text: String,
-    line_starts: Vec<usize>,
+    /// Built on the first lookup: most runs render no diagnostic, and indexing a large input
+    /// costs a pass over every byte and a vector per line.
+    line_starts: std::sync::OnceLock<Vec<usize>>,
 }
 
 impl SourceFile {
-    /// Indexes `text` (named `name`) by line.
+    /// A file named `name` holding `text`; lines are indexed when first needed.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
-        let text = text.into();
-        let mut line_starts = vec![0];
-        for (i, b) in text.bytes().enumerate() {
-            if b == b'\n' {
-                line_starts.push(i + 1);
-            }
-        }
         SourceFile {
             name: name.into(),
-            text,
-            line_starts,
+            text: text.into(),
+            line_starts: std::sync::OnceLock::new(),
         }
+    }
+
+    fn line_starts(&self) -> &[usize] {
+        self.line_starts.get_or_init(|| {
+            std::iter::once(0)
+                .chain(
+                    self.text
+                        .bytes()
+                        .enumerate()
+                        .filter(|&(_, b)| b == b'\n')
+                        .map(|(i, _)| i + 1),
+                )
+                .collect()
+        })
     }
 
     /// 1-based (line, column) of a byte offset; the column counts bytes, as MLIR does.
     pub fn line_col(&self, offset: usize) -> (u32, u32) {
-        let line = match self.line_starts.binary_search(&offset) {
+        let starts = self.line_starts();
+        let line = match starts.binary_search(&offset) {
             Ok(l) => l,
             Err(l) => l - 1,
         };
-        (
-            line as u32 + 1,
-            (offset - self.line_starts[line]) as u32 + 1,
-        )
+        (line as u32 + 1, (offset - starts[line]) as u32 + 1)
     }
 
     /// The text of 1-based line `line`, without its newline.
     pub fn line_text(&self, line: u32) -> Option<&str> {
+        let starts = self.line_starts();
         let l = (line as usize).checked_sub(1)?;
-        let start = *self.line_starts.get(l)?;
-        let end = self
-            .line_starts
-            .get(l + 1)
-            .map(|e| e - 1)
-            .unwrap_or(self.text.len());
+        let start = *starts.get(l)?;
+        let end = starts.get(l + 1).map(|e| e - 1).unwrap_or(self.text.len());
         self.text.get(start..end.max(start))
     }
 }
