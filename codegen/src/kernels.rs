@@ -488,6 +488,8 @@ impl<'a, 'c> Gen<'a, 'c> {
         if transcendental_used(ctx, ops) {
             self.helper_exp()?;
             self.helper_tanh()?;
+            self.helper_exp_fast()?;
+            self.helper_tanh_fast()?;
             self.b
                 .position_at_end(f.get_first_basic_block().ok_or("no entry")?);
         }
@@ -667,7 +669,7 @@ impl<'a, 'c> Gen<'a, 'c> {
                     .build_float_compare(FloatPredicate::OLT, x, c(0.0), "lt"));
                 b!(self.b.build_select(lt, c(0.0), x, "relu")).into_float_value()
             }
-            "exp" => self.call_f(self.helpers["exp"], &[arg(0)?])?,
+            "exp" => self.call_f(self.helpers[exp_helper(e)], &[arg(0)?])?,
             "tanh" => self.tanh(e, arg(0)?)?,
             "sqrt" => self.call_f(self.intrinsic("llvm.sqrt", ct.into())?, &[arg(0)?])?,
             "rsqrt" => {
@@ -695,7 +697,7 @@ impl<'a, 'c> Gen<'a, 'c> {
             "silu" => {
                 let x = arg(0)?;
                 let nx = b!(self.b.build_float_neg(x, "nx"));
-                let ex = self.call_f(self.helpers["exp"], &[nx])?;
+                let ex = self.call_f(self.helpers[exp_helper(e)], &[nx])?;
                 let d = b!(self.b.build_float_add(c(1.0), ex, "d"));
                 b!(self.b.build_float_div(x, d, "silu"))
             }
@@ -728,12 +730,13 @@ impl<'a, 'c> Gen<'a, 'c> {
     }
 
     /// tanh of an f32 compute value whose op result is `e`: for bf16 results, when the module
-    /// opts in, the hardware approximation (`llvm.tanh` with `afn`, which NVPTX selects as `tanh.approx.f32`, max
-    /// relative error 2^-10.987, below bf16's half ulp 2^-9, so within `--check`'s bf16
-    /// tolerance); for f16/f32 the accurate `__commlir_tanhf`.
+    /// opts in, the hardware approximation (`llvm.tanh` with `afn`, which NVPTX selects as
+    /// `tanh.approx.f32`, max relative error 2^-10.987); otherwise `__commlir_tanhf_fast`
+    /// for bf16/f16 results and the accurate `__commlir_tanhf` for f32.
     fn tanh(&self, e: Elem, x: FloatValue<'c>) -> R<FloatValue<'c>> {
         if e != Elem::BF16 || !self.approx_tanh {
-            return self.call_f(self.helpers["tanh"], &[x]);
+            let key = if narrow(e) { "tanh_fast" } else { "tanh" };
+            return self.call_f(self.helpers[key], &[x]);
         }
         let t = self.call_f(self.intrinsic("llvm.tanh", x.get_type().into())?, &[x])?;
         t.as_instruction_value()
@@ -757,6 +760,7 @@ impl<'a, 'c> Gen<'a, 'c> {
         }
         if name == "softmax" {
             self.helper_exp()?;
+            self.helper_exp_fast()?;
             self.b
                 .position_at_end(f.get_first_basic_block().ok_or("no entry")?);
         }
@@ -812,19 +816,20 @@ impl<'a, 'c> Gen<'a, 'c> {
                         let v = g.load(ie, x, at(g, k)?)?;
                         g.call_f(maxf, &[acc, v])
                     })?;
-                    let exp = g.helpers["exp"];
+                    let exp = g.helpers[exp_helper(oe)];
                     let sum = g.fold(f, len, ct.const_float(0.0), |g, k, acc| {
                         let v = g.load(ie, x, at(g, k)?)?;
                         let d = b!(g.b.build_float_sub(v, m, "d"));
                         let ev = g.call_f(exp, &[d])?;
                         Ok(b!(g.b.build_float_add(acc, ev, "acc")))
                     })?;
+                    let quot = g.quotient_by(oe, sum)?;
                     g.counted(f, g.i64(0), g.i64(len), g.i64(1), |g, k| {
                         let idx = at(g, k)?;
                         let v = g.load(ie, x, idx)?;
                         let d = b!(g.b.build_float_sub(v, m, "d"));
                         let ev = g.call_f(exp, &[d])?;
-                        let q = b!(g.b.build_float_div(ev, sum, "q"));
+                        let q = quot(g, ev)?;
                         g.store(oe, out, idx, q)
                     })
                 })
@@ -963,7 +968,9 @@ impl<'a, 'c> Gen<'a, 'c> {
             .ok_or("cannot declare shfl")?;
         let maxf = self.intrinsic("llvm.maximum", ct.into())?;
         let exp = if softmax {
-            Some(self.helper_exp()?)
+            self.helper_exp()?;
+            self.helper_exp_fast()?;
+            Some(self.helpers[exp_helper(oe)])
         } else {
             None
         };
@@ -1161,11 +1168,12 @@ impl<'a, 'c> Gen<'a, 'c> {
                     exps.push(es);
                 }
                 let s = reduce(g, s, false)?;
+                let quot = g.quotient_by(oe, s)?;
                 for ((valid, first, _), es) in slots.iter().zip(&exps) {
                     when(g, *valid, &|g| {
                         let mut q = Vec::new();
                         for &ev in es {
-                            q.push(b!(g.b.build_float_div(ev, s, "q")));
+                            q.push(quot(g, ev)?);
                         }
                         g.store_vec(oe, out, *first, &q)
                     })?;
@@ -1186,10 +1194,11 @@ impl<'a, 'c> Gen<'a, 'c> {
                 Ok(b!(g.b.build_float_add(a, ev, "acc")))
             })?;
             let s = reduce(g, s, false)?;
+            let by_sum = g.quotient_by(oe, s)?;
             let quot = |g: &Self, v: FloatValue<'c>| -> R<FloatValue<'c>> {
                 let d = b!(g.b.build_float_sub(v, m, "d"));
                 let ev = g.call_f(exp, &[d])?;
-                Ok(b!(g.b.build_float_div(ev, s, "q")))
+                by_sum(g, ev)
             };
             if vec {
                 return g.counted(f, tid, g.i64(nvec), ntid, |g, k| {
@@ -1596,6 +1605,117 @@ impl<'a, 'c> Gen<'a, 'c> {
         })
     }
 
+    /// `float __commlir_expf_fast(float)`, the exp of narrow (bf16/f16) results: the same
+    /// range reduction as `__commlir_expf` (`x = n·ln2 + r`, |r| ≤ ln2/2, exact in two FMAs),
+    /// then `e^r = 2^(r·log2 e)` by the hardware `ex2.approx.f32` (max relative error 2^-22)
+    /// instead of the degree-7 polynomial, and the scaling by `2^n` as two exact multiplies by
+    /// powers of two built from their bits (`n = h + l`, both in [-75, 64], so the first
+    /// product stays normal and only the second rounds, as `ldexp` would). About 2^-21
+    /// relative in all: far below half an ulp of bf16 (2^-9) or f16 (2^-12), so it rounds to
+    /// the same narrow value as an exact exp except within 2^-21 of a rounding boundary.
+    fn helper_exp_fast(&mut self) -> R<FunctionValue<'c>> {
+        self.unary_f32_helper("exp_fast", "__commlir_expf_fast", |g, x| {
+            let t = g.cx.f32_type();
+            let i32t = g.cx.i32_type();
+            let c = |v: f64| t.const_float(v);
+            let fma = g.intrinsic("llvm.fma", t.into())?;
+            let minf = g.intrinsic("llvm.minnum", t.into())?;
+            let maxf = g.intrinsic("llvm.maxnum", t.into())?;
+            let rint = g.intrinsic("llvm.rint", t.into())?;
+            let ex2 = g.intrinsic("llvm.nvvm.ex2.approx", t.into())?;
+            let xc = g.call_f(maxf, &[x, c(-104.0)])?;
+            let xc = g.call_f(minf, &[xc, c(89.0)])?;
+            let xl = b!(g.b.build_float_mul(xc, c(std::f64::consts::LOG2_E), "xl"));
+            let n = g.call_f(rint, &[xl])?;
+            let r = g.call_f(fma, &[n, c(-0.693_145_751_953_125), xc])?;
+            let r = g.call_f(fma, &[n, c(-1.428_606_765_330_187e-6), r])?;
+            let rl = b!(g.b.build_float_mul(r, c(std::f64::consts::LOG2_E), "rl"));
+            let p = g.call_f(ex2, &[rl])?;
+            let ni = b!(g.b.build_float_to_signed_int(n, i32t, "ni"));
+            let h =
+                b!(g.b.build_right_shift(ni, i32t.const_int(1, false), true, "h"));
+            let l = b!(g.b.build_int_sub(ni, h, "l"));
+            let pow2 = |g: &Self, k: IntValue<'c>| -> R<FloatValue<'c>> {
+                let biased = b!(g.b.build_int_add(k, i32t.const_int(127, false), "eb"));
+                let bits =
+                    b!(g.b.build_left_shift(biased, i32t.const_int(23, false), "eb"));
+                Ok(b!(g.b.build_bit_cast(bits, t, "p2")).into_float_value())
+            };
+            let (sh, sl) = (pow2(g, h)?, pow2(g, l)?);
+            let y = b!(g.b.build_float_mul(p, sh, "y"));
+            let y = b!(g.b.build_float_mul(y, sl, "y"));
+            let big =
+                b!(g.b.build_float_compare(FloatPredicate::OGT, x, c(88.8), "big"));
+            let y = b!(g.b.build_select(big, c(f64::INFINITY), y, "y")).into_float_value();
+            let small =
+                b!(g.b.build_float_compare(FloatPredicate::OLT, x, c(-103.9), "small"));
+            let y = b!(g.b.build_select(small, c(0.0), y, "y")).into_float_value();
+            Ok(y)
+        })
+    }
+
+    /// `float __commlir_tanhf_fast(float)`, the tanh of narrow (bf16/f16) results: the odd
+    /// polynomial of `__commlir_tanhf` below |x| = 0.25, else
+    /// `sign(x)·(1 − 2·rcp(2^(2|x|·log2 e) + 1))` with the hardware `ex2.approx.f32` and
+    /// `rcp.approx.ftz.f32` (no range reduction: an error in `2|x|·log2 e` scales `e^{2|x|}`,
+    /// whose weight in the result shrinks as fast as it grows). At most ~2^-20 relative (worst
+    /// just above 0.25, where `1 − q` cancels), against 2^-9 for half an ulp of bf16;
+    /// saturates to ±1 (`ex2` gives +inf, `rcp` of it 0).
+    fn helper_tanh_fast(&mut self) -> R<FunctionValue<'c>> {
+        self.unary_f32_helper("tanh_fast", "__commlir_tanhf_fast", |g, x| {
+            let t = g.cx.f32_type();
+            let c = |v: f64| t.const_float(v);
+            let fma = g.intrinsic("llvm.fma", t.into())?;
+            let fabs = g.intrinsic("llvm.fabs", t.into())?;
+            let copysign = g.intrinsic("llvm.copysign", t.into())?;
+            let ex2 = g.intrinsic("llvm.nvvm.ex2.approx", t.into())?;
+            let rcp = g.intrinsic("llvm.nvvm.rcp.approx.ftz.f", t.into())?;
+            let a = g.call_f(fabs, &[x])?;
+            let x2 = b!(g.b.build_float_mul(x, x, "x2"));
+            let mut p = c(62.0 / 2835.0);
+            for coef in [-17.0 / 315.0, 2.0 / 15.0, -1.0 / 3.0] {
+                p = g.call_f(fma, &[p, x2, c(coef)])?;
+            }
+            let x3 = b!(g.b.build_float_mul(x2, x, "x3"));
+            let small = g.call_f(fma, &[x3, p, x])?;
+            let k =
+                b!(g.b.build_float_mul(a, c(2.0 * std::f64::consts::LOG2_E), "k"));
+            let e2 = g.call_f(ex2, &[k])?;
+            let d = b!(g.b.build_float_add(e2, c(1.0), "d"));
+            let r = g.call_f(rcp, &[d])?;
+            let big = g.call_f(fma, &[r, c(-2.0), c(1.0)])?;
+            let big = g.call_f(copysign, &[big, x])?;
+            let is_small =
+                b!(g.b.build_float_compare(FloatPredicate::OLT, a, c(0.25), "s"));
+            let y = b!(g.b.build_select(is_small, small, big, "y")).into_float_value();
+            Ok(y)
+        })
+    }
+
+    /// Divides by `s` for a softmax writing `oe`: narrow (bf16/f16) results multiply by one
+    /// correctly rounded reciprocal per row (`1/s`, `rcp.rn.f32`, computed here) — at most
+    /// 1.5 ulp of f32 instead of 0.5, invisible after rounding to 8 or 11 bits, and one
+    /// multiply per element instead of a `div.rn.f32` sequence; f32 results divide exactly.
+    #[allow(clippy::type_complexity)]
+    fn quotient_by(
+        &self,
+        oe: Elem,
+        s: FloatValue<'c>,
+    ) -> R<Box<dyn Fn(&Self, FloatValue<'c>) -> R<FloatValue<'c>> + 'c>> {
+        if narrow(oe) {
+            let inv = b!(self
+                .b
+                .build_float_div(s.get_type().const_float(1.0), s, "inv"));
+            Ok(Box::new(move |g: &Self, v| {
+                Ok(b!(g.b.build_float_mul(v, inv, "q")))
+            }))
+        } else {
+            Ok(Box::new(move |g: &Self, v| {
+                Ok(b!(g.b.build_float_div(v, s, "q")))
+            }))
+        }
+    }
+
     /// Defines (once, memoized under `key`) the internal `float name(float)` whose body
     /// `body` builds from its parameter; NaN inputs are returned unchanged.
     fn unary_f32_helper(
@@ -1624,6 +1744,21 @@ impl<'a, 'c> Gen<'a, 'c> {
         }
         self.helpers.insert(key, f);
         Ok(f)
+    }
+}
+
+/// Whether `e` is a narrow float (bf16, f16): its kernels use the `_fast` transcendental
+/// helpers, accurate to about 2^-20 relative, where an f32 result needs the accurate ones.
+fn narrow(e: Elem) -> bool {
+    matches!(e, Elem::BF16 | Elem::F16)
+}
+
+/// The exp helper for an op whose result is `e`.
+fn exp_helper(e: Elem) -> &'static str {
+    if narrow(e) {
+        "exp_fast"
+    } else {
+        "exp"
     }
 }
 

@@ -36,10 +36,16 @@
 // PTX: max.NaN.f32
 // PTX: shfl.sync.bfly.b32
 // PTX: bar.sync 0
+// A bf16 row: exp through the hardware ex2 (range-reduced), one correctly rounded reciprocal
+// of the sum per row, then a multiply per element instead of a division.
+// PTX: ex2.approx.f32
 // PTX: add.rn.f32
 // PTX: shfl.sync.bfly.b32
 // PTX: bar.sync 0
-// PTX: div.rn.f32
+// PTX: rcp.rn.f32
+// PTX-NOT: div.rn.f32
+// PTX: mul.rn.f32
+// PTX-NOT: div.rn.f32
 // PTX: cvt.rn.bf16x2.f32
 // PTX: st.global.v4.b32
 // PTX: ld.global.v4.b32
@@ -49,9 +55,14 @@
 // PTX-NOT: .v4.
 // PTX: st.global.b16
 // PTX-NOT: .v4.
-// f32 rows of 64: 16 vectors of 4.
+// f32 rows of 64: 16 vectors of 4; an f32 result keeps the accurate exp (no ex2.approx) and
+// the exact division.
 // PTX-LABEL: .entry k2_softmax(
+// PTX-NOT: ex2.approx
 // PTX: ld.global.v4.{{b32|f32}}
+// PTX-NOT: ex2.approx
+// PTX: div.rn.f32
+// PTX-NOT: ex2.approx
 // PTX: st.global.v4.{{b32|f32}}
 // reduce_sum: vector loads, one scalar store per row.
 // PTX-LABEL: .entry k3_reduce_sum(

@@ -23,17 +23,22 @@ pub struct BaselineRow {
     pub op: String,
     pub bytes: u64,
     pub registered: bool,
+    /// A CUDA event was recorded on the stream after every call (`--baseline-events`).
+    pub event_per_call: bool,
     pub seconds: f64,
+    /// Host time per call of the enqueue loop (before the final synchronization), mean over
+    /// ranks: above `seconds` the loop is bound by the host, not the GPU.
+    pub host_seconds: f64,
     /// nccl-tests' bus factor for `op` with this many ranks.
     pub bus_factor: f64,
 }
 
 impl BaselineRow {
-    /// `baseline OP BYTES B registered|plain: T us, algbw A GB/s, busbw B GB/s`.
+    /// `baseline OP BYTES B registered|plain[+event]: T us, algbw A GB/s, busbw B GB/s, host H us`.
     pub fn line(&self) -> String {
         let alg = self.bytes as f64 / self.seconds / 1e9;
         format!(
-            "baseline {} {} B {}: {:.3} us, algbw {:.1} GB/s, busbw {:.1} GB/s",
+            "baseline {} {} B {}{}: {:.3} us, algbw {:.1} GB/s, busbw {:.1} GB/s, host {:.3} us",
             self.op,
             self.bytes,
             if self.registered {
@@ -41,9 +46,11 @@ impl BaselineRow {
             } else {
                 "plain"
             },
+            if self.event_per_call { "+event" } else { "" },
             self.seconds * 1e6,
             alg,
-            alg * self.bus_factor
+            alg * self.bus_factor,
+            self.host_seconds * 1e6
         )
     }
 }
@@ -52,7 +59,9 @@ impl BaselineRow {
 pub const OPS: &[&str] = &["all_reduce", "all_gather", "reduce_scatter"];
 
 /// Runs `iters` back-to-back calls (after `warmup`) of every `ops` × `sizes` (bytes) on
-/// `ranks` GPUs of this process, with registered and/or plain buffers.
+/// `ranks` GPUs of this process, with registered and/or plain buffers; with `event_per_call`,
+/// a CUDA event is recorded on the stream after every call, as a compiled program records one
+/// after each collective for its wait.
 pub fn run(
     ranks: usize,
     ops: &[String],
@@ -60,6 +69,7 @@ pub fn run(
     iters: usize,
     warmup: usize,
     kinds: &[bool],
+    event_per_call: bool,
 ) -> Result<Vec<BaselineRow>, String> {
     for o in ops {
         if !OPS.contains(&o.as_str()) {
@@ -97,7 +107,18 @@ pub fn run(
                 .name(format!("baseline{rank}"))
                 .spawn(move || {
                     // SAFETY: handles created and used on this thread only.
-                    unsafe { rank_run(rank, dev, n, id, &barrier, &spec, iters, warmup) }
+                    unsafe {
+                        rank_run(
+                            rank,
+                            dev,
+                            n,
+                            id,
+                            &barrier,
+                            &spec,
+                            (iters, warmup),
+                            event_per_call,
+                        )
+                    }
                 })
                 .map_err(|e| format!("error: cannot start a thread: {e}"))?,
         );
@@ -116,7 +137,9 @@ pub fn run(
     }
     let mut rows = per_rank[0].clone();
     for (i, r) in rows.iter_mut().enumerate() {
-        r.seconds = per_rank.iter().map(|v| v[i].seconds).sum::<f64>() / per_rank.len() as f64;
+        let n = per_rank.len() as f64;
+        r.seconds = per_rank.iter().map(|v| v[i].seconds).sum::<f64>() / n;
+        r.host_seconds = per_rank.iter().map(|v| v[i].host_seconds).sum::<f64>() / n;
     }
     Ok(rows)
 }
@@ -131,8 +154,8 @@ unsafe fn rank_run(
     id: [u8; super::rdzv::ID_BYTES],
     barrier: &Barrier,
     spec: &Spec,
-    iters: usize,
-    warmup: usize,
+    (iters, warmup): (usize, usize),
+    event_per_call: bool,
 ) -> Result<Vec<BaselineRow>, String> {
     let mut d = 0;
     cu_check("cuDeviceGet", cu::cuDeviceGet(&mut d, dev))?;
@@ -150,12 +173,15 @@ unsafe fn rank_run(
             cu::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
         ),
     )?;
-    let mut ev = [std::ptr::null_mut(); 2];
-    for e in &mut ev {
-        cu_check(
-            "cuEventCreate",
-            cu::cuEventCreate(e, cu::CUevent_flags::CU_EVENT_DEFAULT as u32),
-        )?;
+    let mut ev = [std::ptr::null_mut(); 3];
+    for (i, e) in ev.iter_mut().enumerate() {
+        // The third is the per-call event: no timing, as a program's.
+        let flags = if i == 2 {
+            cu::CUevent_flags::CU_EVENT_DISABLE_TIMING
+        } else {
+            cu::CUevent_flags::CU_EVENT_DEFAULT
+        };
+        cu_check("cuEventCreate", cu::cuEventCreate(e, flags as u32))?;
     }
     let uid = nccl::ncclUniqueId {
         internal: id.map(|b| b as std::ffi::c_char),
@@ -166,7 +192,17 @@ unsafe fn rank_run(
         nccl::ncclCommInitRank(&mut comm, world as i32, uid, rank as i32),
         std::ptr::null_mut(),
     )?;
-    let r = measure(comm, stream, ev, world, barrier, spec, iters, warmup);
+    let per_call = event_per_call.then_some(ev[2]);
+    let r = measure(
+        comm,
+        stream,
+        [ev[0], ev[1]],
+        per_call,
+        world,
+        barrier,
+        spec,
+        (iters, warmup),
+    );
     let _ = cu::cuStreamSynchronize(stream);
     nccl::ncclCommDestroy(comm);
     for e in ev {
@@ -181,11 +217,11 @@ unsafe fn measure(
     comm: nccl::ncclComm_t,
     stream: cu::CUstream,
     ev: [cu::CUevent; 2],
+    per_call: Option<cu::CUevent>,
     world: usize,
     barrier: &Barrier,
     spec: &Spec,
-    iters: usize,
-    warmup: usize,
+    (iters, warmup): (usize, usize),
 ) -> Result<Vec<BaselineRow>, String> {
     let (ops, sizes, kinds) = spec;
     let g = world as u64;
@@ -235,7 +271,11 @@ unsafe fn measure(
                         }
                         _ => nccl::ncclReduceScatter(msg, tail, shard as usize, bf16, sum, comm, s),
                     };
-                    nccl_check(op, r, comm)
+                    nccl_check(op, r, comm)?;
+                    if let Some(e) = per_call {
+                        cu_check("cuEventRecord", cu::cuEventRecord(e, stream))?;
+                    }
+                    Ok(())
                 };
                 for _ in 0..warmup {
                     one()?;
@@ -243,9 +283,11 @@ unsafe fn measure(
                 cu_check("cuStreamSynchronize", cu::cuStreamSynchronize(stream))?;
                 barrier.wait();
                 cu_check("cuEventRecord", cu::cuEventRecord(ev[0], stream))?;
+                let t0 = std::time::Instant::now();
                 for _ in 0..iters {
                     one()?;
                 }
+                let host = t0.elapsed().as_secs_f64();
                 cu_check("cuEventRecord", cu::cuEventRecord(ev[1], stream))?;
                 cu_check("cuStreamSynchronize", cu::cuStreamSynchronize(stream))?;
                 let mut ms = 0f32;
@@ -263,7 +305,9 @@ unsafe fn measure(
                     op: op.clone(),
                     bytes: elems * 2,
                     registered,
+                    event_per_call: per_call.is_some(),
                     seconds: f64::from(ms) * 1e-3 / iters.max(1) as f64,
+                    host_seconds: host / iters.max(1) as f64,
                     bus_factor: if op == "all_reduce" {
                         2.0 * (nf - 1.0) / nf
                     } else {

@@ -84,6 +84,9 @@ pub fn ulp(x: f64, elem: ElemType) -> f64 {
 pub struct CheckReport {
     pub compared: usize,
     pub mismatched: usize,
+    /// Elements whose value differs from the sim's at all (within tolerance or not): how
+    /// often the GPU's arithmetic lands on another value of the element type.
+    pub differing: usize,
     /// The worst relative error (|d| / max(|sim|, the absolute floor)) among compared floats.
     pub worst_rel: f64,
     /// The worst absolute error in ulps of its tensor's largest magnitude.
@@ -104,8 +107,8 @@ impl CheckReport {
         let verdict = if self.passed() { "PASS" } else { "FAIL" };
         let _ = write!(
             s,
-            "check: {verdict}: {} elements compared with the sim backend, {} outside tolerance, worst relative error {:.3e}, worst error {:.3} ulp of the tensor's largest magnitude",
-            self.compared, self.mismatched, self.worst_rel, self.worst_ulps_of_max
+            "check: {verdict}: {} elements compared with the sim backend, {} outside tolerance, {} not identical, worst relative error {:.3e}, worst error {:.3} ulp of the tensor's largest magnitude",
+            self.compared, self.mismatched, self.differing, self.worst_rel, self.worst_ulps_of_max
         );
         s
     }
@@ -150,6 +153,9 @@ pub fn compare(gpu: &[RankResults], sim: &[RankResults]) -> CheckReport {
                 let y = b.data.get_f64(e, b.ty.elem);
                 rep.compared += 1;
                 let d = (x - y).abs();
+                if x.to_bits() != y.to_bits() && !(x.is_nan() && y.is_nan()) {
+                    rep.differing += 1;
+                }
                 let ok = if x.is_nan() || y.is_nan() {
                     x.is_nan() && y.is_nan()
                 } else if x.is_infinite() || y.is_infinite() {
@@ -200,7 +206,10 @@ mod tests {
     fn within_and_outside_tolerance() {
         let sim = one(ElemType::F32, &[1.0, -2.0, 0.0]);
         let gpu = one(ElemType::F32, &[1.000_005, -2.0, 5e-6]);
-        assert!(compare(&gpu, &sim).passed());
+        let r = compare(&gpu, &sim);
+        assert!(r.passed());
+        assert_eq!(r.differing, 2);
+        assert!(r.summary().contains(", 2 not identical,"));
         let gpu = one(ElemType::F32, &[1.001, -2.0, 0.0]);
         let r = compare(&gpu, &sim);
         assert!(!r.passed());

@@ -576,7 +576,12 @@ fn rank_body(
             cudarc::cublas::sys::cublasSetStream_v2(st.cublas, st.streams[0] as _),
         )?;
         // NCCL: the world communicator, then one split per group (every rank takes part in
-        // every split, in manifest order; non-members pass NCCL_SPLIT_NOCOLOR).
+        // every split, in manifest order; non-members pass NCCL_SPLIT_NOCOLOR). A group that
+        // is the whole world in rank order runs on the world communicator itself, as raw NCCL
+        // would: a split duplicate is a second set of channels and buffers for the same ranks
+        // (measured: 1-1.5 µs more per call at 1-4 MiB, docs/benchmarks.md (k)). Sharing is
+        // safe: every rank issues the program's collectives and the runner's barriers on it in
+        // the same order, all from this thread.
         let uid = nccl::ncclUniqueId {
             internal: id.map(|b| b as std::ffi::c_char),
         };
@@ -587,6 +592,10 @@ fn rank_body(
         )?;
         register_comm(sh, st.world);
         for subs in &sh.groups {
+            if is_whole_world(subs, sh.world) {
+                st.comms.push(Some(st.world));
+                continue;
+            }
             let (color, key) = subs
                 .iter()
                 .enumerate()
@@ -680,6 +689,15 @@ fn rank_body(
             cu::cuMemFree_v2(p);
         }
         r
+    }
+}
+
+/// Whether a group's member lists are the single list of every rank in rank order: its
+/// collectives can run on the world communicator itself (same ranks, same rank numbers).
+fn is_whole_world(subs: &[Vec<usize>], world: usize) -> bool {
+    match subs {
+        [members] => members.len() == world && members.iter().enumerate().all(|(i, &r)| i == r),
+        _ => false,
     }
 }
 
@@ -940,6 +958,18 @@ unsafe fn barrier_allreduce(st: &mut RankState) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_world_in_rank_order_shares_the_world_communicator() {
+        assert!(is_whole_world(&[vec![0, 1]], 2));
+        assert!(is_whole_world(&[vec![0, 1, 2, 3]], 4));
+        // Another rank order needs its own communicator (NCCL ranks are the split keys).
+        assert!(!is_whole_world(&[vec![1, 0]], 2));
+        // A subset, or several subgroups (color per subgroup), need a split.
+        assert!(!is_whole_world(&[vec![0, 1]], 4));
+        assert!(!is_whole_world(&[vec![0, 1], vec![2, 3]], 4));
+        assert!(!is_whole_world(&[], 2));
+    }
 
     #[test]
     fn bytes_round_trip_in_every_element_type() {

@@ -792,8 +792,11 @@ impl RankState {
             for p in std::mem::take(&mut self.allocs) {
                 keep(cu_check("cuMemFree", cu::cuMemFree_v2(p)));
             }
+            // (A group that is the whole world holds the world communicator, destroyed below.)
             for c in self.comms.drain(..).flatten() {
-                keep(nccl_check("ncclCommDestroy", nccl::ncclCommDestroy(c), c));
+                if c != self.world {
+                    keep(nccl_check("ncclCommDestroy", nccl::ncclCommDestroy(c), c));
+                }
             }
             if !self.world.is_null() {
                 keep(nccl_check(

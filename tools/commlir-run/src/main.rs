@@ -89,6 +89,10 @@ struct Args {
     /// commlir's pools), plain (cuMemAlloc, nccl-tests' default) or both.
     #[arg(long, default_value = "both")]
     buffers: String,
+    /// With `--nccl-baseline`: also record a CUDA event on the stream after every call (what
+    /// a compiled program adds for the wait of each collective).
+    #[arg(long)]
+    baseline_events: bool,
 }
 
 /// Parses and verifies `text`; errors are rendered diagnostics.
@@ -210,8 +214,16 @@ fn run_baseline(args: &Args, ops: &str) -> Result<String, String> {
         b => return Err(format!("error: --buffers {b}: registered, plain or both\n")),
     };
     let iters = args.bench_iters.max(1);
-    let rows = cuda::baseline::run(args.ranks, &ops, &sizes, iters, args.warmup, &kinds)
-        .map_err(|e| format!("{e}\n"))?;
+    let rows = cuda::baseline::run(
+        args.ranks,
+        &ops,
+        &sizes,
+        iters,
+        args.warmup,
+        &kinds,
+        args.baseline_events,
+    )
+    .map_err(|e| format!("{e}\n"))?;
     let mut out = String::new();
     for r in rows {
         out.push_str(&r.line());
