@@ -474,14 +474,6 @@ impl<'a, 'c> Gen<'a, 'c> {
                     ctx.op_name(op)
                 ));
             }
-            let (e, _) = self.elem_of(ctx, ctx.result(op, 0))?;
-            let transcendental = matches!(
-                ctx.op_name(op),
-                "compute.exp" | "compute.tanh" | "compute.gelu" | "compute.silu"
-            );
-            if e == Elem::F64 && transcendental {
-                return Err("f64 exp/tanh/gelu/silu are not generated yet".into());
-            }
         }
         let (re, shape) = self.elem_of(ctx, result)?;
         let n = shape.iter().product::<i64>().max(0) as u64;
@@ -490,6 +482,7 @@ impl<'a, 'c> Gen<'a, 'c> {
             self.helper_tanh()?;
             self.helper_exp_fast()?;
             self.helper_tanh_fast()?;
+            self.helper_tanh64()?;
             self.b
                 .position_at_end(f.get_first_basic_block().ok_or("no entry")?);
         }
@@ -735,7 +728,11 @@ impl<'a, 'c> Gen<'a, 'c> {
     /// for bf16/f16 results and the accurate `__commlir_tanhf` for f32.
     fn tanh(&self, e: Elem, x: FloatValue<'c>) -> R<FloatValue<'c>> {
         if e != Elem::BF16 || !self.approx_tanh {
-            let key = if narrow(e) { "tanh_fast" } else { "tanh" };
+            let key = match e {
+                Elem::F64 => "tanh64",
+                e if narrow(e) => "tanh_fast",
+                _ => "tanh",
+            };
             return self.call_f(self.helpers[key], &[x]);
         }
         let t = self.call_f(self.intrinsic("llvm.tanh", x.get_type().into())?, &[x])?;
@@ -761,6 +758,7 @@ impl<'a, 'c> Gen<'a, 'c> {
         if name == "softmax" {
             self.helper_exp()?;
             self.helper_exp_fast()?;
+            self.helper_exp64()?;
             self.b
                 .position_at_end(f.get_first_basic_block().ok_or("no entry")?);
         }
@@ -784,9 +782,6 @@ impl<'a, 'c> Gen<'a, 'c> {
         let onumel = prod(&oshape);
         match name {
             "softmax" | "reduce_sum" => {
-                if name == "softmax" && ie == Elem::F64 {
-                    return Err("f64 softmax is not generated yet".into());
-                }
                 let outer = prod(&ishape[..dim]);
                 let len = ishape[dim].max(0) as u64;
                 let inner = prod(&ishape[dim + 1..]);
@@ -1692,6 +1687,89 @@ impl<'a, 'c> Gen<'a, 'c> {
         })
     }
 
+    /// `double __commlir_exp(double)`, for f64 results: `x = n·ln2 + r` with fdlibm's split of
+    /// ln2 (`n·ln2_hi` exact for |n| < 2^11), |r| ≤ ln2/2, a degree-13 Taylor polynomial for
+    /// e^r (truncation below 5e-18 relative), `ldexp`; ±inf / 0 outside the finite range.
+    fn helper_exp64(&mut self) -> R<FunctionValue<'c>> {
+        let t = self.cx.f64_type();
+        self.unary_helper("exp64", "__commlir_exp", t, |g, x| {
+            let c = |v: f64| t.const_float(v);
+            let fma = g.intrinsic("llvm.fma", t.into())?;
+            let minf = g.intrinsic("llvm.minnum", t.into())?;
+            let maxf = g.intrinsic("llvm.maxnum", t.into())?;
+            let rint = g.intrinsic("llvm.rint", t.into())?;
+            let ldexp = Intrinsic::find("llvm.ldexp")
+                .ok_or("no llvm.ldexp")?
+                .get_declaration(g.m, &[t.into(), g.cx.i32_type().into()])
+                .ok_or("cannot declare llvm.ldexp")?;
+            let xc = g.call_f(maxf, &[x, c(-746.0)])?;
+            let xc = g.call_f(minf, &[xc, c(710.0)])?;
+            let xl = b!(g.b.build_float_mul(xc, c(std::f64::consts::LOG2_E), "xl"));
+            let n = g.call_f(rint, &[xl])?;
+            let r = g.call_f(fma, &[n, c(-f64::from_bits(0x3fe6_2e42_fee0_0000)), xc])?;
+            let r = g.call_f(fma, &[n, c(-f64::from_bits(0x3dea_39ef_3579_3c76)), r])?;
+            // 1/13!, 1/12!, ..., 1/1!, 1/0!
+            let mut fact = [1.0f64; 14];
+            for k in 1..14 {
+                fact[k] = fact[k - 1] * k as f64;
+            }
+            let mut p = c(1.0 / fact[13]);
+            for k in (0..13).rev() {
+                p = g.call_f(fma, &[p, r, c(1.0 / fact[k])])?;
+            }
+            let ni = b!(g.b.build_float_to_signed_int(n, g.cx.i32_type(), "ni"));
+            let call = b!(g.b.build_call(ldexp, &[p.into(), ni.into()], "y"));
+            let y = call
+                .try_as_basic_value()
+                .basic()
+                .ok_or("ldexp without value")?
+                .into_float_value();
+            let big =
+                b!(g.b.build_float_compare(FloatPredicate::OGT, x, c(709.79), "big"));
+            let y = b!(g.b.build_select(big, c(f64::INFINITY), y, "y")).into_float_value();
+            let small =
+                b!(g.b.build_float_compare(FloatPredicate::OLT, x, c(-745.2), "small"));
+            let y = b!(g.b.build_select(small, c(0.0), y, "y")).into_float_value();
+            Ok(y)
+        })
+    }
+
+    /// `double __commlir_tanh(double)`, for f64 results: below |x| = 0.25,
+    /// `m / (m + 2)` with `m = e^{2|x|} − 1` from its Taylor series (degree 16 in `2|x|`, no
+    /// cancellation); else `1 − 2/(e^{2|x|} + 1)` through `__commlir_exp`; the sign of `x`.
+    fn helper_tanh64(&mut self) -> R<FunctionValue<'c>> {
+        let exp = self.helper_exp64()?;
+        let t = self.cx.f64_type();
+        self.unary_helper("tanh64", "__commlir_tanh", t, |g, x| {
+            let c = |v: f64| t.const_float(v);
+            let fma = g.intrinsic("llvm.fma", t.into())?;
+            let fabs = g.intrinsic("llvm.fabs", t.into())?;
+            let copysign = g.intrinsic("llvm.copysign", t.into())?;
+            let a = g.call_f(fabs, &[x])?;
+            let y = b!(g.b.build_float_mul(a, c(2.0), "y"));
+            // e^y − 1 = y·(1 + y/2! + y²/3! + … + y^15/16!)
+            let mut fact = [1.0f64; 17];
+            for k in 1..17 {
+                fact[k] = fact[k - 1] * k as f64;
+            }
+            let mut p = c(1.0 / fact[16]);
+            for k in (1..16).rev() {
+                p = g.call_f(fma, &[p, y, c(1.0 / fact[k])])?;
+            }
+            let m = b!(g.b.build_float_mul(y, p, "m"));
+            let m2 = b!(g.b.build_float_add(m, c(2.0), "m2"));
+            let small = b!(g.b.build_float_div(m, m2, "small"));
+            let e2 = g.call_f(exp, &[y])?;
+            let d = b!(g.b.build_float_add(e2, c(1.0), "d"));
+            let q = b!(g.b.build_float_div(c(2.0), d, "q"));
+            let big = b!(g.b.build_float_sub(c(1.0), q, "big"));
+            let is_small =
+                b!(g.b.build_float_compare(FloatPredicate::OLT, a, c(0.25), "s"));
+            let v = b!(g.b.build_select(is_small, small, big, "v")).into_float_value();
+            g.call_f(copysign, &[v, x])
+        })
+    }
+
     /// Divides by `s` for a softmax writing `oe`: narrow (bf16/f16) results multiply by one
     /// correctly rounded reciprocal per row (`1/s`, `rcp.rn.f32`, computed here) — at most
     /// 1.5 ulp of f32 instead of 0.5, invisible after rounding to 8 or 11 bits, and one
@@ -1724,10 +1802,21 @@ impl<'a, 'c> Gen<'a, 'c> {
         name: &str,
         body: impl FnOnce(&mut Self, FloatValue<'c>) -> R<FloatValue<'c>>,
     ) -> R<FunctionValue<'c>> {
+        let t = self.cx.f32_type();
+        self.unary_helper(key, name, t, body)
+    }
+
+    /// [`Self::unary_f32_helper`] for any float type `t`.
+    fn unary_helper(
+        &mut self,
+        key: &'static str,
+        name: &str,
+        t: FloatType<'c>,
+        body: impl FnOnce(&mut Self, FloatValue<'c>) -> R<FloatValue<'c>>,
+    ) -> R<FunctionValue<'c>> {
         if let Some(f) = self.helpers.get(key) {
             return Ok(*f);
         }
-        let t = self.cx.f32_type();
         let f = self
             .m
             .add_function(name, t.fn_type(&[t.into()], false), Some(Linkage::Internal));
@@ -1755,10 +1844,10 @@ fn narrow(e: Elem) -> bool {
 
 /// The exp helper for an op whose result is `e`.
 fn exp_helper(e: Elem) -> &'static str {
-    if narrow(e) {
-        "exp_fast"
-    } else {
-        "exp"
+    match e {
+        Elem::F64 => "exp64",
+        e if narrow(e) => "exp_fast",
+        _ => "exp",
     }
 }
 
