@@ -67,7 +67,6 @@ pub fn sink_waits_iterative_with(
     }
     let mut stamp = vec![NONE; graph.len()];
     let mut processed = vec![false; graph.len()];
-    let mut seg: Vec<u32> = Vec::new();
     let mut group_colls: Vec<u32> = Vec::new();
     let mut infos = Vec::new();
     let extra = opts.extra_factor();
@@ -89,10 +88,9 @@ pub fn sink_waits_iterative_with(
         let mut info = MoveInfo::new(graph.ops[w as usize], comm, comp_of(&comp));
         stamp[w as usize] = w;
         let mut group_tail = w;
-        // The group, in order: it only grows at its tail (a moved candidate goes before it),
-        // so it is kept as it changes rather than collected from the list at every move.
-        seg.clear();
-        seg.push(w);
+        // The group is the tracker's run: it only grows at its tail (a moved candidate goes
+        // before it), and `w` stays its first node.
+        mem.run_start(w);
         let mut group_has_coll = false;
         group_colls.clear();
         let mut group_runtime = 0.0;
@@ -127,7 +125,7 @@ pub fn sink_waits_iterative_with(
                 if groupable {
                     stamp[ci] = w;
                     group_tail = cand;
-                    seg.push(cand);
+                    mem.run_push_back(cand);
                     if graph.kind[ci] == NodeKind::Collective {
                         group_has_coll = true;
                         group_colls.push(cand);
@@ -167,9 +165,9 @@ pub fn sink_waits_iterative_with(
             debug_assert!({
                 let mut s = Vec::new();
                 list.segment(w, group_tail, &mut s);
-                s == seg
+                s.iter().eq(mem.run_members())
             });
-            if !try_move_before(&mut mem, &mut list, cand, &seg, limit) {
+            if !try_move_before(&mut mem, &mut list, cand, w, limit) {
                 info.limit = Limit::PeakMemory;
                 info.blocker = Some(graph.ops[ci]);
                 break;
@@ -203,6 +201,7 @@ pub fn sink_waits_iterative_with(
             }
             cand = list.next[group_tail as usize];
         }
+        mem.run_finish();
         info.final_comp_ns = comp_of(&comp);
         infos.push(info);
         cur = prev_cur;
