@@ -6,11 +6,15 @@
 //! [`MemoryTracker::swap_adjacent`] per member, swapped back when a level exceeds the limit).
 //! Every accept/reject decision and every node's levels must agree after every step, and the
 //! limits are drawn around the peak each move would reach so that both outcomes occur.
+//!
+//! Also checks the shape of [`DepGraph`]'s predecessor lists on the same programs: sorted,
+//! distinct, pointing backwards, and the barrier rule (a fixed node's long predecessor run is
+//! merged rather than sorted in).
 
 mod common;
 
 use commlir_ir::{BlockId, Context, OpId};
-use commlir_passes::schedule::{self, DepGraph, GraphOptions, MemoryTracker};
+use commlir_passes::schedule::{self, DepGraph, GraphOptions, MemoryTracker, NodeKind};
 use commlir_testgen::{random_program, GenConfig, Rng};
 
 fn bodies(ctx: &Context, module: OpId) -> Vec<BlockId> {
@@ -191,4 +195,59 @@ fn run_moves_match_adjacent_swaps() {
         }
     }
     assert!(accepted > 1000 && refused > 1000, "{accepted} / {refused}");
+}
+
+/// Every node's predecessors are sorted, distinct and earlier; a fixed node has every node
+/// since the previous fixed one (and that one) among them, and every node has the last fixed
+/// node before it.
+fn check_pred_lists(graph: &DepGraph, what: &str) {
+    let mut last_fixed: Option<u32> = None;
+    for i in 0..graph.len() as u32 {
+        let preds = graph.preds(i);
+        assert!(
+            preds.windows(2).all(|w| w[0] < w[1]) && preds.iter().all(|&p| p < i),
+            "{what}: preds of {i} not sorted, distinct and earlier: {preds:?}"
+        );
+        if let Some(f) = last_fixed {
+            assert!(preds.contains(&f), "{what}: {i} misses barrier {f}");
+        }
+        if graph.kind[i as usize] == NodeKind::Fixed {
+            let from = last_fixed.map_or(0, |f| f + 1);
+            for p in from..i {
+                assert!(preds.contains(&p), "{what}: fixed {i} misses {p}");
+            }
+            last_fixed = Some(i);
+        }
+    }
+}
+
+#[test]
+fn pred_lists_are_sorted_and_keep_barriers() {
+    for seed in 0..30u64 {
+        for lower in [false, true] {
+            let cfg = GenConfig {
+                ranks: 4,
+                ops: 60,
+                with_costs: seed % 2 == 0,
+                ..GenConfig::default()
+            };
+            let text = random_program(seed, &cfg);
+            let mut ctx = Context::new();
+            let m = common::parse(&mut ctx, &text);
+            if lower {
+                common::run_pipeline(
+                    &mut ctx,
+                    m,
+                    "builtin.module(func.func(coll-to-comm))",
+                    &text,
+                );
+            }
+            for b in bodies(&ctx, m) {
+                for collective_order in [false, true] {
+                    let g = DepGraph::build(&ctx, b, GraphOptions { collective_order });
+                    check_pred_lists(&g, &format!("seed {seed} lower {lower}"));
+                }
+            }
+        }
+    }
 }

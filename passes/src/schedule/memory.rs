@@ -21,7 +21,7 @@
 
 use crate::analysis::buffers::{alias_of, BufferModel};
 use commlir_dialects::shape::tensor_bytes;
-use commlir_ir::{AttrKind, BlockId, Context, Trait};
+use commlir_ir::{AttrKind, BlockId, Context, Trait, Type};
 
 use super::graph::{DepGraph, NONE};
 use std::collections::VecDeque;
@@ -87,10 +87,21 @@ impl MemoryTracker {
         let mut counted: Vec<bool> = Vec::with_capacity(n * 2);
         let mut escapes: Vec<bool> = Vec::with_capacity(n * 2);
         let func = ctx.block_parent_op(block);
+        // Sizes by type and the return-like trait by op name, each looked up once: a block
+        // has thousands of values and ops but few distinct types and names.
+        let mut size_of_type: Vec<Option<i64>> = Vec::new();
+        let mut bytes = |t: Type| {
+            let i = t.index();
+            if i >= size_of_type.len() {
+                size_of_type.resize(i + 1, None);
+            }
+            *size_of_type[i].get_or_insert_with(|| tensor_bytes(ctx, t).unwrap_or(0) as i64)
+        };
+        let mut return_like: Vec<Option<bool>> = Vec::new();
         let mut base = 0i64;
         for (i, &a) in ctx.block_args(block).iter().enumerate() {
             let donated = func.is_some_and(|f| is_donated(ctx, f, i));
-            let s = tensor_bytes(ctx, ctx.value_type(a)).unwrap_or(0) as i64;
+            let s = bytes(ctx.value_type(a));
             storage_of[a.index()] = size.len() as u32;
             size.push(s);
             def.push(NONE);
@@ -105,7 +116,12 @@ impl MemoryTracker {
         let mut uses: Vec<u32> = Vec::with_capacity(n * 2);
         use_off.push(0);
         for (p, &op) in graph.ops.iter().enumerate() {
-            let is_return = ctx.op_has_trait(op, Trait::ReturnLike);
+            let name = ctx.op_name_ident(op).index();
+            if name >= return_like.len() {
+                return_like.resize(name + 1, None);
+            }
+            let is_return =
+                *return_like[name].get_or_insert_with(|| ctx.op_has_trait(op, Trait::ReturnLike));
             let first = uses.len();
             for &v in ctx.operands(op) {
                 let s = storage_of[v.index()];
@@ -127,7 +143,7 @@ impl MemoryTracker {
                         continue;
                     }
                 }
-                let s = tensor_bytes(ctx, ctx.value_type(v)).unwrap_or(0) as i64;
+                let s = bytes(ctx.value_type(v));
                 storage_of[v.index()] = size.len() as u32;
                 size.push(s);
                 def.push(p as u32);
