@@ -62,7 +62,9 @@ pub fn reorder_peak_memory_with(
             }
         })
         .collect();
-    let mut stamp = vec![NONE; graph.len()];
+    // `needed[p] == c`: some node of `c`'s group depends on `p` (stamped as nodes join, so
+    // that testing a candidate is O(1) rather than a scan of its successors).
+    let mut needed = vec![NONE; graph.len()];
     let mut group_colls: Vec<u32> = Vec::new();
     let mut infos = Vec::new();
     let extra = opts.extra_factor();
@@ -76,7 +78,9 @@ pub fn reorder_peak_memory_with(
         }
         let c = cur;
         let mut info = MoveInfo::new(graph.ops[c as usize], rt[c as usize], comp[c as usize]);
-        stamp[c as usize] = c;
+        for &p in graph.preds(c) {
+            needed[p as usize] = c;
+        }
         let mut group_head = c;
         // The group is the tracker's run: it only grows at its head (a moved candidate goes
         // after it), and `c` stays its last node.
@@ -108,7 +112,7 @@ pub fn reorder_peak_memory_with(
                 info.blocker = Some(graph.ops[ci]);
                 break;
             }
-            let data_dep = graph.succs(cand).iter().any(|&s| stamp[s as usize] == c);
+            let data_dep = needed[ci] == c;
             if data_dep {
                 let groupable = !graph.is_async_collective(cand)
                     && (opts.use_runtime_estimates || !graph.gemm_like[ci]);
@@ -117,7 +121,9 @@ pub fn reorder_peak_memory_with(
                     info.blocker = Some(graph.ops[ci]);
                     break;
                 }
-                stamp[ci] = c;
+                for &p in graph.preds(cand) {
+                    needed[p as usize] = c;
+                }
                 group_head = cand;
                 mem.run_push_front(cand);
                 if graph.kind[ci] == NodeKind::Wait && graph.coll_of_wait[ci] != NONE {

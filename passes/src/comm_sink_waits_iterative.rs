@@ -65,7 +65,9 @@ pub fn sink_waits_iterative_with(
             comp[c as usize] = windows.before_wait(&graph, w);
         }
     }
-    let mut stamp = vec![NONE; graph.len()];
+    // `needs[s] == w`: `s` depends on some node of `w`'s group (stamped as nodes join, so
+    // that testing a candidate is O(1) rather than a scan of its predecessors).
+    let mut needs = vec![NONE; graph.len()];
     let mut processed = vec![false; graph.len()];
     let mut group_colls: Vec<u32> = Vec::new();
     let mut infos = Vec::new();
@@ -86,7 +88,9 @@ pub fn sink_waits_iterative_with(
         let own = coll != NONE && graph.wait_of_coll[coll as usize] == w;
         let comp_of = |comp: &[f64]| if own { comp[coll as usize] } else { 0.0 };
         let mut info = MoveInfo::new(graph.ops[w as usize], comm, comp_of(&comp));
-        stamp[w as usize] = w;
+        for &s in graph.succs(w) {
+            needs[s as usize] = w;
+        }
         let mut group_tail = w;
         // The group is the tracker's run: it only grows at its tail (a moved candidate goes
         // before it), and `w` stays its first node.
@@ -115,7 +119,7 @@ pub fn sink_waits_iterative_with(
                 info.blocker = Some(graph.ops[ci]);
                 break;
             }
-            let data_dep = graph.preds(cand).iter().any(|&p| stamp[p as usize] == w);
+            let data_dep = needs[ci] == w;
             let both_colls = group_has_coll && graph.kind[ci] == NodeKind::Collective;
             if data_dep || both_colls {
                 let groupable = graph.kind[ci] != NodeKind::Wait
@@ -123,7 +127,9 @@ pub fn sink_waits_iterative_with(
                     && (opts.use_runtime_estimates
                         || (graph.kind[ci] != NodeKind::Collective && !graph.gemm_like[ci]));
                 if groupable {
-                    stamp[ci] = w;
+                    for &s in graph.succs(cand) {
+                        needs[s as usize] = w;
+                    }
                     group_tail = cand;
                     mem.run_push_back(cand);
                     if graph.kind[ci] == NodeKind::Collective {
