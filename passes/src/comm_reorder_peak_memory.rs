@@ -17,7 +17,7 @@
 //! - otherwise the candidate moves after the group, if the memory levels stay within
 //!   `(1 + peak-memory-budget) ×` the input's peak ("peak memory" stops it otherwise).
 //!
-//! Memory levels are updated per adjacent swap in O(1) ([`MemoryTracker`]); the estimated
+//! Memory levels are updated per move in O(1) ([`MemoryTracker`]'s runs); the estimated
 //! compute overlapping each collective comes from prefix sums over the input order and is then
 //! updated per move, rather than by walking the list after every swap as the seed does.
 
@@ -62,8 +62,9 @@ pub fn reorder_peak_memory_with(
             }
         })
         .collect();
-    let mut stamp = vec![NONE; graph.len()];
-    let mut seg: Vec<u32> = Vec::new();
+    // `needed[p] == c`: some node of `c`'s group depends on `p` (stamped as nodes join, so
+    // that testing a candidate is O(1) rather than a scan of its successors).
+    let mut needed = vec![NONE; graph.len()];
     let mut group_colls: Vec<u32> = Vec::new();
     let mut infos = Vec::new();
     let extra = opts.extra_factor();
@@ -77,12 +78,13 @@ pub fn reorder_peak_memory_with(
         }
         let c = cur;
         let mut info = MoveInfo::new(graph.ops[c as usize], rt[c as usize], comp[c as usize]);
-        stamp[c as usize] = c;
+        for &p in graph.preds(c) {
+            needed[p as usize] = c;
+        }
         let mut group_head = c;
-        // The group, in order: it only grows at its head (a moved candidate goes after it),
-        // so it is kept as it changes rather than collected from the list at every move.
-        seg.clear();
-        seg.push(c);
+        // The group is the tracker's run: it only grows at its head (a moved candidate goes
+        // after it), and `c` stays its last node.
+        mem.run_start(c);
         // Collectives whose waits joined the group: moving the group earlier shrinks their
         // overlap window.
         group_colls.clear();
@@ -110,7 +112,7 @@ pub fn reorder_peak_memory_with(
                 info.blocker = Some(graph.ops[ci]);
                 break;
             }
-            let data_dep = graph.succs(cand).iter().any(|&s| stamp[s as usize] == c);
+            let data_dep = needed[ci] == c;
             if data_dep {
                 let groupable = !graph.is_async_collective(cand)
                     && (opts.use_runtime_estimates || !graph.gemm_like[ci]);
@@ -119,9 +121,11 @@ pub fn reorder_peak_memory_with(
                     info.blocker = Some(graph.ops[ci]);
                     break;
                 }
-                stamp[ci] = c;
+                for &p in graph.preds(cand) {
+                    needed[p as usize] = c;
+                }
                 group_head = cand;
-                seg.insert(0, cand);
+                mem.run_push_front(cand);
                 if graph.kind[ci] == NodeKind::Wait && graph.coll_of_wait[ci] != NONE {
                     group_colls.push(graph.coll_of_wait[ci]);
                 }
@@ -142,9 +146,9 @@ pub fn reorder_peak_memory_with(
             debug_assert!({
                 let mut s = Vec::new();
                 list.segment(group_head, c, &mut s);
-                s == seg
+                s.iter().eq(mem.run_members())
             });
-            if !try_move_after(&mut mem, &mut list, cand, &seg, limit) {
+            if !try_move_after(&mut mem, &mut list, cand, c, limit) {
                 info.limit = Limit::PeakMemory;
                 info.blocker = Some(graph.ops[ci]);
                 break;
@@ -172,6 +176,7 @@ pub fn reorder_peak_memory_with(
             }
             cand = list.prev[group_head as usize];
         }
+        mem.run_finish();
         info.final_comp_ns = comp[c as usize];
         infos.push(info);
         cur = next_cur;

@@ -65,9 +65,10 @@ pub fn sink_waits_iterative_with(
             comp[c as usize] = windows.before_wait(&graph, w);
         }
     }
-    let mut stamp = vec![NONE; graph.len()];
+    // `needs[s] == w`: `s` depends on some node of `w`'s group (stamped as nodes join, so
+    // that testing a candidate is O(1) rather than a scan of its predecessors).
+    let mut needs = vec![NONE; graph.len()];
     let mut processed = vec![false; graph.len()];
-    let mut seg: Vec<u32> = Vec::new();
     let mut group_colls: Vec<u32> = Vec::new();
     let mut infos = Vec::new();
     let extra = opts.extra_factor();
@@ -87,12 +88,13 @@ pub fn sink_waits_iterative_with(
         let own = coll != NONE && graph.wait_of_coll[coll as usize] == w;
         let comp_of = |comp: &[f64]| if own { comp[coll as usize] } else { 0.0 };
         let mut info = MoveInfo::new(graph.ops[w as usize], comm, comp_of(&comp));
-        stamp[w as usize] = w;
+        for &s in graph.succs(w) {
+            needs[s as usize] = w;
+        }
         let mut group_tail = w;
-        // The group, in order: it only grows at its tail (a moved candidate goes before it),
-        // so it is kept as it changes rather than collected from the list at every move.
-        seg.clear();
-        seg.push(w);
+        // The group is the tracker's run: it only grows at its tail (a moved candidate goes
+        // before it), and `w` stays its first node.
+        mem.run_start(w);
         let mut group_has_coll = false;
         group_colls.clear();
         let mut group_runtime = 0.0;
@@ -117,7 +119,7 @@ pub fn sink_waits_iterative_with(
                 info.blocker = Some(graph.ops[ci]);
                 break;
             }
-            let data_dep = graph.preds(cand).iter().any(|&p| stamp[p as usize] == w);
+            let data_dep = needs[ci] == w;
             let both_colls = group_has_coll && graph.kind[ci] == NodeKind::Collective;
             if data_dep || both_colls {
                 let groupable = graph.kind[ci] != NodeKind::Wait
@@ -125,9 +127,11 @@ pub fn sink_waits_iterative_with(
                     && (opts.use_runtime_estimates
                         || (graph.kind[ci] != NodeKind::Collective && !graph.gemm_like[ci]));
                 if groupable {
-                    stamp[ci] = w;
+                    for &s in graph.succs(cand) {
+                        needs[s as usize] = w;
+                    }
                     group_tail = cand;
-                    seg.push(cand);
+                    mem.run_push_back(cand);
                     if graph.kind[ci] == NodeKind::Collective {
                         group_has_coll = true;
                         group_colls.push(cand);
@@ -167,9 +171,9 @@ pub fn sink_waits_iterative_with(
             debug_assert!({
                 let mut s = Vec::new();
                 list.segment(w, group_tail, &mut s);
-                s == seg
+                s.iter().eq(mem.run_members())
             });
-            if !try_move_before(&mut mem, &mut list, cand, &seg, limit) {
+            if !try_move_before(&mut mem, &mut list, cand, w, limit) {
                 info.limit = Limit::PeakMemory;
                 info.blocker = Some(graph.ops[ci]);
                 break;
@@ -203,6 +207,7 @@ pub fn sink_waits_iterative_with(
             }
             cand = list.next[group_tail as usize];
         }
+        mem.run_finish();
         info.final_comp_ns = comp_of(&comp);
         infos.push(info);
         cur = prev_cur;

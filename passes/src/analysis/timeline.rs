@@ -29,9 +29,40 @@ pub struct Timeline {
     pub collectives: Vec<CollectiveTiming>,
 }
 
-/// Whether an op completes an asynchronous collective.
-fn is_wait(ctx: &Context, op: OpId) -> bool {
-    ctx.op_has_trait(op, Trait::Wait)
+/// The traits the simulator asks about, as bits, cached per op name (every op of a name
+/// shares its definition): a block has a few dozen names and thousands of ops.
+struct TraitBits {
+    by_name: Vec<u8>,
+}
+
+impl TraitBits {
+    const KNOWN: u8 = 1;
+    const WAIT: u8 = 2;
+    const BLOCKING: u8 = 4;
+    const MEM_WRITE: u8 = 8;
+    const COLLECTIVE: u8 = 16;
+
+    fn of(&mut self, ctx: &Context, op: OpId) -> u8 {
+        let i = ctx.op_name_ident(op).index();
+        if i >= self.by_name.len() {
+            self.by_name.resize(i + 1, 0);
+        }
+        if self.by_name[i] == 0 {
+            let mut b = Self::KNOWN;
+            for (t, bit) in [
+                (Trait::Wait, Self::WAIT),
+                (Trait::Blocking, Self::BLOCKING),
+                (Trait::MemWrite, Self::MEM_WRITE),
+                (Trait::Collective, Self::COLLECTIVE),
+            ] {
+                if ctx.op_has_trait(op, t) {
+                    b |= bit;
+                }
+            }
+            self.by_name[i] = b;
+        }
+        self.by_name[i]
+    }
 }
 
 /// Simulates `block` on `machine`.
@@ -50,23 +81,29 @@ pub fn simulate_with(ctx: &Context, block: BlockId, cost: impl Fn(OpId) -> OpCos
     let mut coll_of_value: Vec<u32> = vec![u32::MAX; ctx.num_value_slots()];
     let mut t = Timeline::default();
     let (mut compute_free, mut comm_free) = (0.0f64, 0.0f64);
+    let mut traits = TraitBits {
+        by_name: Vec::new(),
+    };
+    let mut waited: Vec<usize> = Vec::new();
     for op in ctx.block_ops(block) {
+        let bits = traits.of(ctx, op);
         let inputs_ready = ctx
             .operands(op)
             .iter()
             .map(|v| ready[v.index()])
             .fold(0.0, f64::max);
         let cost = cost(op);
-        if is_wait(ctx, op) {
+        if bits & TraitBits::WAIT != 0 {
             let mut end = inputs_ready;
             let before = compute_free;
-            let mut waited: Vec<usize> = ctx
-                .operands(op)
-                .iter()
-                .map(|v| coll_of_value[v.index()])
-                .filter(|&c| c != u32::MAX)
-                .map(|c| c as usize)
-                .collect();
+            waited.clear();
+            waited.extend(
+                ctx.operands(op)
+                    .iter()
+                    .map(|v| coll_of_value[v.index()])
+                    .filter(|&c| c != u32::MAX)
+                    .map(|c| c as usize),
+            );
             waited.sort_unstable();
             waited.dedup();
             for &c in &waited {
@@ -90,7 +127,7 @@ pub fn simulate_with(ctx: &Context, block: BlockId, cost: impl Fn(OpId) -> OpCos
         }
         match cost {
             OpCost::Collective(ns) => {
-                let blocking = ctx.op_has_trait(op, Trait::Blocking);
+                let blocking = bits & TraitBits::BLOCKING != 0;
                 let mut start = inputs_ready.max(comm_free);
                 if blocking {
                     start = start.max(compute_free);
@@ -118,7 +155,7 @@ pub fn simulate_with(ctx: &Context, block: BlockId, cost: impl Fn(OpId) -> OpCos
                     coll_of_value[r.index()] = idx as u32;
                 }
                 // In-place collectives: the buffer operands are ready again only at the end.
-                if ctx.op_has_trait(op, Trait::MemWrite) {
+                if bits & TraitBits::MEM_WRITE != 0 {
                     for v in ctx.operands(op) {
                         coll_of_value[v.index()] = idx as u32;
                     }
@@ -128,7 +165,7 @@ pub fn simulate_with(ctx: &Context, block: BlockId, cost: impl Fn(OpId) -> OpCos
                 let start = inputs_ready.max(compute_free);
                 compute_free = start + ns;
                 t.compute_ns += ns;
-                if ctx.op_has_trait(op, Trait::Collective) {
+                if bits & TraitBits::COLLECTIVE != 0 {
                     // A blocking collective run by the compute stream (one-shot all-reduce).
                     t.comm_ns += ns;
                     t.collectives.push(CollectiveTiming {

@@ -181,21 +181,32 @@ impl DepGraph {
             last_pinned: NONE,
         };
         let mut preds: Vec<u32> = Vec::new();
+        // A fixed node's predecessors since the previous one: already sorted and distinct,
+        // and as long as the stretch between barriers (the whole block before a terminator),
+        // so they are merged with the sorted few others rather than sorted with them.
+        let mut since_fixed: Vec<u32> = Vec::new();
         g.pred_off.push(0);
         for i in 0..n as u32 {
             preds.clear();
             g.data_and_memory_preds(ctx, i, &written, &mut b, &mut preds);
-            g.barrier_preds(i, &mut order, &mut preds);
+            g.barrier_preds(i, &mut order, &mut preds, &mut since_fixed);
             if opts.collective_order {
                 g.collective_order_preds(ctx, i, &mut order, &mut preds);
             }
             preds.sort_unstable();
             preds.dedup();
+            if since_fixed.is_empty() {
+                g.preds.extend_from_slice(&preds);
+            } else {
+                merge_distinct(&preds, &since_fixed, &mut g.preds);
+                since_fixed.clear();
+            }
             debug_assert!(
-                preds.iter().all(|&p| p < i),
+                g.preds[*g.pred_off.last().expect("offsets") as usize..]
+                    .iter()
+                    .all(|&p| p < i),
                 "edges must follow program order"
             );
-            g.preds.extend_from_slice(&preds);
             g.pred_off.push(g.preds.len() as u32);
         }
         g.finish();
@@ -336,13 +347,20 @@ impl DepGraph {
     }
 
     /// Barrier predecessors of node `i`: the last fixed op before it, and for a fixed op
-    /// every op since the previous one. Chaining through the barrier keeps this linear.
-    fn barrier_preds(&self, i: u32, st: &mut OrderState, preds: &mut Vec<u32>) {
+    /// every op since the previous one (into `since`, empty on entry: sorted and distinct).
+    /// Chaining through the barrier keeps this linear.
+    fn barrier_preds(
+        &self,
+        i: u32,
+        st: &mut OrderState,
+        preds: &mut Vec<u32>,
+        since: &mut Vec<u32>,
+    ) {
         if st.last_fixed != NONE {
             preds.push(st.last_fixed);
         }
         if self.kind[i as usize] == NodeKind::Fixed {
-            preds.append(&mut st.since_fixed);
+            std::mem::swap(since, &mut st.since_fixed);
             st.last_fixed = i;
         } else {
             st.since_fixed.push(i);
@@ -432,6 +450,21 @@ impl DepGraph {
         self.succ_off = succ_off;
         self.succs = succs;
     }
+}
+
+/// Appends the union of `a` and `b`, both sorted and without duplicates, to `out`, sorted and
+/// without duplicates.
+fn merge_distinct(a: &[u32], b: &[u32], out: &mut Vec<u32>) {
+    out.reserve(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let (x, y) = (a[i], b[j]);
+        out.push(x.min(y));
+        i += usize::from(x <= y);
+        j += usize::from(y <= x);
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
 }
 
 /// The running state of the barrier and collective-order rules during a build.

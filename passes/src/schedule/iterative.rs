@@ -1,8 +1,8 @@
 //! Machinery shared by the two iterative passes (`comm-reorder-peak-memory`,
 //! `comm-sink-waits-iterative`): the current order as a doubly linked list over graph nodes,
-//! moving one node across a contiguous *group* of nodes with the memory levels updated one
-//! adjacent swap at a time (and undone when the move breaks the peak-memory budget), the
-//! per-node statistics, and the options.
+//! moving one node across a contiguous *group* of nodes (the memory tracker's open run) with
+//! the memory levels updated as by one adjacent swap per member (and undone when the move
+//! breaks the peak-memory budget), the per-node statistics, and the options.
 
 use super::graph::{DepGraph, NONE};
 use super::memory::MemoryTracker;
@@ -233,6 +233,7 @@ impl ListOrder {
         }
     }
 
+    #[inline]
     fn unlink(&mut self, x: u32) {
         let (p, n) = (self.prev[x as usize], self.next[x as usize]);
         if p == NONE {
@@ -247,6 +248,7 @@ impl ListOrder {
         }
     }
 
+    #[inline]
     fn insert_after(&mut self, x: u32, anchor: u32) {
         let n = self.next[anchor as usize];
         self.prev[x as usize] = anchor;
@@ -259,6 +261,7 @@ impl ListOrder {
         }
     }
 
+    #[inline]
     fn insert_before(&mut self, x: u32, anchor: u32) {
         let p = self.prev[anchor as usize];
         self.next[x as usize] = anchor;
@@ -296,38 +299,40 @@ impl ListOrder {
     }
 }
 
-/// Moves `x`, directly before the group `seg` (contiguous, in order), to directly after it,
-/// if the memory levels of the nodes involved stay within `limit`; returns whether it moved.
-/// The memory levels are updated as by one adjacent swap per group member, undone if over
-/// the limit ([`MemoryTracker::move_after_run`]).
+/// Moves `x`, directly before the tracker's open run (the group; its last node is `last`),
+/// to directly after it, if the memory levels of the nodes involved stay within `limit`;
+/// returns whether it moved ([`MemoryTracker::move_after_run`]).
+#[inline]
 pub fn try_move_after(
     mem: &mut MemoryTracker,
     list: &mut ListOrder,
     x: u32,
-    seg: &[u32],
+    last: u32,
     limit: i64,
 ) -> bool {
-    if !mem.move_after_run(x, seg, limit) {
+    if !mem.move_after_run(x, limit) {
         return false;
     }
     list.unlink(x);
-    list.insert_after(x, *seg.last().expect("non-empty group"));
+    list.insert_after(x, last);
     true
 }
 
-/// Moves `x`, directly after the group `seg`, to directly before it, within `limit`.
+/// Moves `x`, directly after the tracker's open run (the group; its first node is `first`),
+/// to directly before it, within `limit`.
+#[inline]
 pub fn try_move_before(
     mem: &mut MemoryTracker,
     list: &mut ListOrder,
     x: u32,
-    seg: &[u32],
+    first: u32,
     limit: i64,
 ) -> bool {
-    if !mem.move_before_run(x, seg, limit) {
+    if !mem.move_before_run(x, limit) {
         return false;
     }
     list.unlink(x);
-    list.insert_before(x, seg[0]);
+    list.insert_before(x, first);
     true
 }
 

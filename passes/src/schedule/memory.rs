@@ -11,12 +11,20 @@
 //! the two change (everything before `a` and after `b` sees the same allocations and frees);
 //! and the only storages whose last use changes are those both read, last used by `b`: after
 //! the swap `a` frees them.
+//!
+//! The iterative passes move one node at a time across a *run* (the group a collective or
+//! wait drags along). Unless a storage changes its last user, such a move shifts every
+//! member's level by the mover's net allocation and puts the mover at its entry level plus
+//! the run's net: the tracker keeps the run's highest level and net as scalars and the shift
+//! as a lazy offset, which makes a move O(uses of the mover) whatever the run's length; a
+//! move that does transfer a free falls back to one swap per member.
 
 use crate::analysis::buffers::{alias_of, BufferModel};
 use commlir_dialects::shape::tensor_bytes;
-use commlir_ir::{AttrKind, BlockId, Context, Trait};
+use commlir_ir::{AttrKind, BlockId, Context, Trait, Type};
 
 use super::graph::{DepGraph, NONE};
+use std::collections::VecDeque;
 
 /// Memory levels around each node, kept current under swaps.
 #[derive(Clone, Debug)]
@@ -40,6 +48,31 @@ pub struct MemoryTracker {
     base: i64,
     /// The peak at construction.
     initial_peak: i64,
+    /// The run the current collective (or wait) drags along.
+    run: Run,
+}
+
+/// The open run of [`MemoryTracker`]: a contiguous group of nodes that candidates move
+/// across one at a time. While a run is open its members' `post_alloc` entries hold their
+/// levels minus `offset`: a move shifts every member by the same amount, so only the offset
+/// changes, and the run's highest level and net allocation stay valid scalars.
+#[derive(Clone, Debug, Default)]
+struct Run {
+    open: bool,
+    /// Identifies the open run in the stamps below (runs are numbered from 1).
+    serial: u32,
+    /// Per node: the serial of the last run it joined.
+    in_run: Vec<u32>,
+    /// Per storage: the serial of the last run one of whose members uses it.
+    used: Vec<u32>,
+    /// The members, in order.
+    members: VecDeque<u32>,
+    /// Pending shift of the members' levels.
+    offset: i64,
+    /// Highest stored (offset-less) level of a member.
+    max: i64,
+    /// Sum of `alloc - free` over the members: the run's effect on the level across it.
+    net: i64,
 }
 
 impl MemoryTracker {
@@ -54,10 +87,21 @@ impl MemoryTracker {
         let mut counted: Vec<bool> = Vec::with_capacity(n * 2);
         let mut escapes: Vec<bool> = Vec::with_capacity(n * 2);
         let func = ctx.block_parent_op(block);
+        // Sizes by type and the return-like trait by op name, each looked up once: a block
+        // has thousands of values and ops but few distinct types and names.
+        let mut size_of_type: Vec<Option<i64>> = Vec::new();
+        let mut bytes = |t: Type| {
+            let i = t.index();
+            if i >= size_of_type.len() {
+                size_of_type.resize(i + 1, None);
+            }
+            *size_of_type[i].get_or_insert_with(|| tensor_bytes(ctx, t).unwrap_or(0) as i64)
+        };
+        let mut return_like: Vec<Option<bool>> = Vec::new();
         let mut base = 0i64;
         for (i, &a) in ctx.block_args(block).iter().enumerate() {
             let donated = func.is_some_and(|f| is_donated(ctx, f, i));
-            let s = tensor_bytes(ctx, ctx.value_type(a)).unwrap_or(0) as i64;
+            let s = bytes(ctx.value_type(a));
             storage_of[a.index()] = size.len() as u32;
             size.push(s);
             def.push(NONE);
@@ -72,7 +116,12 @@ impl MemoryTracker {
         let mut uses: Vec<u32> = Vec::with_capacity(n * 2);
         use_off.push(0);
         for (p, &op) in graph.ops.iter().enumerate() {
-            let is_return = ctx.op_has_trait(op, Trait::ReturnLike);
+            let name = ctx.op_name_ident(op).index();
+            if name >= return_like.len() {
+                return_like.resize(name + 1, None);
+            }
+            let is_return =
+                *return_like[name].get_or_insert_with(|| ctx.op_has_trait(op, Trait::ReturnLike));
             let first = uses.len();
             for &v in ctx.operands(op) {
                 let s = storage_of[v.index()];
@@ -94,7 +143,7 @@ impl MemoryTracker {
                         continue;
                     }
                 }
-                let s = tensor_bytes(ctx, ctx.value_type(v)).unwrap_or(0) as i64;
+                let s = bytes(ctx.value_type(v));
                 storage_of[v.index()] = size.len() as u32;
                 size.push(s);
                 def.push(p as u32);
@@ -144,6 +193,11 @@ impl MemoryTracker {
             last_use,
             base,
             initial_peak: peak,
+            run: Run {
+                in_run: vec![0; n],
+                used: vec![0; ns],
+                ..Run::default()
+            },
         }
     }
 
@@ -154,12 +208,17 @@ impl MemoryTracker {
 
     /// Memory right after node `n`'s allocations.
     pub fn post_alloc(&self, n: u32) -> i64 {
-        self.post_alloc[n as usize]
+        let p = self.post_alloc[n as usize];
+        if self.in_run(n) {
+            p + self.run.offset
+        } else {
+            p
+        }
     }
 
     /// Memory after node `n`'s frees.
     pub fn post_free(&self, n: u32) -> i64 {
-        self.post_alloc[n as usize] - self.free[n as usize]
+        self.post_alloc(n) - self.free[n as usize]
     }
 
     /// Memory at entry.
@@ -169,6 +228,7 @@ impl MemoryTracker {
 
     /// Updates the levels for swapping `a` and `b`, where `a` directly precedes `b`; after
     /// the call `b` directly precedes `a`. O(uses(a) · uses(b)). Swapping back undoes it.
+    /// Neither may be a member of an open run.
     pub fn swap_adjacent(&mut self, a: u32, b: u32) {
         let (ai, bi) = (a as usize, b as usize);
         let before = self.post_alloc[ai] - self.alloc[ai];
@@ -192,97 +252,190 @@ impl MemoryTracker {
         &self.uses[self.use_off[n] as usize..self.use_off[n + 1] as usize]
     }
 
-    /// Moves `x`, directly before the contiguous run `seg`, to directly after it, if no level
-    /// of the nodes involved then exceeds `limit`; returns whether it moved (the levels are
-    /// left unchanged otherwise). Same result as swapping `x` with each member in turn and
-    /// back when over the limit, but when no storage changes its last user (by far the
-    /// common case: `x` is unrelated to the run) the new levels are one running sum over the
-    /// run, computed in place and recomputed in the old order to undo.
-    pub fn move_after_run(&mut self, x: u32, seg: &[u32], limit: i64) -> bool {
-        // A swap of `x` with `g` moves a free only for a storage both use whose last user
-        // is `g`; the last user of a storage `x` uses is one of its users.
+    /// Opens a new run (the group a collective or wait drags along) holding only `n`.
+    /// Any open run is closed first.
+    pub fn run_start(&mut self, n: u32) {
+        self.run_finish();
+        self.run.serial += 1;
+        self.run.open = true;
+        self.run.max = i64::MIN;
+        self.run.net = 0;
+        self.run.members.clear();
+        self.run_join(n);
+        self.run.members.push_back(n);
+    }
+
+    /// Adds `n`, the node directly before the open run, to it.
+    pub fn run_push_front(&mut self, n: u32) {
+        debug_assert!(self.run.open);
+        self.run_join(n);
+        self.run.members.push_front(n);
+    }
+
+    /// Adds `n`, the node directly after the open run, to it.
+    pub fn run_push_back(&mut self, n: u32) {
+        debug_assert!(self.run.open);
+        self.run_join(n);
+        self.run.members.push_back(n);
+    }
+
+    /// The open run's nodes, in order.
+    pub fn run_members(&self) -> &VecDeque<u32> {
+        &self.run.members
+    }
+
+    /// Closes the open run: its members' levels are stored as they are again.
+    pub fn run_finish(&mut self) {
+        if self.run.open {
+            self.flush_offset();
+            self.run.open = false;
+        }
+    }
+
+    /// Stamps `n` as a member and folds it into the run's scalars; its level is stored
+    /// relative to the run's offset from now on.
+    fn run_join(&mut self, n: u32) {
+        let ni = n as usize;
+        let serial = self.run.serial;
+        self.run.in_run[ni] = serial;
+        for &s in &self.uses[self.use_off[ni] as usize..self.use_off[ni + 1] as usize] {
+            self.run.used[s as usize] = serial;
+        }
+        self.post_alloc[ni] -= self.run.offset;
+        self.run.max = self.run.max.max(self.post_alloc[ni]);
+        self.run.net += self.alloc[ni] - self.free[ni];
+    }
+
+    /// Whether `n` is a member of the open run.
+    fn in_run(&self, n: u32) -> bool {
+        self.run.open && self.run.in_run[n as usize] == self.run.serial
+    }
+
+    /// Applies the pending offset to the members' stored levels.
+    fn flush_offset(&mut self) {
+        let off = std::mem::take(&mut self.run.offset);
+        if off != 0 {
+            for &g in &self.run.members {
+                self.post_alloc[g as usize] += off;
+            }
+        }
+    }
+
+    /// Recomputes the run's scalars from its members' levels (after a flush, when frees moved).
+    fn rescan_run(&mut self) {
+        debug_assert_eq!(self.run.offset, 0);
+        let (mut max, mut net) = (i64::MIN, 0i64);
+        for &g in &self.run.members {
+            let gi = g as usize;
+            max = max.max(self.post_alloc[gi]);
+            net += self.alloc[gi] - self.free[gi];
+        }
+        self.run.max = max;
+        self.run.net = net;
+    }
+
+    /// Moves `x`, directly before the open run, to directly after it, if no level of the
+    /// nodes involved then exceeds `limit`; returns whether it moved (the levels are left
+    /// unchanged otherwise). Same result as swapping `x` with each member in turn and back
+    /// when over the limit. When no storage changes its last user (by far the common case:
+    /// `x` is unrelated to the run) that is O(uses(x)): every member's level drops by `x`'s
+    /// net allocation, a shift of the run's offset, the members' highest level moves with it,
+    /// and `x` lands at its old entry level plus the run's net; both are scalars of the run.
+    #[inline]
+    pub fn move_after_run(&mut self, x: u32, limit: i64) -> bool {
+        debug_assert!(self.run.open && !self.in_run(x));
+        let xi = x as usize;
+        // A swap of `x` with member `g` moves a free only for a storage both use whose last
+        // user is `g`; the last user of a storage `x` uses is one of its users.
+        let serial = self.run.serial;
+        let transfers = self.uses_of(x).iter().any(|&s| {
+            let l = self.last_use[s as usize];
+            l != NONE && self.run.in_run[l as usize] == serial
+        });
+        if transfers {
+            return self.move_after_run_swapping(x, limit);
+        }
+        let d = self.alloc[xi] - self.free[xi];
+        let px = self.post_alloc[xi] + self.run.net;
+        if px.max(self.run.max + self.run.offset - d) > limit {
+            return false;
+        }
+        self.run.offset -= d;
+        self.post_alloc[xi] = px;
+        true
+    }
+
+    /// Moves `x`, directly after the open run, to directly before it, if no level of the
+    /// nodes involved then exceeds `limit` (see [`MemoryTracker::move_after_run`]).
+    #[inline]
+    pub fn move_before_run(&mut self, x: u32, limit: i64) -> bool {
+        debug_assert!(self.run.open && !self.in_run(x));
+        let xi = x as usize;
+        // A swap of member `g` with `x` moves a free only for a storage both use whose last
+        // user is `x`.
+        let serial = self.run.serial;
         let transfers = self
             .uses_of(x)
             .iter()
-            .any(|&s| seg.contains(&self.last_use[s as usize]));
+            .any(|&s| self.last_use[s as usize] == x && self.run.used[s as usize] == serial);
         if transfers {
-            for &g in seg {
-                self.swap_adjacent(x, g);
-            }
-            if self.run_peak(x, seg) > limit {
-                for &g in seg.iter().rev() {
-                    self.swap_adjacent(g, x);
-                }
-                return false;
-            }
-            return true;
+            return self.move_before_run_swapping(x, limit);
         }
-        let xi = x as usize;
-        let entry = self.post_alloc[xi] - self.alloc[xi];
-        let level = self.relevel(entry, seg);
-        let px = level + self.alloc[xi];
-        if self.run_peak_with(px, seg) > limit {
-            // `x`'s own level was not touched yet: the run goes back to following it.
-            self.relevel(self.post_free(x), seg);
+        let first = *self.run.members.front().expect("open run") as usize;
+        let entry = self.post_alloc[first] + self.run.offset - self.alloc[first];
+        let px = entry + self.alloc[xi];
+        let d = self.alloc[xi] - self.free[xi];
+        if px.max(self.run.max + self.run.offset + d) > limit {
             return false;
         }
+        self.run.offset += d;
         self.post_alloc[xi] = px;
         true
     }
 
-    /// Moves `x`, directly after the contiguous run `seg`, to directly before it, if no level
-    /// of the nodes involved then exceeds `limit` (see [`MemoryTracker::move_after_run`]).
-    pub fn move_before_run(&mut self, x: u32, seg: &[u32], limit: i64) -> bool {
-        // A swap of `g` with `x` moves a free only for a storage both use whose last user
-        // is `x`.
-        let transfers = self.uses_of(x).iter().any(|&s| {
-            self.last_use[s as usize] == x && seg.iter().any(|&g| self.uses_of(g).contains(&s))
-        });
-        if transfers {
+    /// [`MemoryTracker::move_after_run`] when frees may move: one adjacent swap per member,
+    /// undone when over the limit.
+    #[inline(never)]
+    fn move_after_run_swapping(&mut self, x: u32, limit: i64) -> bool {
+        self.flush_offset();
+        let seg = std::mem::take(&mut self.run.members);
+        for &g in &seg {
+            self.swap_adjacent(x, g);
+        }
+        let moved = self.run_peak(x, &seg) <= limit;
+        if !moved {
             for &g in seg.iter().rev() {
                 self.swap_adjacent(g, x);
             }
-            if self.run_peak(x, seg) > limit {
-                for &g in seg {
-                    self.swap_adjacent(x, g);
-                }
-                return false;
+        }
+        self.run.members = seg;
+        self.rescan_run();
+        moved
+    }
+
+    /// [`MemoryTracker::move_before_run`] when frees may move.
+    #[inline(never)]
+    fn move_before_run_swapping(&mut self, x: u32, limit: i64) -> bool {
+        self.flush_offset();
+        let seg = std::mem::take(&mut self.run.members);
+        for &g in seg.iter().rev() {
+            self.swap_adjacent(g, x);
+        }
+        let moved = self.run_peak(x, &seg) <= limit;
+        if !moved {
+            for &g in &seg {
+                self.swap_adjacent(x, g);
             }
-            return true;
         }
-        let xi = x as usize;
-        let first = seg[0] as usize;
-        let entry = self.post_alloc[first] - self.alloc[first];
-        let px = entry + self.alloc[xi];
-        self.post_alloc[xi] = px;
-        self.relevel(px - self.free[xi], seg);
-        if self.run_peak_with(px, seg) > limit {
-            self.post_alloc[xi] = self.relevel(entry, seg) + self.alloc[xi];
-            return false;
-        }
-        true
+        self.run.members = seg;
+        self.rescan_run();
+        moved
     }
 
-    /// Sets the levels of the run `seg`, in order, starting from memory `level` before it;
-    /// returns the memory after it.
-    fn relevel(&mut self, mut level: i64, seg: &[u32]) -> i64 {
-        for &g in seg {
-            let gi = g as usize;
-            let p = level + self.alloc[gi];
-            self.post_alloc[gi] = p;
-            level = p - self.free[gi];
-        }
-        level
-    }
-
-    fn run_peak(&self, x: u32, seg: &[u32]) -> i64 {
-        self.run_peak_with(self.post_alloc(x), seg)
-    }
-
-    fn run_peak_with(&self, px: i64, seg: &[u32]) -> i64 {
+    fn run_peak(&self, x: u32, seg: &VecDeque<u32>) -> i64 {
         seg.iter()
             .map(|&g| self.post_alloc[g as usize])
-            .fold(px, i64::max)
+            .fold(self.post_alloc[x as usize], i64::max)
     }
 
     /// Asserts that the tracked levels equal a full recompute by [`BufferModel`] of the block
