@@ -16,11 +16,20 @@
 //!   registration, see [`commlir_ir::CommBufferOperand`]) are realized generically.
 //!
 //! Locations and `cost_ns` carry over to every op a rewrite creates.
+//!
+//! A program has thousands of collectives over a handful of groups, op names and tensor
+//! types, so the lowering resolves each group, interns each op name and builds each comm
+//! buffer type once per pass run (see [`Lowering`]'s caches) rather than once per op.
 
 use commlir_dialects::coll::group_of;
 use commlir_dialects::comm::{buffer_encoding, buffer_type, work_type};
 use commlir_dialects::shape::{strip_encoding, tensor_bytes};
-use commlir_ir::{Attr, Builder, CommBufferKind, Context, Diagnostic, OpId, Trait, Value};
+use commlir_ir::{
+    Attr, BlockId, Builder, CommBufferKind, Context, Diagnostic, Ident, OpId, OpState, Trait, Type,
+    Value,
+};
+use rustc_hash::FxHashMap;
+use std::rc::Rc;
 
 /// Default size limit (bytes) for lowering an all-reduce to a one-shot all-reduce.
 pub const DEFAULT_ONE_SHOT_THRESHOLD: u64 = 131_072;
@@ -70,6 +79,11 @@ pub fn lower(
     let mut lw = Lowering {
         opts,
         stats: CollToCommStats::default(),
+        names: Vec::new(),
+        groups: FxHashMap::default(),
+        buffer_types: FxHashMap::default(),
+        plain_types: FxHashMap::default(),
+        work_type: None,
     };
     for op in ops {
         if ctx.is_erased(op) {
@@ -100,39 +114,36 @@ pub fn lower(
     Ok(lw.stats)
 }
 
+/// One run of the lowering: its options, statistics and the caches that make each op's
+/// rewrite independent of string work. Every cache maps its inputs to what the uncached
+/// call would return (types and attributes are interned, symbols are not edited by the pass).
 struct Lowering<'o> {
     opts: &'o CollToCommOptions,
     stats: CollToCommStats,
+    /// The op names created so far, interned.
+    names: Vec<(&'static str, Ident)>,
+    /// (block of the collective, its `group` attribute) → the group's buffer kind and name,
+    /// as [`group_of`] resolves it from that block (for collectives that are not symbol
+    /// tables themselves, so the lookup starts at the block's ancestors).
+    groups: FxHashMap<(Option<BlockId>, Attr), (CommBufferKind, Rc<str>)>,
+    /// (type, kind, group) → [`buffer_type`].
+    buffer_types: FxHashMap<(Type, CommBufferKind, Rc<str>), Type>,
+    /// type → [`strip_encoding`].
+    plain_types: FxHashMap<Type, Type>,
+    /// [`work_type`].
+    work_type: Option<Type>,
 }
 
 /// The attributes a lowered op inherits from its collective (everything but the ones the
 /// lowering consumes), so `reduce_op`, `group`, `src`, splits and `cost_ns` carry over.
-fn carried_attrs(ctx: &Context, op: OpId) -> Vec<(String, Attr)> {
-    let mut out: Vec<(String, Attr)> = Vec::new();
-    for (k, v) in ctx.attrs(op) {
-        out.push((ctx.ident_str(*k).to_string(), *v));
-    }
+fn carried_attrs(ctx: &Context, op: OpId) -> Vec<(Ident, Attr)> {
+    let mut out: Vec<(Ident, Attr)> = ctx.attrs(op).to_vec();
     if let Some(p) = ctx.properties(op) {
         if let commlir_ir::AttrKind::Dict(entries) = ctx.attr_kind(p) {
-            for (k, v) in entries {
-                out.push((ctx.ident_str(*k).to_string(), *v));
-            }
+            out.extend_from_slice(entries);
         }
     }
     out
-}
-
-fn create(
-    ctx: &mut Context,
-    before: OpId,
-    name: &str,
-    operands: &[Value],
-    results: &[commlir_ir::Type],
-    attrs: &[(String, Attr)],
-) -> OpId {
-    let attrs: Vec<(&str, Attr)> = attrs.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-    let mut b = Builder::before(ctx, before);
-    b.create(name, operands, results, &attrs)
 }
 
 /// Whether every user of `v` tolerates a comm-buffer encoding on its type: ops of our
@@ -177,6 +188,62 @@ fn realizable_in_place(ctx: &Context, v: Value) -> bool {
 }
 
 impl Lowering<'_> {
+    /// `name`, interned once per run.
+    fn name(&mut self, ctx: &mut Context, name: &'static str) -> Ident {
+        if let Some(&(_, i)) = self.names.iter().find(|(n, _)| *n == name) {
+            return i;
+        }
+        let i = ctx.ident(name);
+        self.names.push((name, i));
+        i
+    }
+
+    /// Creates op `name` before `before`, at its location (what `Builder::before(..).create`
+    /// does, with the name and attribute keys already interned).
+    fn create(
+        &mut self,
+        ctx: &mut Context,
+        before: OpId,
+        name: &'static str,
+        operands: &[Value],
+        results: &[Type],
+        attrs: Vec<(Ident, Attr)>,
+    ) -> OpId {
+        let name = self.name(ctx, name);
+        let mut st = OpState::new(name, ctx.op_loc(before));
+        st.operands = operands.to_vec();
+        st.result_types = results.to_vec();
+        st.attrs = attrs;
+        Builder::before(ctx, before).create_state(st)
+    }
+
+    /// [`buffer_type`], cached.
+    fn buffer_type(
+        &mut self,
+        ctx: &mut Context,
+        t: Type,
+        kind: CommBufferKind,
+        group: &Rc<str>,
+    ) -> Type {
+        *self
+            .buffer_types
+            .entry((t, kind, group.clone()))
+            .or_insert_with(|| buffer_type(ctx, t, kind, group))
+    }
+
+    /// [`strip_encoding`], cached.
+    fn strip_encoding(&mut self, ctx: &mut Context, t: Type) -> Type {
+        *self
+            .plain_types
+            .entry(t)
+            .or_insert_with(|| strip_encoding(ctx, t))
+    }
+
+    /// [`work_type`], cached.
+    fn work_type(&mut self, ctx: &mut Context) -> Type {
+        *self.work_type.get_or_insert_with(|| work_type(ctx))
+    }
+
     /// Returns a comm buffer of (`kind`, `group`) holding `v`'s data for `user`. With
     /// `mutates`, `user` writes the buffer, so `v` is only used directly when nobody else
     /// reads it.
@@ -185,37 +252,54 @@ impl Lowering<'_> {
         ctx: &mut Context,
         v: Value,
         kind: CommBufferKind,
-        group: &str,
+        group: &Rc<str>,
         user: OpId,
         mutates: bool,
     ) -> Value {
         let t = ctx.value_type(v);
         let sole_reader = ctx.uses(v).iter().all(|u| u.op == user);
-        let already = buffer_encoding(ctx, t).is_some_and(|e| e.kind == kind && e.group == group);
+        let already =
+            buffer_encoding(ctx, t).is_some_and(|e| e.kind == kind && *e.group == **group);
         if already && (!mutates || sole_reader) {
             return v;
         }
         if !already && realizable_in_place(ctx, v) && (!mutates || sole_reader) {
-            let bt = buffer_type(ctx, t, kind, group);
+            let bt = self.buffer_type(ctx, t, kind, group);
             ctx.set_value_type(v, bt);
             self.stats.realized_in_place += 1;
             return v;
         }
-        let plain = strip_encoding(ctx, t);
-        let bt = buffer_type(ctx, plain, kind, group);
-        let clone = create(ctx, user, "compute.clone", &[v], &[bt], &[]);
+        let plain = self.strip_encoding(ctx, t);
+        let bt = self.buffer_type(ctx, plain, kind, group);
+        let clone = self.create(ctx, user, "compute.clone", &[v], &[bt], Vec::new());
         self.stats.clones += 1;
         ctx.result(clone, 0)
     }
 
-    fn kind_of(ctx: &Context, op: OpId) -> Result<(CommBufferKind, String), Diagnostic> {
+    /// The buffer kind and group name of a collective's group ([`group_of`], cached).
+    fn kind_of(
+        &mut self,
+        ctx: &Context,
+        op: OpId,
+    ) -> Result<(CommBufferKind, Rc<str>), Diagnostic> {
+        let key = ctx
+            .inherent_attr(op, "group")
+            .filter(|_| !ctx.is_symbol_table(op))
+            .map(|a| (ctx.op_parent(op), a));
+        if let Some(hit) = key.and_then(|k| self.groups.get(&k)) {
+            return Ok(hit.clone());
+        }
         let g = group_of(ctx, op)?;
         let kind = if g.symm_mem {
             CommBufferKind::SymmMem
         } else {
             CommBufferKind::Nccl
         };
-        Ok((kind, g.name))
+        let found = (kind, Rc::<str>::from(g.name));
+        if let Some(k) = key {
+            self.groups.insert(k, found.clone());
+        }
+        Ok(found)
     }
 
     fn all_reduce(&mut self, ctx: &mut Context, op: OpId) -> Result<(), Diagnostic> {
@@ -231,18 +315,18 @@ impl Lowering<'_> {
             && bytes <= self.opts.one_shot_threshold
             && realizable_in_place(ctx, x)
         {
-            return self.one_shot(ctx, op, &g.name);
+            return self.one_shot(ctx, op, &Rc::from(g.name));
         }
         self.in_place(ctx, op, "comm.all_reduce")
     }
 
     /// `symm.one_shot_all_reduce`: blocking, so the collective's waits disappear.
-    fn one_shot(&mut self, ctx: &mut Context, op: OpId, group: &str) -> Result<(), Diagnostic> {
+    fn one_shot(&mut self, ctx: &mut Context, op: OpId, group: &Rc<str>) -> Result<(), Diagnostic> {
         let x = ctx.operand(op, 0);
         let b = self.realize(ctx, x, CommBufferKind::SymmMem, group, op, false);
-        let rt = strip_encoding(ctx, ctx.value_type(ctx.result(op, 0)));
+        let rt = self.strip_encoding(ctx, ctx.value_type(ctx.result(op, 0)));
         let attrs = carried_attrs(ctx, op);
-        let y = create(ctx, op, "symm.one_shot_all_reduce", &[b], &[rt], &attrs);
+        let y = self.create(ctx, op, "symm.one_shot_all_reduce", &[b], &[rt], attrs);
         let y = ctx.result(y, 0);
         let r = ctx.result(op, 0);
         for w in waits_of(ctx, r) {
@@ -257,8 +341,13 @@ impl Lowering<'_> {
     }
 
     /// In-place collectives: every operand becomes a comm buffer the start op mutates.
-    fn in_place(&mut self, ctx: &mut Context, op: OpId, start: &str) -> Result<(), Diagnostic> {
-        let (kind, group) = Self::kind_of(ctx, op)?;
+    fn in_place(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        start: &'static str,
+    ) -> Result<(), Diagnostic> {
+        let (kind, group) = self.kind_of(ctx, op)?;
         let inputs = ctx.operands(op).to_vec();
         let mut bufs: Vec<Value> = Vec::with_capacity(inputs.len());
         for x in inputs {
@@ -266,7 +355,7 @@ impl Lowering<'_> {
             // The same value listed twice must not be reduced twice in one buffer.
             if bufs.contains(&b) {
                 let t = ctx.value_type(b);
-                let c = create(ctx, op, "compute.clone", &[x], &[t], &[]);
+                let c = self.create(ctx, op, "compute.clone", &[x], &[t], Vec::new());
                 self.stats.clones += 1;
                 b = ctx.result(c, 0);
             }
@@ -276,8 +365,13 @@ impl Lowering<'_> {
     }
 
     /// Out-of-place collectives: inputs become comm buffers, destinations are allocated.
-    fn out_of_place(&mut self, ctx: &mut Context, op: OpId, start: &str) -> Result<(), Diagnostic> {
-        let (kind, group) = Self::kind_of(ctx, op)?;
+    fn out_of_place(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        start: &'static str,
+    ) -> Result<(), Diagnostic> {
+        let (kind, group) = self.kind_of(ctx, op)?;
         let inputs = ctx.operands(op).to_vec();
         let mut operands: Vec<Value> = inputs
             .iter()
@@ -293,15 +387,15 @@ impl Lowering<'_> {
         ctx: &mut Context,
         op: OpId,
         kind: CommBufferKind,
-        group: &str,
+        group: &Rc<str>,
     ) -> Vec<Value> {
         let results = ctx.results(op).to_vec();
         results
             .iter()
             .map(|r| {
-                let plain = strip_encoding(ctx, ctx.value_type(*r));
-                let bt = buffer_type(ctx, plain, kind, group);
-                let a = create(ctx, op, "comm.alloc", &[], &[bt], &[]);
+                let plain = self.strip_encoding(ctx, ctx.value_type(*r));
+                let bt = self.buffer_type(ctx, plain, kind, group);
+                let a = self.create(ctx, op, "comm.alloc", &[], &[bt], Vec::new());
                 self.stats.allocs += 1;
                 ctx.result(a, 0)
             })
@@ -314,13 +408,13 @@ impl Lowering<'_> {
         &mut self,
         ctx: &mut Context,
         op: OpId,
-        start: &str,
+        start: &'static str,
         operands: Vec<Value>,
         written: Vec<Value>,
     ) -> Result<(), Diagnostic> {
         let attrs = carried_attrs(ctx, op);
-        let wt = work_type(ctx);
-        let s = create(ctx, op, start, &operands, &[wt], &attrs);
+        let wt = self.work_type(ctx);
+        let s = self.create(ctx, op, start, &operands, &[wt], attrs);
         let work = ctx.result(s, 0);
         let results = ctx.results(op).to_vec();
         // All waits on any result, in program order: the first becomes the comm.wait.
@@ -336,7 +430,7 @@ impl Lowering<'_> {
             wait_operands.extend(&written);
             let types: Vec<_> = written.iter().map(|v| ctx.value_type(*v)).collect();
             let wattrs = carried_attrs(ctx, first);
-            let cw = create(ctx, first, "comm.wait", &wait_operands, &types, &wattrs);
+            let cw = self.create(ctx, first, "comm.wait", &wait_operands, &types, wattrs);
             let yielded = ctx.results(cw).to_vec();
             for (w, i) in waits {
                 let wr = ctx.result(w, 0);
@@ -359,38 +453,37 @@ impl Lowering<'_> {
             let tolerant = accepts_encoding(ctx, u.op, u.index as usize);
             let target = if tolerant || ctx.value_type(old) == ctx.value_type(buf) {
                 buf
+            } else if let Some(c) = copy {
+                c
             } else {
-                *copy.get_or_insert_with(|| {
-                    let t = ctx.value_type(old);
-                    let def = ctx.defining_op(buf).unwrap();
-                    let c = commlir_ir::Builder::after(ctx, def).create(
-                        "compute.clone",
-                        &[buf],
-                        &[t],
-                        &[],
-                    );
-                    self.stats.copy_outs += 1;
-                    ctx.result(c, 0)
-                })
+                let t = ctx.value_type(old);
+                let def = ctx.defining_op(buf).unwrap();
+                let name = self.name(ctx, "compute.clone");
+                let mut st = OpState::new(name, ctx.op_loc(def));
+                st.operands = vec![buf];
+                st.result_types = vec![t];
+                let c = Builder::after(ctx, def).create_state(st);
+                self.stats.copy_outs += 1;
+                *copy.insert(ctx.result(c, 0))
             };
             ctx.set_operand(u.op, u.index as usize, target);
         }
     }
 
     fn shard_dim_alltoall(&mut self, ctx: &mut Context, op: OpId) -> Result<(), Diagnostic> {
-        let (kind, group) = Self::kind_of(ctx, op)?;
+        let (kind, group) = self.kind_of(ctx, op)?;
         let x = ctx.operand(op, 0);
         let input = self.realize(ctx, x, kind, &group, op, false);
         let out = self.alloc_outputs(ctx, op, kind, &group)[0];
         let attrs = carried_attrs(ctx, op);
         let ot = ctx.value_type(out);
-        let s = create(
+        let s = self.create(
             ctx,
             op,
             "comm.shard_dim_alltoall",
             &[input, out],
             &[ot],
-            &attrs,
+            attrs,
         );
         let r = ctx.result(s, 0);
         let old = ctx.result(op, 0);
@@ -419,7 +512,7 @@ impl Lowering<'_> {
             let group = ctx
                 .inherent_attr(op, cb.group_attr)
                 .and_then(|a| ctx.attr_as_symbol(a))
-                .map(str::to_string)
+                .map(Rc::<str>::from)
                 .ok_or_else(|| {
                     ctx.op_error(
                         op,

@@ -19,8 +19,9 @@
 //! can make slots overlap while live, which the sim backend then reports.
 
 use crate::pools::{packing, plan_block};
-use commlir_dialects::comm::{pool_type, set_slot, SLOT_ATTR};
-use commlir_ir::{Builder, Context, Diagnostic, OpId, Trait};
+use commlir_dialects::comm::{pool_type, set_slot, PoolSlot, SLOT_ATTR};
+use commlir_ir::{Attr, Builder, Context, Diagnostic, OpId, Trait};
+use rustc_hash::FxHashMap;
 
 /// Default slot alignment in bytes: a cache line, enough for vectorized access, and small
 /// enough that small buffers pack tightly.
@@ -89,6 +90,7 @@ pub fn plan_function(
         .filter(|t| ctx.op_has_trait(*t, Trait::Terminator));
     let mut stats = PlanPoolsStats::default();
     let pt = pool_type(ctx);
+    let mut slot_attrs: FxHashMap<PoolSlot, Attr> = FxHashMap::default();
     for pool in &plan.pools {
         // Re-checked here, cheaply, because a wrong plan would corrupt data on a GPU silently.
         let items: Vec<packing::Interval> = pool
@@ -143,8 +145,18 @@ pub fn plan_function(
         } else {
             Builder::at_end(ctx, body).create("comm.pool_release", &[handle], &[], &[]);
         }
+        // Buffers reusing a range get the same attribute: build it once per distinct range.
         for (i, slot) in &pool.slots {
-            set_slot(ctx, plan.liveness.slots[*i].producer, *slot);
+            let op = plan.liveness.slots[*i].producer;
+            match slot_attrs.get(slot) {
+                Some(&a) => ctx.set_attr(op, SLOT_ATTR, a),
+                None => {
+                    set_slot(ctx, op, *slot);
+                    if let Some(a) = ctx.get_attr(op, SLOT_ATTR) {
+                        slot_attrs.insert(*slot, a);
+                    }
+                }
+            }
         }
         stats.pools += 1;
         stats.slots += pool.slots.len() as u64;

@@ -7,8 +7,14 @@
 use crate::types::FloatKind;
 use std::fmt::Write as _;
 
-/// Appends `n` in decimal (faster than `write!` for the hot SSA-name path).
+/// Appends `n` in decimal (faster than `write!` for the hot SSA-name path). Most numbers
+/// printed are short (SSA names, small constants), so the digits are pushed one by one
+/// rather than validated as UTF-8 and copied.
 pub(crate) fn push_u64(out: &mut String, mut n: u64) {
+    if n < 10 {
+        out.push(char::from(b'0' + n as u8));
+        return;
+    }
     let mut buf = [0u8; 20];
     let mut i = buf.len();
     loop {
@@ -19,8 +25,9 @@ pub(crate) fn push_u64(out: &mut String, mut n: u64) {
             break;
         }
     }
-    // The buffer holds ASCII digits only.
-    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or_default());
+    for &d in &buf[i..] {
+        out.push(char::from(d));
+    }
 }
 
 /// Appends a signed 128-bit integer in decimal.
@@ -212,6 +219,25 @@ mod tests {
         let mut out = String::new();
         push_float(&mut out, v, k, &mut String::new());
         out
+    }
+
+    #[test]
+    fn decimal_u64_matches_display() {
+        for n in [
+            0,
+            9,
+            10,
+            99,
+            100,
+            12_345,
+            u64::from(u32::MAX),
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let mut out = String::from("x");
+            push_u64(&mut out, n);
+            assert_eq!(out, format!("x{n}"));
+        }
     }
 
     #[test]

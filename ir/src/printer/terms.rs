@@ -8,8 +8,10 @@
 //!
 //! Types and attributes are interned, and the same few (`tensor<...>`, `@tp`) appear on most
 //! ops, so the text of each type and attribute printed at the top level is cached by id for
-//! the lifetime of one [`TermPrinter`] (one print call). Nested sub-terms are not cached:
-//! caching every level of a deep chain would copy its text once per level.
+//! the lifetime of one [`TermPrinter`] (one print call), from its second printing on: many
+//! attributes (slot ranges, costs) appear once, and copying their text into the cache would
+//! be wasted. Nested sub-terms are not cached: caching every level of a deep chain would copy
+//! its text once per level.
 
 use super::literals::{push_float, push_i128, push_key, push_quoted, push_symbol, push_u64};
 use crate::attrs::{AttrKind, DenseElem, FloatValue, IntValue};
@@ -37,12 +39,22 @@ enum Item<'c> {
     DenseElems(Attr),
 }
 
+/// What the cache knows of one type or attribute id.
+#[derive(Clone, Default)]
+enum Cached {
+    #[default]
+    Unseen,
+    /// Printed once, not kept.
+    Seen,
+    Text(Box<str>),
+}
+
 /// Prints types, attributes and locations, with per-id caches of top-level text.
 pub(crate) struct TermPrinter<'c> {
     ctx: &'c Context,
     stack: Vec<Item<'c>>,
-    type_cache: Vec<Option<Box<str>>>,
-    attr_cache: Vec<Option<Box<str>>>,
+    type_cache: Vec<Cached>,
+    attr_cache: Vec<Cached>,
     scratch: String,
 }
 
@@ -59,7 +71,7 @@ impl<'c> TermPrinter<'c> {
 
     /// Appends a type.
     pub(crate) fn ty(&mut self, out: &mut String, t: Type) {
-        if let Some(Some(s)) = self.type_cache.get(t.index()) {
+        if let Some(Cached::Text(s)) = self.type_cache.get(t.index()) {
             out.push_str(s);
             return;
         }
@@ -70,7 +82,7 @@ impl<'c> TermPrinter<'c> {
 
     /// Appends an attribute value.
     pub(crate) fn attr(&mut self, out: &mut String, a: Attr) {
-        if let Some(Some(s)) = self.attr_cache.get(a.index()) {
+        if let Some(Cached::Text(s)) = self.attr_cache.get(a.index()) {
             out.push_str(s);
             return;
         }
@@ -421,11 +433,15 @@ impl<'c> TermPrinter<'c> {
     }
 }
 
-fn cache_insert(cache: &mut Vec<Option<Box<str>>>, i: usize, text: &str) {
+/// Records that id `i` was printed as `text`: the second time, the text is kept.
+fn cache_insert(cache: &mut Vec<Cached>, i: usize, text: &str) {
     if cache.len() <= i {
-        cache.resize(i + 1, None);
+        cache.resize(i + 1, Cached::Unseen);
     }
-    cache[i] = Some(text.into());
+    cache[i] = match cache[i] {
+        Cached::Unseen => Cached::Seen,
+        _ => Cached::Text(text.into()),
+    };
 }
 
 fn push_dims(out: &mut String, shape: &[i64]) {

@@ -15,9 +15,9 @@
 //! [`BufferModel`]: crate::analysis::buffers::BufferModel
 
 use crate::analysis::buffers::alias_of;
-use commlir_dialects::comm::{buffer_encoding, is_work_type};
+use commlir_dialects::comm::{buffer_encoding, is_work_type, BufferEncoding};
 use commlir_dialects::shape::tensor_bytes;
-use commlir_ir::{BlockId, CommBufferKind, Context, Diagnostic, OpId, Trait, Value};
+use commlir_ir::{BlockId, CommBufferKind, Context, Diagnostic, OpId, Trait, Type, Value};
 use rustc_hash::FxHashMap;
 
 /// One comm buffer of the body: what pool it belongs to and when it is live.
@@ -55,32 +55,69 @@ pub struct SlotLiveness {
     pub problems: Vec<Diagnostic>,
 }
 
+/// What a result type means to the analysis, decided once per distinct type.
+#[derive(Clone)]
+enum TypeClass {
+    /// `!comm.work`: a started collective's handle.
+    Work,
+    /// A comm buffer: its encoding and size in bytes.
+    Buffer(BufferEncoding, u64),
+    Other,
+}
+
+fn classify(ctx: &Context, t: Type) -> TypeClass {
+    if is_work_type(ctx, t) {
+        TypeClass::Work
+    } else if let Some(enc) = buffer_encoding(ctx, t) {
+        TypeClass::Buffer(enc, tensor_bytes(ctx, t).unwrap_or(0))
+    } else {
+        TypeClass::Other
+    }
+}
+
+/// No slot: a value that names no planned buffer.
+const NO_SLOT: u32 = u32::MAX;
+
 /// Computes the comm buffers of `block` (a function body) and their live ranges.
 pub fn analyze(ctx: &Context, block: BlockId) -> SlotLiveness {
     let ops: Vec<OpId> = ctx.block_ops(block).collect();
     let last = ops.len().saturating_sub(1);
     let mut out = SlotLiveness::default();
-    // Every value naming a planned buffer (the buffer itself and its aliases) → its slot.
-    let mut slot_of: FxHashMap<Value, usize> = FxHashMap::default();
+    // Every value naming a planned buffer (the buffer itself and its aliases) → its slot,
+    // by value index.
+    let mut slot_of: Vec<u32> = vec![NO_SLOT; ctx.num_value_slots()];
+    let slot = |slot_of: &[u32], v: Value| {
+        slot_of
+            .get(v.index())
+            .and_then(|&s| (s != NO_SLOT).then_some(s as usize))
+    };
     // Work handles of started collectives → the slots they keep busy until their wait.
     let mut in_flight: FxHashMap<Value, Vec<usize>> = FxHashMap::default();
+    // A program has thousands of results over a few dozen types.
+    let mut classes: FxHashMap<Type, TypeClass> = FxHashMap::default();
     let mut used = Vec::new();
+    let mut nested_defs = Vec::new();
     for (p, &op) in ops.iter().enumerate() {
-        used.clear();
-        let mut nested_defs = Vec::new();
-        ctx.walk(op, |o| {
-            used.extend_from_slice(ctx.operands(o));
-            if o != op {
-                nested_defs.extend(
-                    ctx.results(o)
-                        .iter()
-                        .copied()
-                        .filter(|r| buffer_encoding(ctx, ctx.value_type(*r)).is_some()),
-                );
-            }
-        });
-        for v in &used {
-            if let Some(&s) = slot_of.get(v) {
+        // What the op and everything nested in it reads; buffers defined inside it.
+        let used: &[Value] = if ctx.op_regions(op).is_empty() {
+            ctx.operands(op)
+        } else {
+            used.clear();
+            ctx.walk(op, |o| {
+                used.extend_from_slice(ctx.operands(o));
+                if o != op {
+                    nested_defs.extend(
+                        ctx.results(o)
+                            .iter()
+                            .copied()
+                            .filter(|r| buffer_encoding(ctx, ctx.value_type(*r)).is_some()),
+                    );
+                }
+            });
+            &used
+        };
+        for v in used {
+            if let Some(s) = slot(&slot_of, *v) {
                 out.slots[s].end = p;
             }
         }
@@ -93,7 +130,7 @@ pub fn analyze(ctx: &Context, block: BlockId) -> SlotLiveness {
         }
         if ctx.op_has_trait(op, Trait::ReturnLike) {
             for v in ctx.operands(op) {
-                if let Some(&s) = slot_of.get(v) {
+                if let Some(s) = slot(&slot_of, *v) {
                     out.problems.push(
                         ctx.op_error(op, "returns a comm buffer: comm buffers must not escape the function (their pool is released before it returns)")
                             .with_note(ctx.op_loc(out.slots[s].producer), "the buffer is produced here"),
@@ -101,7 +138,7 @@ pub fn analyze(ctx: &Context, block: BlockId) -> SlotLiveness {
                 }
             }
         }
-        for d in nested_defs {
+        for d in nested_defs.drain(..) {
             let at = ctx.defining_op(d).unwrap_or(op);
             out.problems.push(ctx.op_error(at, "produces a comm buffer inside a nested region; pools are planned for function bodies only"));
         }
@@ -109,24 +146,27 @@ pub fn analyze(ctx: &Context, block: BlockId) -> SlotLiveness {
         let mut fresh = 0;
         for (i, &r) in ctx.results(op).iter().enumerate() {
             if let Some(src) = alias_of(ctx, op, i) {
-                if let Some(&s) = slot_of.get(&src) {
-                    slot_of.insert(r, s);
+                if let Some(s) = slot(&slot_of, src) {
+                    slot_of[r.index()] = s as u32;
                 }
                 continue;
             }
-            if is_work_type(ctx, ctx.value_type(r)) {
-                let busy: Vec<usize> = ctx
-                    .operands(op)
-                    .iter()
-                    .filter_map(|v| slot_of.get(v).copied())
-                    .collect();
-                if !busy.is_empty() {
-                    in_flight.insert(r, busy);
+            let t = ctx.value_type(r);
+            let class = classes.entry(t).or_insert_with(|| classify(ctx, t));
+            let (enc, size) = match class {
+                TypeClass::Work => {
+                    let busy: Vec<usize> = ctx
+                        .operands(op)
+                        .iter()
+                        .filter_map(|v| slot(&slot_of, *v))
+                        .collect();
+                    if !busy.is_empty() {
+                        in_flight.insert(r, busy);
+                    }
+                    continue;
                 }
-                continue;
-            }
-            let Some(enc) = buffer_encoding(ctx, ctx.value_type(r)) else {
-                continue;
+                TypeClass::Other => continue,
+                TypeClass::Buffer(enc, size) => (enc, *size),
             };
             fresh += 1;
             if fresh > 1 {
@@ -136,13 +176,13 @@ pub fn analyze(ctx: &Context, block: BlockId) -> SlotLiveness {
                 ));
                 continue;
             }
-            slot_of.insert(r, out.slots.len());
+            slot_of[r.index()] = out.slots.len() as u32;
             out.slots.push(CommSlot {
                 value: r,
                 producer: op,
                 kind: enc.kind,
-                group: enc.group,
-                size: tensor_bytes(ctx, ctx.value_type(r)).unwrap_or(0),
+                group: enc.group.clone(),
+                size,
                 start: p,
                 end: p,
             });
