@@ -24,8 +24,31 @@ pub fn kind_str(k: CommBufferKind) -> &'static str {
     }
 }
 
+/// A decoded `#comm.buffer<KIND, @group>` encoding whose group name is borrowed from the
+/// interned attribute: what the verifiers read, with no allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BufferEncodingRef<'a> {
+    pub kind: CommBufferKind,
+    pub group: &'a str,
+}
+
+impl BufferEncodingRef<'_> {
+    /// An owned copy.
+    pub fn to_owned_encoding(&self) -> BufferEncoding {
+        BufferEncoding {
+            kind: self.kind,
+            group: self.group.to_string(),
+        }
+    }
+}
+
 /// The comm-buffer encoding of a tensor type, if it has one.
 pub fn buffer_encoding(ctx: &Context, t: Type) -> Option<BufferEncoding> {
+    buffer_encoding_ref(ctx, t).map(|e| e.to_owned_encoding())
+}
+
+/// The comm-buffer encoding of a tensor type, if it has one, borrowed.
+pub fn buffer_encoding_ref(ctx: &Context, t: Type) -> Option<BufferEncodingRef<'_>> {
     let TypeKind::Tensor {
         encoding: Some(enc),
         ..
@@ -48,15 +71,12 @@ pub fn buffer_encoding(ctx: &Context, t: Type) -> Option<BufferEncoding> {
     if group.is_empty() {
         return None;
     }
-    Some(BufferEncoding {
-        kind,
-        group: group.to_string(),
-    })
+    Some(BufferEncodingRef { kind, group })
 }
 
 /// Whether `t` is a comm buffer.
 pub fn is_comm_buffer(ctx: &Context, t: Type) -> bool {
-    buffer_encoding(ctx, t).is_some()
+    buffer_encoding_ref(ctx, t).is_some()
 }
 
 /// `t` (a ranked tensor) with the encoding `#comm.buffer<kind, @group>`.
