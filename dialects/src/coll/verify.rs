@@ -303,7 +303,7 @@ pub(super) fn verify_all_to_all(ctx: &Context, op: OpId) -> Result<(), Diagnosti
     let output = split_matrix(ctx, op, "output_split_sizes", g.size)?;
     match (&input, &output) {
         (None, None) => {
-            if d0 % g.size != 0 {
+            if d0.checked_rem(g.size) != Some(0) {
                 return Err(ctx.op_error(
                     op,
                     format!(
@@ -372,7 +372,7 @@ pub(super) fn verify_shard_dim_alltoall(ctx: &Context, op: OpId) -> Result<(), D
     }
     let mut want = x.shape.to_vec();
     if gd != sd {
-        if want[sd as usize] % g.size != 0 {
+        if want[sd as usize].checked_rem(g.size) != Some(0) {
             return Err(ctx.op_error(
                 op,
                 format!(
@@ -417,4 +417,51 @@ pub(super) fn verify_wait(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use commlir_ir::parser::{parse_source, ParseOptions};
+    use commlir_ir::Context;
+
+    /// Error messages of verifying `src`.
+    fn errors(src: &str) -> Vec<String> {
+        let mut ctx = Context::new();
+        let m = parse_source(&mut ctx, "t", src.as_bytes(), &ParseOptions::default()).unwrap();
+        match commlir_ir::verify::verify(&ctx, m) {
+            Ok(()) => Vec::new(),
+            Err(ds) => ds.into_iter().map(|d| d.message).collect(),
+        }
+    }
+
+    /// A group of size 0 is reported (as not dividing the split dimension), not divided by.
+    #[test]
+    fn degenerate_group_sizes_are_diagnosed() {
+        let group = |size: i64| format!("coll.group @tp {{size = {size} : i64}}\n");
+        let funcs = [
+            "func.func @a(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+               %r = coll.all_to_all_single %x {group = @tp} : tensor<8x8xf32>
+               %w = coll.wait_tensor %r : tensor<8x8xf32>
+               return %w : tensor<8x8xf32>
+             }",
+            "func.func @s(%x: tensor<4x16xf32>) -> tensor<8x8xf32> {
+               %r = coll.shard_dim_alltoall %x {gather_dim = 0 : i64, shard_dim = 1 : i64, group = @tp} : (tensor<4x16xf32>) -> tensor<8x8xf32>
+               return %r : tensor<8x8xf32>
+             }",
+            "func.func @c(%g: tensor<8x8xf32, #comm.buffer<nccl, @tp>>, %o: tensor<4x8xf32, #comm.buffer<nccl, @tp>>) {
+               %w = comm.reduce_scatter %g, %o {reduce_op = \"sum\", group = @tp} : (tensor<8x8xf32, #comm.buffer<nccl, @tp>>, tensor<4x8xf32, #comm.buffer<nccl, @tp>>) -> !comm.work
+               %r = comm.wait %w, %o : (!comm.work, tensor<4x8xf32, #comm.buffer<nccl, @tp>>) -> tensor<4x8xf32, #comm.buffer<nccl, @tp>>
+               return
+             }",
+        ];
+        for f in funcs {
+            let errs = errors(&(group(0) + f));
+            assert!(
+                errs.iter()
+                    .any(|e| e.contains("divisible by the group size")),
+                "{errs:?}"
+            );
+            assert!(errors(&(group(2) + f)).is_empty(), "{f}");
+        }
+    }
 }
