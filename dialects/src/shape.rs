@@ -13,8 +13,38 @@ pub struct TensorInfo {
 }
 
 impl TensorInfo {
+    /// The same tensor type as a borrowed view.
+    pub fn view(&self) -> TensorView<'_> {
+        TensorView {
+            shape: &self.shape,
+            elem: self.elem,
+            encoding: self.encoding,
+        }
+    }
+
     /// Number of elements (saturating: a shape whose count overflows i64 is too large for
     /// any machine, and verifiers report it rather than wrap).
+    pub fn numel(&self) -> i64 {
+        self.view().numel()
+    }
+
+    /// Number of elements, `None` if it overflows i64.
+    pub fn checked_numel(&self) -> Option<i64> {
+        self.view().checked_numel()
+    }
+}
+
+/// A ranked tensor type as a view of the interned type: the shape is borrowed, not copied,
+/// which is what the verifiers (run after every pass that changes the IR) want.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorView<'a> {
+    pub shape: &'a [i64],
+    pub elem: Type,
+    pub encoding: Option<Attr>,
+}
+
+impl TensorView<'_> {
+    /// Number of elements (saturating, as [`TensorInfo::numel`]).
     pub fn numel(&self) -> i64 {
         self.checked_numel().unwrap_or(i64::MAX)
     }
@@ -25,17 +55,36 @@ impl TensorInfo {
             .iter()
             .try_fold(1i64, |acc, d| acc.checked_mul(*d))
     }
+
+    /// An owned copy.
+    pub fn to_info(&self) -> TensorInfo {
+        TensorInfo {
+            shape: self.shape.to_vec(),
+            elem: self.elem,
+            encoding: self.encoding,
+        }
+    }
 }
 
 /// The tensor type of `t`, if it is a ranked tensor.
 pub fn tensor_info(ctx: &Context, t: Type) -> Option<TensorInfo> {
+    tensor_view(ctx, t).map(|v| v.to_info())
+}
+
+/// The tensor type of value `v`.
+pub fn value_tensor(ctx: &Context, v: Value) -> Option<TensorInfo> {
+    tensor_info(ctx, ctx.value_type(v))
+}
+
+/// The tensor type of `t` as a borrowed view, if it is a ranked tensor.
+pub fn tensor_view(ctx: &Context, t: Type) -> Option<TensorView<'_>> {
     match ctx.type_kind(t) {
         TypeKind::Tensor {
             shape,
             elem,
             encoding,
-        } => Some(TensorInfo {
-            shape: shape.clone(),
+        } => Some(TensorView {
+            shape,
             elem: *elem,
             encoding: *encoding,
         }),
@@ -43,9 +92,9 @@ pub fn tensor_info(ctx: &Context, t: Type) -> Option<TensorInfo> {
     }
 }
 
-/// The tensor type of value `v`.
-pub fn value_tensor(ctx: &Context, v: Value) -> Option<TensorInfo> {
-    tensor_info(ctx, ctx.value_type(v))
+/// The tensor type of value `v` as a borrowed view.
+pub fn value_tensor_view(ctx: &Context, v: Value) -> Option<TensorView<'_>> {
+    tensor_view(ctx, ctx.value_type(v))
 }
 
 /// `t` without its encoding.
@@ -69,7 +118,7 @@ pub fn same_modulo_encoding(ctx: &Context, a: Type, b: Type) -> bool {
     if a == b {
         return true;
     }
-    match (tensor_info(ctx, a), tensor_info(ctx, b)) {
+    match (tensor_view(ctx, a), tensor_view(ctx, b)) {
         (Some(x), Some(y)) => x.shape == y.shape && x.elem == y.elem,
         _ => false,
     }
@@ -87,7 +136,7 @@ pub fn elem_bytes(ctx: &Context, t: Type) -> u64 {
 
 /// Size in bytes of a statically shaped tensor type.
 pub fn tensor_bytes(ctx: &Context, t: Type) -> Option<u64> {
-    let ti = tensor_info(ctx, t)?;
+    let ti = tensor_view(ctx, t)?;
     if ti.shape.iter().any(|d| *d < 0) {
         return None;
     }
@@ -105,15 +154,10 @@ pub fn ty_str(ctx: &Context, t: Type) -> String {
 
 /// Verifies that every operand and result of `op` has the same type modulo encoding.
 pub fn verify_same_tensor_types(ctx: &Context, op: OpId) -> Result<(), commlir_ir::Diagnostic> {
-    let all: Vec<Value> = ctx
-        .operands(op)
-        .iter()
-        .chain(ctx.results(op))
-        .copied()
-        .collect();
-    if let Some(&first) = all.first() {
+    let mut all = ctx.operands(op).iter().chain(ctx.results(op));
+    if let Some(&first) = all.next() {
         let t0 = ctx.value_type(first);
-        for v in &all[1..] {
+        for v in all {
             let t = ctx.value_type(*v);
             if !same_modulo_encoding(ctx, t0, t) {
                 return Err(ctx.op_error(

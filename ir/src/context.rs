@@ -754,6 +754,19 @@ impl Context {
     pub fn inherent_attr(&self, op: OpId, name: &str) -> Option<Attr> {
         self.get_prop(op, name).or_else(|| self.get_attr(op, name))
     }
+    /// [`Context::inherent_attr`] by interned name (see [`Context::find_ident`]): keys are
+    /// interned, so comparing them is comparing their text, without reading it.
+    pub fn inherent_attr_id(&self, op: OpId, name: Ident) -> Option<Attr> {
+        let data = &self.ops[op.index()];
+        if let Some(p) = data.properties {
+            if let AttrKind::Dict(entries) = self.attr_kind(p) {
+                if let Some((_, v)) = entries.iter().find(|(k, _)| *k == name) {
+                    return Some(*v);
+                }
+            }
+        }
+        data.attrs.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
+    }
     /// Sets a discardable attribute (keeps the list sorted).
     pub fn set_attr(&mut self, op: OpId, name: &str, value: Attr) {
         let key = self.ident(name);

@@ -6,7 +6,7 @@
 use crate::attrs::AttrKind;
 use crate::context::{Context, ValueDef};
 use crate::diag::Diagnostic;
-use crate::entity::{Attr, OpId, Type, Value};
+use crate::entity::{Attr, Ident, OpId, Type, Value};
 use crate::opdef::{ArgDef, Arity, AttrConstraint, OpDef, Trait, TypeConstraint};
 use crate::types::{TypeKind, DYNAMIC};
 use rustc_hash::FxHashMap;
@@ -23,10 +23,11 @@ pub fn verify(ctx: &Context, root: OpId) -> Result<(), Vec<Diagnostic>> {
         number: vec![u32::MAX; ctx.num_op_slots()],
     };
     let mut next = 0u32;
+    let mut defs = DefCache::default();
     ctx.walk(root, |op| {
         visit.number[op.index()] = next;
         next += 1;
-        if let Err(e) = verify_op_in(ctx, op, Some(&visit)) {
+        if let Err(e) = verify_op_in(ctx, op, Some(&visit), &mut defs) {
             errors.push(e);
         }
     });
@@ -71,10 +72,144 @@ impl VisitOrder {
 
 /// Verifies one op (not its nested ops).
 pub fn verify_op(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    verify_op_in(ctx, op, None)
+    verify_op_in(ctx, op, None, &mut DefCache::default())
 }
 
-fn verify_op_in(ctx: &Context, op: OpId, visit: Option<&VisitOrder>) -> Result<(), Diagnostic> {
+/// What the generic checks need to know of an op definition, worked out once per verify run
+/// rather than once per op.
+struct DefFacts {
+    def: &'static OpDef,
+    operands: SlotLayout,
+    results: SlotLayout,
+    /// The interned name of each of `def.attributes` (`None`: never interned, so no op has
+    /// it), for attribute lookups that compare keys instead of text.
+    attr_keys: Box<[Option<Ident>]>,
+    /// Whether a trait of the definition is checked per op (see [`verify_traits`]).
+    checked_traits: bool,
+}
+
+/// The shape of an operand or result list definition.
+#[derive(Clone, Copy)]
+struct SlotLayout {
+    /// Slots taking exactly one value.
+    fixed: usize,
+    /// Optional and variadic slots.
+    flexible: usize,
+    /// Some slot is optional.
+    optional: bool,
+    /// Some slot has a constraint other than [`TypeConstraint::Any`].
+    constrained: bool,
+}
+
+impl SlotLayout {
+    fn of(slots: &[ArgDef]) -> Self {
+        let fixed = slots.iter().filter(|s| s.arity == Arity::One).count();
+        SlotLayout {
+            fixed,
+            flexible: slots.len() - fixed,
+            optional: slots.iter().any(|s| s.arity == Arity::Optional),
+            constrained: slots.iter().any(|s| s.ty != TypeConstraint::Any),
+        }
+    }
+
+    /// Whether [`verify_slots`] accepts `vals` for `slots` (this layout), decided with the
+    /// counts worked out once and no diagnostic text at hand.
+    fn accepts(self, ctx: &Context, vals: &[Value], slots: &[ArgDef]) -> bool {
+        let n = vals.len();
+        let count_ok = if self.flexible == 0 {
+            n == self.fixed
+        } else {
+            n >= self.fixed && !(self.flexible == 1 && self.optional && n > self.fixed + 1)
+        };
+        if !count_ok {
+            return false;
+        }
+        // With several flexible slots the values cannot be mapped to slots: counts only.
+        if self.flexible > 1 || !self.constrained {
+            return true;
+        }
+        let ok = |v: &Value, c: TypeConstraint| {
+            c == TypeConstraint::Any || type_satisfies(ctx, ctx.value_type(*v), c)
+        };
+        if self.flexible == 0 {
+            return vals.iter().zip(slots).all(|(v, s)| ok(v, s.ty));
+        }
+        let extra = n - self.fixed;
+        let mut i = 0;
+        for s in slots {
+            let take = if s.arity == Arity::One { 1 } else { extra };
+            if !vals[i..i + take].iter().all(|v| ok(v, s.ty)) {
+                return false;
+            }
+            i += take;
+        }
+        true
+    }
+}
+
+impl DefFacts {
+    fn new(ctx: &Context, def: &'static OpDef) -> Self {
+        DefFacts {
+            def,
+            operands: SlotLayout::of(def.operands),
+            results: SlotLayout::of(def.results),
+            attr_keys: def
+                .attributes
+                .iter()
+                .map(|a| ctx.find_ident(a.name))
+                .collect(),
+            checked_traits: def.traits.iter().any(|t| is_checked_per_op(*t)),
+        }
+    }
+
+    /// Whether every declared attribute is present (or optional) and satisfies its
+    /// constraint; when not, [`verify_attrs`] finds the first failure and words it.
+    fn attrs_ok(&self, ctx: &Context, op: OpId) -> bool {
+        self.def
+            .attributes
+            .iter()
+            .zip(&self.attr_keys)
+            .all(
+                |(ad, key)| match key.and_then(|k| ctx.inherent_attr_id(op, k)) {
+                    None => ad.optional,
+                    Some(a) => attr_satisfies(ctx, a, ad.constraint),
+                },
+            )
+    }
+}
+
+/// [`DefFacts`] of the definitions met so far, by the op name's identifier.
+#[derive(Default)]
+struct DefCache {
+    /// Identifier index -> position in `facts` (`u32::MAX`: none yet).
+    by_name: Vec<u32>,
+    facts: Vec<DefFacts>,
+}
+
+impl DefCache {
+    fn get(&mut self, ctx: &Context, op: OpId, def: &'static OpDef) -> &DefFacts {
+        let name = ctx.op_name_ident(op).index();
+        if name >= self.by_name.len() {
+            self.by_name.resize(name + 1, u32::MAX);
+        }
+        let i = self.by_name[name] as usize;
+        // An op's definition is the one registered for its name; the pointer check keeps a
+        // definition registered after the run started from being confused with an older one.
+        if i < self.facts.len() && std::ptr::eq(self.facts[i].def, def) {
+            return &self.facts[i];
+        }
+        self.by_name[name] = self.facts.len() as u32;
+        self.facts.push(DefFacts::new(ctx, def));
+        self.facts.last().unwrap()
+    }
+}
+
+fn verify_op_in(
+    ctx: &Context,
+    op: OpId,
+    visit: Option<&VisitOrder>,
+    defs: &mut DefCache,
+) -> Result<(), Diagnostic> {
     verify_dominance(ctx, op, visit)?;
     let Some(def) = ctx.op_def(op) else {
         // As in MLIR, --allow-unregistered-dialect opens only dialects nobody registered: an
@@ -87,10 +222,20 @@ fn verify_op_in(ctx: &Context, op: OpId, visit: Option<&VisitOrder>) -> Result<(
         }
         return Err(unregistered_error(ctx, op));
     };
-    verify_slots(ctx, op, def, ctx.operands(op), def.operands, "operand")?;
-    verify_slots(ctx, op, def, ctx.results(op), def.results, "result")?;
-    verify_attrs(ctx, op, def)?;
-    verify_traits(ctx, op, def)?;
+    let facts = defs.get(ctx, op, def);
+    // Each check has a fast test of the common, valid case; the full check (which words the
+    // diagnostic) runs only when that test fails.
+    let (operands, results) = (ctx.operands(op), ctx.results(op));
+    if !facts.operands.accepts(ctx, operands, def.operands) {
+        verify_slots(ctx, op, def, operands, def.operands, "operand")?;
+    }
+    if !facts.results.accepts(ctx, results, def.results) {
+        verify_slots(ctx, op, def, results, def.results, "result")?;
+    }
+    if !facts.attrs_ok(ctx, op) {
+        verify_attrs(ctx, op, def)?;
+    }
+    verify_traits(ctx, op, def, facts.checked_traits)?;
     if let Some(f) = def.verify {
         f(ctx, op)?;
     }
@@ -214,14 +359,49 @@ fn verify_attrs(ctx: &Context, op: OpId, def: &OpDef) -> Result<(), Diagnostic> 
     Ok(())
 }
 
-fn verify_traits(ctx: &Context, op: OpId, def: &OpDef) -> Result<(), Diagnostic> {
+/// Whether [`verify_traits`] has a check of its own for trait `t` (a match without a
+/// catch-all, so that a new trait must be placed here).
+fn is_checked_per_op(t: Trait) -> bool {
+    match t {
+        Trait::Terminator
+        | Trait::HasParent(_)
+        | Trait::SingleBlock
+        | Trait::SameOperandsAndResultType
+        | Trait::SameOperandsAndResultElementType
+        | Trait::SymbolTable
+        | Trait::Symbol => true,
+        // NoTerminator is read by the terminator check below, IsolatedFromAbove by the
+        // dominance check; the others are facts for the passes.
+        Trait::Pure
+        | Trait::IsolatedFromAbove
+        | Trait::NoTerminator
+        | Trait::ReturnLike
+        | Trait::Collective
+        | Trait::Wait
+        | Trait::MemRead
+        | Trait::MemWrite
+        | Trait::MemAlloc
+        | Trait::Blocking => false,
+    }
+}
+
+/// The trait checks; `checked_traits` says whether a trait of `def` is one of those
+/// [`is_checked_per_op`] (the loop over the traits is skipped otherwise).
+fn verify_traits(
+    ctx: &Context,
+    op: OpId,
+    def: &OpDef,
+    checked_traits: bool,
+) -> Result<(), Diagnostic> {
     if let Some(n) = def.regions {
         let got = ctx.op_regions(op).len();
         if got != n {
             return Err(ctx.op_error(op, format!("requires {n} regions, but found {got}")));
         }
     }
-    for t in def.traits {
+    let traits: &[Trait] = if checked_traits { def.traits } else { &[] };
+    for t in traits {
+        // Every trait with an arm here is one of those `is_checked_per_op` lists.
         match *t {
             Trait::Terminator => {
                 if let Some(b) = ctx.op_parent(op) {
@@ -281,8 +461,9 @@ fn verify_traits(ctx: &Context, op: OpId, def: &OpDef) -> Result<(), Diagnostic>
             _ => {}
         }
     }
-    if !def.has_trait(Trait::NoTerminator) {
-        for &r in ctx.op_regions(op) {
+    let regions = ctx.op_regions(op);
+    if !regions.is_empty() && !def.has_trait(Trait::NoTerminator) {
+        for &r in regions {
             for &b in ctx.region_blocks(r) {
                 match ctx.block_last(b) {
                     Some(last) if ctx.op_def(last).is_none() && ctx.allow_unregistered => {}
@@ -377,4 +558,173 @@ fn verify_dominance(ctx: &Context, op: OpId, visit: Option<&VisitOrder>) -> Resu
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The fast tests of [`verify_op_in`] must accept exactly what the full checks accept
+    //! (the full checks then word the diagnostics): compared here on random definitions and
+    //! ops.
+
+    use super::*;
+    use crate::opdef::AttrDef;
+    use crate::parser::{parse_source, parse_type, ParseOptions};
+
+    /// A small deterministic generator (xorshift64*).
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
+        }
+        fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+            xs[self.below(xs.len())]
+        }
+    }
+
+    const TYPES: &[&str] = &[
+        "tensor<4x8xf32>",
+        "tensor<?x8xf32>",
+        "tensor<4xi32>",
+        "tensor<*xf32>",
+        "tensor<2x2xf32, #comm.buffer<nccl, @tp>>",
+        "i32",
+        "f32",
+        "index",
+    ];
+    const TYPE_CONSTRAINTS: &[TypeConstraint] = &[
+        TypeConstraint::Any,
+        TypeConstraint::AnyTensor,
+        TypeConstraint::StaticTensor,
+        TypeConstraint::AnyInteger,
+        TypeConstraint::AnyFloat,
+        TypeConstraint::Index,
+        TypeConstraint::FloatTensor,
+    ];
+
+    #[test]
+    fn slot_fast_test_matches_verify_slots() {
+        let mut ctx = Context::new();
+        let module = parse_source(&mut ctx, "t", b"", &ParseOptions::default()).unwrap();
+        let types: Vec<Type> = TYPES
+            .iter()
+            .map(|t| parse_type(&mut ctx, t).unwrap())
+            .collect();
+        let block = ctx.new_block(&types);
+        let args = ctx.block_args(block).to_vec();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut accepted = 0;
+        for _ in 0..20_000 {
+            let slots: Vec<ArgDef> = (0..rng.below(4))
+                .map(|_| {
+                    let ty = rng.pick(TYPE_CONSTRAINTS);
+                    match rng.below(4) {
+                        0 => ArgDef::optional("x", ty),
+                        1 => ArgDef::variadic("x", ty),
+                        _ => ArgDef::one("x", ty),
+                    }
+                })
+                .collect();
+            let vals: Vec<Value> = (0..rng.below(6)).map(|_| rng.pick(&args)).collect();
+            let fast = SlotLayout::of(&slots).accepts(&ctx, &vals, &slots);
+            let full = verify_slots(&ctx, module, &OpDef::EMPTY, &vals, &slots, "operand");
+            assert_eq!(fast, full.is_ok(), "{slots:?} {vals:?}");
+            accepted += usize::from(fast);
+        }
+        assert!(accepted > 1000, "too few accepted cases: {accepted}");
+    }
+
+    #[test]
+    fn attr_fast_test_matches_verify_attrs() {
+        const NAMES: &[&str] = &["a", "b", "c", "sym_name"];
+        const VALUES: &[&str] = &[
+            "1 : i64",
+            "2.5 : f64",
+            "\"x\"",
+            "\"s\"",
+            "true",
+            "unit",
+            "@g",
+            "[1, 2]",
+            "array<i64: 1, 2>",
+            "[1.0 : f32]",
+            "i32",
+            "{k = 1 : i64}",
+        ];
+        const CONSTRAINTS: &[AttrConstraint] = &[
+            AttrConstraint::Any,
+            AttrConstraint::Integer,
+            AttrConstraint::Float,
+            AttrConstraint::String,
+            AttrConstraint::StrEnum(&["x", "y"]),
+            AttrConstraint::Bool,
+            AttrConstraint::Unit,
+            AttrConstraint::SymbolRef,
+            AttrConstraint::SymbolName,
+            AttrConstraint::Type,
+            AttrConstraint::Array,
+            AttrConstraint::I64Array,
+            AttrConstraint::Dict,
+        ];
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        // Ops with random properties and attributes (a name may be in both).
+        let mut text = String::new();
+        for _ in 0..300 {
+            let dict = |rng: &mut Rng| {
+                let mut entries = Vec::new();
+                for n in NAMES {
+                    if rng.below(2) == 0 {
+                        entries.push(format!("{n} = {}", rng.pick(VALUES)));
+                    }
+                }
+                entries.join(", ")
+            };
+            let props = dict(&mut rng);
+            let attrs = dict(&mut rng);
+            let props = if props.is_empty() && rng.below(2) == 0 {
+                String::new()
+            } else {
+                format!("<{{{props}}}>")
+            };
+            text += &format!("\"t.op\"() {props} {{{attrs}}} : () -> ()\n");
+        }
+        let mut ctx = Context::new();
+        ctx.allow_unregistered = true;
+        let module = parse_source(&mut ctx, "t", text.as_bytes(), &ParseOptions::default())
+            .unwrap_or_else(|e| panic!("{}", e.message));
+        let mut ops = Vec::new();
+        ctx.walk(module, |op| ops.push(op));
+        ops.remove(0);
+        assert_eq!(ops.len(), 300);
+        let mut accepted = 0;
+        for _ in 0..3000 {
+            // Declared attributes, one of which may be a name no op has (never interned).
+            let mut attributes = Vec::new();
+            for n in ["a", "b", "c", "sym_name", "never_written"] {
+                if rng.below(2) == 0 {
+                    let c = rng.pick(CONSTRAINTS);
+                    attributes.push(if rng.below(2) == 0 {
+                        AttrDef::optional(n, c)
+                    } else {
+                        AttrDef::required(n, c)
+                    });
+                }
+            }
+            let def: &'static OpDef = Box::leak(Box::new(OpDef {
+                attributes: Box::leak(attributes.into_boxed_slice()),
+                ..OpDef::EMPTY
+            }));
+            let facts = DefFacts::new(&ctx, def);
+            for _ in 0..10 {
+                let op = rng.pick(&ops);
+                let fast = facts.attrs_ok(&ctx, op);
+                assert_eq!(fast, verify_attrs(&ctx, op, def).is_ok());
+                accepted += usize::from(fast);
+            }
+        }
+        assert!(accepted > 1000, "too few accepted cases: {accepted}");
+    }
 }

@@ -2,7 +2,7 @@
 //! all-to-all split consistency, and the in-flight rule (only waits read collective results).
 
 use crate::compute::fmt_shape;
-use crate::shape::{int_attr, same_modulo_encoding, ty_str, value_tensor};
+use crate::shape::{int_attr, same_modulo_encoding, ty_str, value_tensor_view};
 use commlir_ir::{AttrKind, Context, Diagnostic, OpId, Trait};
 
 /// What a collective needs to know about its group.
@@ -14,8 +14,28 @@ pub struct GroupInfo {
     pub symm_mem: bool,
 }
 
+/// What a verifier needs to know about an op's group, borrowed from the IR: resolving it
+/// allocates nothing (it runs for every collective on every verification).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GroupRef<'a> {
+    pub op: OpId,
+    pub name: &'a str,
+    pub size: i64,
+}
+
 /// Resolves the `group` attribute of `op` to its `coll.group`.
 pub fn group_of(ctx: &Context, op: OpId) -> Result<GroupInfo, Diagnostic> {
+    let g = group_ref(ctx, op)?;
+    Ok(GroupInfo {
+        op: g.op,
+        name: g.name.to_string(),
+        size: g.size,
+        symm_mem: ctx.inherent_attr(g.op, "symm_mem").is_some(),
+    })
+}
+
+/// [`group_of`] without the owned name and the `symm_mem` flag (same diagnostics).
+pub(crate) fn group_ref(ctx: &Context, op: OpId) -> Result<GroupRef<'_>, Diagnostic> {
     let attr = ctx
         .inherent_attr(op, "group")
         .ok_or_else(|| ctx.op_error(op, "requires attribute 'group'"))?;
@@ -32,13 +52,7 @@ pub fn group_of(ctx: &Context, op: OpId) -> Result<GroupInfo, Diagnostic> {
             )
         })?;
     let size = int_attr(ctx, g, "size").unwrap_or(0);
-    let symm_mem = ctx.inherent_attr(g, "symm_mem").is_some();
-    Ok(GroupInfo {
-        op: g,
-        name: name.to_string(),
-        size,
-        symm_mem,
-    })
+    Ok(GroupRef { op: g, name, size })
 }
 
 pub(super) fn verify_group(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
@@ -113,7 +127,7 @@ fn dim_mismatch(
     op: OpId,
     what: &str,
     want: i64,
-    g: &GroupInfo,
+    g: &GroupRef<'_>,
     got: i64,
 ) -> Diagnostic {
     ctx.op_error(
@@ -150,13 +164,13 @@ fn check_counts(ctx: &Context, op: OpId) -> Result<usize, Diagnostic> {
 }
 
 pub(super) fn verify_all_reduce(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    group_of(ctx, op)?;
+    group_ref(ctx, op)?;
     check_pair_same(ctx, op, 0)?;
     verify_in_flight(ctx, op)
 }
 
 pub(super) fn verify_all_reduce_coalesced(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    group_of(ctx, op)?;
+    group_ref(ctx, op)?;
     for i in 0..check_counts(ctx, op)? {
         check_pair_same(ctx, op, i)?;
     }
@@ -168,11 +182,11 @@ fn check_gather_shape(
     ctx: &Context,
     op: OpId,
     i: usize,
-    g: &GroupInfo,
+    g: &GroupRef<'_>,
     gather: bool,
 ) -> Result<(), Diagnostic> {
-    let x = value_tensor(ctx, ctx.operand(op, i)).unwrap();
-    let r = value_tensor(ctx, ctx.result(op, i)).unwrap();
+    let x = value_tensor_view(ctx, ctx.operand(op, i)).unwrap();
+    let r = value_tensor_view(ctx, ctx.result(op, i)).unwrap();
     if x.shape.is_empty() || r.shape.len() != x.shape.len() {
         return Err(ctx.op_error(
             op,
@@ -190,8 +204,8 @@ fn check_gather_shape(
             op,
             format!(
                 "result #{i} must match operand #{i} beyond dim 0: {} vs {}",
-                fmt_shape(&r.shape),
-                fmt_shape(&x.shape)
+                fmt_shape(r.shape),
+                fmt_shape(x.shape)
             ),
         ));
     }
@@ -216,13 +230,13 @@ fn check_gather_shape(
 }
 
 pub(super) fn verify_all_gather(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let g = group_of(ctx, op)?;
+    let g = group_ref(ctx, op)?;
     check_gather_shape(ctx, op, 0, &g, true)?;
     verify_in_flight(ctx, op)
 }
 
 pub(super) fn verify_all_gather_coalesced(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let g = group_of(ctx, op)?;
+    let g = group_ref(ctx, op)?;
     for i in 0..check_counts(ctx, op)? {
         check_gather_shape(ctx, op, i, &g, true)?;
     }
@@ -230,13 +244,13 @@ pub(super) fn verify_all_gather_coalesced(ctx: &Context, op: OpId) -> Result<(),
 }
 
 pub(super) fn verify_reduce_scatter(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let g = group_of(ctx, op)?;
+    let g = group_ref(ctx, op)?;
     check_gather_shape(ctx, op, 0, &g, false)?;
     verify_in_flight(ctx, op)
 }
 
 pub(super) fn verify_reduce_scatter_coalesced(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let g = group_of(ctx, op)?;
+    let g = group_ref(ctx, op)?;
     for i in 0..check_counts(ctx, op)? {
         check_gather_shape(ctx, op, i, &g, false)?;
     }
@@ -278,9 +292,9 @@ pub fn split_matrix(
 }
 
 pub(super) fn verify_all_to_all(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let g = group_of(ctx, op)?;
+    let g = group_ref(ctx, op)?;
     check_pair_same(ctx, op, 0)?;
-    let x = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
+    let x = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap();
     if x.shape.is_empty() {
         return Err(ctx.op_error(op, "expects an operand of rank at least 1"));
     }
@@ -289,7 +303,7 @@ pub(super) fn verify_all_to_all(ctx: &Context, op: OpId) -> Result<(), Diagnosti
     let output = split_matrix(ctx, op, "output_split_sizes", g.size)?;
     match (&input, &output) {
         (None, None) => {
-            if d0 % g.size != 0 {
+            if d0.checked_rem(g.size) != Some(0) {
                 return Err(ctx.op_error(
                     op,
                     format!(
@@ -329,7 +343,7 @@ pub(super) fn verify_all_to_all(ctx: &Context, op: OpId) -> Result<(), Diagnosti
 }
 
 pub(super) fn verify_broadcast(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let g = group_of(ctx, op)?;
+    let g = group_ref(ctx, op)?;
     check_pair_same(ctx, op, 0)?;
     let src = int_attr(ctx, op, "src").unwrap_or(-1);
     if src < 0 || src >= g.size {
@@ -345,9 +359,9 @@ pub(super) fn verify_broadcast(ctx: &Context, op: OpId) -> Result<(), Diagnostic
 }
 
 pub(super) fn verify_shard_dim_alltoall(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let g = group_of(ctx, op)?;
-    let x = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
-    let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
+    let g = group_ref(ctx, op)?;
+    let x = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap();
+    let r = value_tensor_view(ctx, ctx.result(op, 0)).unwrap();
     let rank = x.shape.len() as i64;
     let gd = int_attr(ctx, op, "gather_dim").unwrap_or(-1);
     let sd = int_attr(ctx, op, "shard_dim").unwrap_or(-1);
@@ -356,9 +370,9 @@ pub(super) fn verify_shard_dim_alltoall(ctx: &Context, op: OpId) -> Result<(), D
             return Err(ctx.op_error(op, format!("{n} {d} is out of range for rank {rank}")));
         }
     }
-    let mut want = x.shape.clone();
+    let mut want = x.shape.to_vec();
     if gd != sd {
-        if want[sd as usize] % g.size != 0 {
+        if want[sd as usize].checked_rem(g.size) != Some(0) {
             return Err(ctx.op_error(
                 op,
                 format!(
@@ -383,7 +397,7 @@ pub(super) fn verify_shard_dim_alltoall(ctx: &Context, op: OpId) -> Result<(), D
                 fmt_shape(&want),
                 g.name,
                 g.size,
-                fmt_shape(&r.shape)
+                fmt_shape(r.shape)
             ),
         ));
     }
@@ -403,4 +417,51 @@ pub(super) fn verify_wait(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use commlir_ir::parser::{parse_source, ParseOptions};
+    use commlir_ir::Context;
+
+    /// Error messages of verifying `src`.
+    fn errors(src: &str) -> Vec<String> {
+        let mut ctx = Context::new();
+        let m = parse_source(&mut ctx, "t", src.as_bytes(), &ParseOptions::default()).unwrap();
+        match commlir_ir::verify::verify(&ctx, m) {
+            Ok(()) => Vec::new(),
+            Err(ds) => ds.into_iter().map(|d| d.message).collect(),
+        }
+    }
+
+    /// A group of size 0 is reported (as not dividing the split dimension), not divided by.
+    #[test]
+    fn degenerate_group_sizes_are_diagnosed() {
+        let group = |size: i64| format!("coll.group @tp {{size = {size} : i64}}\n");
+        let funcs = [
+            "func.func @a(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+               %r = coll.all_to_all_single %x {group = @tp} : tensor<8x8xf32>
+               %w = coll.wait_tensor %r : tensor<8x8xf32>
+               return %w : tensor<8x8xf32>
+             }",
+            "func.func @s(%x: tensor<4x16xf32>) -> tensor<8x8xf32> {
+               %r = coll.shard_dim_alltoall %x {gather_dim = 0 : i64, shard_dim = 1 : i64, group = @tp} : (tensor<4x16xf32>) -> tensor<8x8xf32>
+               return %r : tensor<8x8xf32>
+             }",
+            "func.func @c(%g: tensor<8x8xf32, #comm.buffer<nccl, @tp>>, %o: tensor<4x8xf32, #comm.buffer<nccl, @tp>>) {
+               %w = comm.reduce_scatter %g, %o {reduce_op = \"sum\", group = @tp} : (tensor<8x8xf32, #comm.buffer<nccl, @tp>>, tensor<4x8xf32, #comm.buffer<nccl, @tp>>) -> !comm.work
+               %r = comm.wait %w, %o : (!comm.work, tensor<4x8xf32, #comm.buffer<nccl, @tp>>) -> tensor<4x8xf32, #comm.buffer<nccl, @tp>>
+               return
+             }",
+        ];
+        for f in funcs {
+            let errs = errors(&(group(0) + f));
+            assert!(
+                errs.iter()
+                    .any(|e| e.contains("divisible by the group size")),
+                "{errs:?}"
+            );
+            assert!(errors(&(group(2) + f)).is_empty(), "{f}");
+        }
+    }
 }

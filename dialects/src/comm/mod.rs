@@ -16,8 +16,8 @@ pub mod pool;
 mod verify;
 
 pub use encoding::{
-    buffer_encoding, buffer_type, is_comm_buffer, is_work_type, kind_str as encoding_kind_str,
-    work_type, BufferEncoding,
+    buffer_encoding, buffer_encoding_ref, buffer_type, is_comm_buffer, is_work_type,
+    kind_str as encoding_kind_str, work_type, BufferEncoding, BufferEncodingRef,
 };
 pub use pool::{
     is_pool_type, pool_info, pool_type, set_slot, slot_of, PoolInfo, PoolSlot, POOL, POOL_RELEASE,

@@ -9,11 +9,11 @@
 //! `#comm.buffer<KIND, @group>` encoding, which is unique per function, so the slot needs no
 //! SSA link to the pool.
 
-use super::encoding::{buffer_encoding, kind_str};
+use super::encoding::{buffer_encoding_ref, kind_str};
 use crate::shape::{tensor_bytes, ty_str};
 use commlir_ir::{
-    register_op, ArgDef, AttrConstraint, AttrDef, AttrKind, CommBufferKind, Context, Diagnostic,
-    OpDef, OpId, Trait, Type, TypeConstraint, TypeKind,
+    register_op, ArgDef, AttrConstraint, AttrDef, AttrKind, CommBufferKind, Context, DenseElem,
+    Diagnostic, OpDef, OpId, Trait, Type, TypeConstraint, TypeKind,
 };
 
 /// The discardable attribute holding a comm buffer's `(offset, size)` in its pool.
@@ -65,14 +65,27 @@ pub fn is_pool_type(ctx: &Context, t: Type) -> bool {
 
 /// The slot `op` places its comm-buffer result in, if it carries a well-formed `comm.slot`.
 pub fn slot_of(ctx: &Context, op: OpId) -> Option<PoolSlot> {
-    let a = ctx.get_attr(op, SLOT_ATTR)?;
-    match ctx.attr_as_i64_array(a)?.as_slice() {
-        [o, s] if *o >= 0 && *s >= 0 => Some(PoolSlot {
-            offset: *o as u64,
-            size: *s as u64,
-        }),
-        _ => None,
-    }
+    slot_from_attr(ctx, ctx.get_attr(op, SLOT_ATTR)?)
+}
+
+/// A `comm.slot` value: two non-negative i64 entries (a dense array, or an array of integer
+/// attributes), read in place.
+fn slot_from_attr(ctx: &Context, a: commlir_ir::Attr) -> Option<PoolSlot> {
+    let (o, s) = match ctx.attr_kind(a) {
+        AttrKind::DenseArray { values, .. } => match values.as_slice() {
+            [DenseElem::Int(o), DenseElem::Int(s)] => (o.as_i64()?, s.as_i64()?),
+            _ => return None,
+        },
+        AttrKind::Array(items) => match items.as_slice() {
+            [o, s] => (ctx.attr_as_i64(*o)?, ctx.attr_as_i64(*s)?),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    (o >= 0 && s >= 0).then_some(PoolSlot {
+        offset: o as u64,
+        size: s as u64,
+    })
 }
 
 /// Sets `op`'s `comm.slot` attribute.
@@ -88,6 +101,23 @@ pub fn set_slot(ctx: &mut Context, op: OpId, slot: PoolSlot) {
 
 /// The declaration of a `comm.pool` op (`None` for any other op, or a malformed one).
 pub fn pool_info(ctx: &Context, op: OpId) -> Option<PoolInfo> {
+    pool_decl(ctx, op).map(|d| PoolInfo {
+        kind: d.kind,
+        group: d.group.to_string(),
+        size: d.size,
+        alignment: d.alignment,
+    })
+}
+
+/// [`PoolInfo`] with the group name borrowed from the IR (the verifier reads it per op).
+struct PoolDecl<'a> {
+    kind: CommBufferKind,
+    group: &'a str,
+    size: u64,
+    alignment: u64,
+}
+
+fn pool_decl(ctx: &Context, op: OpId) -> Option<PoolDecl<'_>> {
     if ctx.op_name(op) != "comm.pool" {
         return None;
     }
@@ -101,8 +131,7 @@ pub fn pool_info(ctx: &Context, op: OpId) -> Option<PoolInfo> {
     };
     let group = ctx
         .inherent_attr(op, "group")
-        .and_then(|a| ctx.attr_as_symbol(a))?
-        .to_string();
+        .and_then(|a| ctx.attr_as_symbol(a))?;
     let size = u64::try_from(
         ctx.inherent_attr(op, "size")
             .and_then(|a| ctx.attr_as_i64(a))?,
@@ -113,7 +142,7 @@ pub fn pool_info(ctx: &Context, op: OpId) -> Option<PoolInfo> {
             .and_then(|a| ctx.attr_as_i64(a))?,
     )
     .ok()?;
-    Some(PoolInfo {
+    Some(PoolDecl {
         kind,
         group,
         size,
@@ -188,7 +217,7 @@ fn verify_pool(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             ),
         ));
     }
-    let Some(info) = pool_info(ctx, op) else {
+    let Some(info) = pool_decl(ctx, op) else {
         return Err(ctx.op_error(op, "requires non-negative integer 'size' and 'alignment'"));
     };
     if !info.alignment.is_power_of_two() {
@@ -198,7 +227,7 @@ fn verify_pool(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         ));
     }
     if ctx
-        .lookup_symbol(op, &info.group)
+        .lookup_symbol(op, info.group)
         .is_none_or(|g| ctx.op_name(g) != "coll.group")
     {
         return Err(ctx.op_error(
@@ -220,6 +249,10 @@ fn verify_pool(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let Some(block) = ctx.op_parent(op) else {
         return Ok(());
     };
+    // Attribute names are interned: an op carries `comm.slot` exactly when one of its
+    // attribute keys is this identifier (none does when it was never interned), which spares
+    // a text comparison per attribute of every op of the function.
+    let slot_key = ctx.find_ident(SLOT_ATTR);
     let mut after = false;
     for other in ctx.block_ops(block) {
         if other == op {
@@ -227,7 +260,7 @@ fn verify_pool(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             continue;
         }
         // Each duplicate is reported once, by the first pool, at the later one.
-        if let Some(o) = pool_info(ctx, other).filter(|_| after) {
+        if let Some(o) = pool_decl(ctx, other).filter(|_| after) {
             if o.kind == info.kind && o.group == info.group {
                 return Err(ctx
                     .op_error(
@@ -241,25 +274,36 @@ fn verify_pool(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
                     .with_note(ctx.op_loc(op), "the first pool"));
             }
         }
-        verify_slot(ctx, other, op, &info)?;
+        let slot = slot_key.and_then(|k| {
+            ctx.attrs(other)
+                .iter()
+                .find(|(name, _)| *name == k)
+                .map(|(_, a)| *a)
+        });
+        if let Some(slot) = slot {
+            verify_slot(ctx, other, slot, op, &info)?;
+        }
     }
     Ok(())
 }
 
-/// Checks `user`'s `comm.slot`, if its comm-buffer result belongs to the pool `pool`.
-fn verify_slot(ctx: &Context, user: OpId, pool: OpId, info: &PoolInfo) -> Result<(), Diagnostic> {
-    if ctx.get_attr(user, SLOT_ATTR).is_none() {
-        return Ok(());
-    }
-    let mine: Vec<_> = ctx
+/// Checks `user`'s `comm.slot` (the attribute `slot`), if its comm-buffer result belongs to
+/// the pool `pool`.
+fn verify_slot(
+    ctx: &Context,
+    user: OpId,
+    slot: commlir_ir::Attr,
+    pool: OpId,
+    info: &PoolDecl<'_>,
+) -> Result<(), Diagnostic> {
+    let mut mine = ctx
         .results(user)
         .iter()
-        .filter_map(|r| buffer_encoding(ctx, ctx.value_type(*r)).map(|e| (*r, e)))
-        .collect();
-    let Some((r, enc)) = mine.first() else {
+        .filter_map(|r| buffer_encoding_ref(ctx, ctx.value_type(*r)).map(|e| (*r, e)));
+    let Some((r, enc)) = mine.next() else {
         return Err(ctx.op_error(user, "carries 'comm.slot' but produces no comm buffer"));
     };
-    if mine.len() > 1 {
+    if mine.next().is_some() {
         return Err(ctx.op_error(
             user,
             "carries 'comm.slot' but produces several comm buffers",
@@ -269,13 +313,13 @@ fn verify_slot(ctx: &Context, user: OpId, pool: OpId, info: &PoolInfo) -> Result
         return Ok(());
     }
     let note = |d: Diagnostic| d.with_note(ctx.op_loc(pool), "the pool");
-    let Some(slot) = slot_of(ctx, user) else {
+    let Some(slot) = slot_from_attr(ctx, slot) else {
         return Err(note(ctx.op_error(
             user,
             "'comm.slot' must be array<i64: OFFSET, SIZE> with non-negative entries",
         )));
     };
-    let need = tensor_bytes(ctx, ctx.value_type(*r)).unwrap_or(0);
+    let need = tensor_bytes(ctx, ctx.value_type(r)).unwrap_or(0);
     if slot.size < need {
         return Err(note(ctx.op_error(
             user,

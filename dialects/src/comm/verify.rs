@@ -1,21 +1,24 @@
 //! Verifiers of the `comm` ops: buffers carry a comm-buffer encoding of the op's group, shapes
 //! match the group size, work handles flow from a start op to exactly one wait.
 
-use super::encoding::{buffer_encoding, is_work_type};
-use crate::coll::{group_of, GroupInfo};
+use super::encoding::{buffer_encoding_ref, is_work_type};
+use crate::coll::{group_ref, GroupRef};
 use crate::compute::fmt_shape;
-use crate::shape::{int_attr, same_modulo_encoding, ty_str, value_tensor};
+use crate::shape::{int_attr, same_modulo_encoding, ty_str, value_tensor_view};
 use commlir_ir::{Context, Diagnostic, OpId, Trait, Value};
+use std::fmt::Display;
 
+/// Checks that `v` is a comm buffer of `g`; `what` names it in a diagnostic (and is only
+/// rendered then, so callers pass `format_args!` rather than a built string).
 fn check_buffer(
     ctx: &Context,
     op: OpId,
     v: Value,
-    what: &str,
-    g: &GroupInfo,
+    what: impl Display,
+    g: &GroupRef<'_>,
 ) -> Result<(), Diagnostic> {
     let t = ctx.value_type(v);
-    match buffer_encoding(ctx, t) {
+    match buffer_encoding_ref(ctx, t) {
         Some(enc) if enc.group == g.name => Ok(()),
         Some(enc) => Err(ctx.op_error(
             op,
@@ -61,14 +64,14 @@ fn check_work_result(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
 
 pub(super) fn verify_alloc(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let t = ctx.value_type(ctx.result(op, 0));
-    let Some(enc) = buffer_encoding(ctx, t) else {
+    let Some(enc) = buffer_encoding_ref(ctx, t) else {
         return Err(ctx.op_error(
             op,
             format!("result must be a comm buffer, got {}", ty_str(ctx, t)),
         ));
     };
     let ok = ctx
-        .lookup_symbol(op, &enc.group)
+        .lookup_symbol(op, enc.group)
         .is_some_and(|g| ctx.op_name(g) == "coll.group");
     if !ok {
         return Err(ctx.op_error(
@@ -80,12 +83,12 @@ pub(super) fn verify_alloc(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
 }
 
 pub(super) fn verify_all_reduce(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let g = group_of(ctx, op)?;
+    let g = group_ref(ctx, op)?;
     if ctx.operands(op).is_empty() {
         return Err(ctx.op_error(op, "expects at least one buffer"));
     }
     for (i, v) in ctx.operands(op).iter().enumerate() {
-        check_buffer(ctx, op, *v, &format!("operand #{i}"), &g)?;
+        check_buffer(ctx, op, *v, format_args!("operand #{i}"), &g)?;
     }
     check_work_result(ctx, op)
 }
@@ -102,38 +105,44 @@ fn split_pairs(ctx: &Context, op: OpId) -> Result<usize, Diagnostic> {
 }
 
 fn verify_gather_like(ctx: &Context, op: OpId, gather: bool) -> Result<(), Diagnostic> {
-    let g = group_of(ctx, op)?;
+    let g = group_ref(ctx, op)?;
     let n = split_pairs(ctx, op)?;
     for i in 0..n {
         let (xi, oi) = (ctx.operand(op, i), ctx.operand(op, n + i));
-        check_buffer(ctx, op, xi, &format!("input #{i}"), &g)?;
-        check_buffer(ctx, op, oi, &format!("output #{i}"), &g)?;
-        let x = value_tensor(ctx, xi).unwrap();
-        let o = value_tensor(ctx, oi).unwrap();
-        let mut want = x.shape.clone();
-        if want.is_empty() {
+        check_buffer(ctx, op, xi, format_args!("input #{i}"), &g)?;
+        check_buffer(ctx, op, oi, format_args!("output #{i}"), &g)?;
+        let x = value_tensor_view(ctx, xi).unwrap();
+        let o = value_tensor_view(ctx, oi).unwrap();
+        let Some(&d0) = x.shape.first() else {
             return Err(ctx.op_error(op, format!("input #{i} must have rank at least 1")));
-        }
-        if gather {
-            want[0] = want[0].checked_mul(g.size).ok_or_else(|| {
+        };
+        // The output is the input with dim 0 multiplied (gather) or divided by the group size.
+        let want0 = if gather {
+            d0.checked_mul(g.size).ok_or_else(|| {
                 ctx.op_error(
                     op,
                     format!("input #{i} dim 0 times the group size overflows"),
                 )
-            })?;
+            })?
         } else {
-            if want[0] % g.size != 0 {
+            if d0.checked_rem(g.size) != Some(0) {
                 return Err(ctx.op_error(
                     op,
                     format!(
-                        "input #{i} dim 0 ({}) must be divisible by the group size ({})",
-                        want[0], g.size
+                        "input #{i} dim 0 ({d0}) must be divisible by the group size ({})",
+                        g.size
                     ),
                 ));
             }
-            want[0] /= g.size;
-        }
-        if o.shape != want || o.elem != x.elem {
+            d0 / g.size
+        };
+        let same = o.elem == x.elem
+            && o.shape.len() == x.shape.len()
+            && o.shape[0] == want0
+            && o.shape[1..] == x.shape[1..];
+        if !same {
+            let mut want = x.shape.to_vec();
+            want[0] = want0;
             return Err(ctx.op_error(
                 op,
                 format!(
@@ -141,7 +150,7 @@ fn verify_gather_like(ctx: &Context, op: OpId, gather: bool) -> Result<(), Diagn
                     fmt_shape(&want),
                     g.name,
                     g.size,
-                    fmt_shape(&o.shape)
+                    fmt_shape(o.shape)
                 ),
             ));
         }
@@ -158,7 +167,7 @@ pub(super) fn verify_reduce_scatter(ctx: &Context, op: OpId) -> Result<(), Diagn
 }
 
 pub(super) fn verify_all_to_all(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let g = group_of(ctx, op)?;
+    let g = group_ref(ctx, op)?;
     let (x, o) = (ctx.operand(op, 0), ctx.operand(op, 1));
     check_buffer(ctx, op, x, "input", &g)?;
     check_buffer(ctx, op, o, "output", &g)?;
@@ -174,7 +183,7 @@ pub(super) fn verify_all_to_all(ctx: &Context, op: OpId) -> Result<(), Diagnosti
 }
 
 pub(super) fn verify_broadcast(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let g = group_of(ctx, op)?;
+    let g = group_ref(ctx, op)?;
     check_buffer(ctx, op, ctx.operand(op, 0), "operand #0", &g)?;
     let src = int_attr(ctx, op, "src").unwrap_or(-1);
     if src < 0 || src >= g.size {
@@ -190,7 +199,7 @@ pub(super) fn verify_broadcast(ctx: &Context, op: OpId) -> Result<(), Diagnostic
 }
 
 pub(super) fn verify_shard_dim_alltoall(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let g = group_of(ctx, op)?;
+    let g = group_ref(ctx, op)?;
     check_buffer(ctx, op, ctx.operand(op, 0), "input", &g)?;
     check_buffer(ctx, op, ctx.operand(op, 1), "output", &g)?;
     if ctx.value_type(ctx.operand(op, 1)) != ctx.value_type(ctx.result(op, 0)) {

@@ -2,7 +2,7 @@
 //! buffer (trait `MemAlloc`), so the peak-memory analysis and the pool planner can reason
 //! about each op's footprint; bf16/f16 arithmetic is defined as f32 rounded on every result.
 
-use crate::shape::{int_attr, ty_str, value_tensor, verify_same_tensor_types};
+use crate::shape::{int_attr, ty_str, value_tensor_view, verify_same_tensor_types};
 use commlir_ir::{
     register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, Context, Diagnostic, OpDef,
     OpId, Trait, TypeConstraint,
@@ -39,18 +39,19 @@ register_op!(
 );
 
 fn verify_matmul(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let a = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
-    let b = value_tensor(ctx, ctx.operand(op, 1)).unwrap();
-    let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
+    let a = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap();
+    let b = value_tensor_view(ctx, ctx.operand(op, 1)).unwrap();
+    let r = value_tensor_view(ctx, ctx.result(op, 0)).unwrap();
     if a.elem != b.elem || a.elem != r.elem {
         return Err(ctx.op_error(
             op,
             "requires the same element type for both operands and the result",
         ));
     }
-    let expected = match (a.shape.as_slice(), b.shape.as_slice()) {
-        ([m, k1], [k2, n]) if k1 == k2 => vec![*m, *n],
-        ([b1, m, k1], [b2, k2, n]) if k1 == k2 && b1 == b2 => vec![*b1, *m, *n],
+    // The expected result shape, without allocating: [m, n] or [b, m, n].
+    let (expected, rank) = match (a.shape, b.shape) {
+        ([m, k1], [k2, n]) if k1 == k2 => ([*m, *n, 0], 2),
+        ([b1, m, k1], [b2, k2, n]) if k1 == k2 && b1 == b2 => ([*b1, *m, *n], 3),
         ([_, k1], [k2, _]) | ([_, _, k1], [_, k2, _]) if k1 != k2 => {
             return Err(ctx.op_error(
                 op,
@@ -67,13 +68,14 @@ fn verify_matmul(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             ));
         }
     };
+    let expected = &expected[..rank];
     if r.shape != expected {
         return Err(ctx.op_error(
             op,
             format!(
                 "result shape must be {}, got {}",
-                fmt_shape(&expected),
-                fmt_shape(&r.shape)
+                fmt_shape(expected),
+                fmt_shape(r.shape)
             ),
         ));
     }
@@ -187,7 +189,7 @@ register_op!(
 
 fn verify_softmax(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     verify_same_tensor_types(ctx, op)?;
-    let a = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
+    let a = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap();
     check_dim(ctx, op, a.shape.len())?;
     Ok(())
 }
@@ -208,10 +210,10 @@ register_op!(
 );
 
 fn verify_reduce_sum(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let a = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
-    let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
+    let a = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap();
+    let r = value_tensor_view(ctx, ctx.result(op, 0)).unwrap();
     let d = check_dim(ctx, op, a.shape.len())?;
-    let mut want = a.shape.clone();
+    let mut want = a.shape.to_vec();
     want.remove(d);
     if r.shape != want || r.elem != a.elem {
         return Err(ctx.op_error(
@@ -250,12 +252,12 @@ register_op!(
 );
 
 fn verify_transpose(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let a = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
-    let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
+    let a = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap();
+    let r = value_tensor_view(ctx, ctx.result(op, 0)).unwrap();
     if a.shape.len() < 2 {
         return Err(ctx.op_error(op, "expects an operand of rank at least 2"));
     }
-    let mut want = a.shape.clone();
+    let mut want = a.shape.to_vec();
     let n = want.len();
     want.swap(n - 2, n - 1);
     if r.shape != want || r.elem != a.elem {
@@ -264,7 +266,7 @@ fn verify_transpose(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             format!(
                 "result shape must be {}, got {}",
                 fmt_shape(&want),
-                fmt_shape(&r.shape)
+                fmt_shape(r.shape)
             ),
         ));
     }
@@ -287,8 +289,8 @@ register_op!(
 );
 
 fn verify_reshape(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let a = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
-    let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
+    let a = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap();
+    let r = value_tensor_view(ctx, ctx.result(op, 0)).unwrap();
     if a.elem != r.elem {
         return Err(ctx.op_error(op, "requires the same element type for operand and result"));
     }
@@ -329,8 +331,8 @@ register_op!(
 );
 
 fn verify_slice(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let a = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
-    let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
+    let a = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap();
+    let r = value_tensor_view(ctx, ctx.result(op, 0)).unwrap();
     let d = check_dim(ctx, op, a.shape.len())?;
     let start = int_attr(ctx, op, "start").unwrap_or(-1);
     let size = int_attr(ctx, op, "size").unwrap_or(-1);
@@ -343,7 +345,7 @@ fn verify_slice(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             ),
         ));
     }
-    let mut want = a.shape.clone();
+    let mut want = a.shape.to_vec();
     want[d] = size;
     if r.shape != want || r.elem != a.elem {
         return Err(ctx.op_error(
@@ -351,7 +353,7 @@ fn verify_slice(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             format!(
                 "result shape must be {}, got {}",
                 fmt_shape(&want),
-                fmt_shape(&r.shape)
+                fmt_shape(r.shape)
             ),
         ));
     }
@@ -377,14 +379,14 @@ fn verify_concat(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let ins: Vec<_> = ctx
         .operands(op)
         .iter()
-        .map(|v| value_tensor(ctx, *v).unwrap())
+        .map(|v| value_tensor_view(ctx, *v).unwrap())
         .collect();
-    let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
+    let r = value_tensor_view(ctx, ctx.result(op, 0)).unwrap();
     let Some(first) = ins.first() else {
         return Err(ctx.op_error(op, "expects at least one operand"));
     };
     let d = check_dim(ctx, op, first.shape.len())?;
-    let mut want = first.shape.clone();
+    let mut want = first.shape.to_vec();
     want[d] = 0;
     for (i, t) in ins.iter().enumerate() {
         if t.elem != first.elem || t.shape.len() != first.shape.len() {
@@ -393,7 +395,7 @@ fn verify_concat(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
                 format!("operand #{i} must have the rank and element type of operand #0"),
             ));
         }
-        for (k, (x, y)) in t.shape.iter().zip(&first.shape).enumerate() {
+        for (k, (x, y)) in t.shape.iter().zip(first.shape).enumerate() {
             if k != d && x != y {
                 return Err(ctx.op_error(
                     op,
@@ -411,7 +413,7 @@ fn verify_concat(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             format!(
                 "result shape must be {}, got {}",
                 fmt_shape(&want),
-                fmt_shape(&r.shape)
+                fmt_shape(r.shape)
             ),
         ));
     }
@@ -434,15 +436,15 @@ register_op!(
 );
 
 fn verify_cast(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let a = value_tensor(ctx, ctx.operand(op, 0)).unwrap();
-    let r = value_tensor(ctx, ctx.result(op, 0)).unwrap();
+    let a = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap();
+    let r = value_tensor_view(ctx, ctx.result(op, 0)).unwrap();
     if a.shape != r.shape {
         return Err(ctx.op_error(
             op,
             format!(
                 "requires the same shape, got {} and {}",
-                fmt_shape(&a.shape),
-                fmt_shape(&r.shape)
+                fmt_shape(a.shape),
+                fmt_shape(r.shape)
             ),
         ));
     }
