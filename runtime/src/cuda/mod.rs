@@ -11,7 +11,8 @@
 //! ([`crate::inputs`]), upload them, call `commlir_main(&API, state, args, results)`,
 //! synchronize and download the results.
 //!
-//! Ranks are threads of one process (`--ranks N`, GPUs 0..N), or one process per GPU when
+//! Ranks are threads of one process (`--ranks N`, GPUs 0..N, world communicators from one
+//! `ncclCommInitAll`), or one process per GPU when
 //! `WORLD_SIZE`/`RANK` are set ([`rdzv`] says how the NCCL id travels). A watchdog aborts
 //! every communicator (`ncclCommAbort`) when the run outlives its timeout.
 //!
@@ -368,13 +369,32 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
         barrier: Barrier::new(layout.local.len()),
         comms: Mutex::new(Vec::new()),
     });
+    // All ranks in this process: their world communicators in one `ncclCommInitAll` (NCCL's
+    // single-process initialisation), each handed to its rank's thread; one process per GPU:
+    // each rank joins with `ncclCommInitRank` on the exchanged id.
+    let mut worlds: Vec<Option<CommHandle>> = vec![None; layout.local.len()];
+    if layout.rendezvous.is_none() && layout.local.len() == layout.world {
+        let devs: Vec<i32> = layout.local.iter().map(|&(_, d)| d).collect();
+        let mut comms = vec![std::ptr::null_mut(); devs.len()];
+        // SAFETY: `comms` has room for one handle per device of `devs`.
+        ffi::nccl_check(
+            "ncclCommInitAll",
+            unsafe { nccl::ncclCommInitAll(comms.as_mut_ptr(), devs.len() as i32, devs.as_ptr()) },
+            std::ptr::null_mut(),
+        )
+        .map_err(|e| format!("error: {e}"))?;
+        // `layout.local` lists ranks 0..n in order with their devices: comm i is rank i's.
+        for (w, c) in worlds.iter_mut().zip(comms) {
+            *w = Some(CommHandle(c));
+        }
+    }
     let (tx, rx) = std::sync::mpsc::channel();
-    for &(rank, dev) in &layout.local {
+    for (&(rank, dev), world_comm) in layout.local.iter().zip(worlds) {
         let (sh, tx) = (shared.clone(), tx.clone());
         std::thread::Builder::new()
             .name(format!("rank{rank}"))
             .spawn(move || {
-                let r = rank_main(&sh, rank, dev, id);
+                let r = rank_main(&sh, rank, dev, id, world_comm);
                 let _ = tx.send((rank, r));
             })
             .map_err(|e| format!("error: cannot start a rank thread: {e}"))?;
@@ -528,8 +548,13 @@ fn rank_main(
     rank: usize,
     dev: i32,
     id: [u8; rdzv::ID_BYTES],
+    world_comm: Option<CommHandle>,
 ) -> Result<RankOutcome, String> {
     let mut st = Box::new(RankState::new(rank, dev));
+    // Owned by the state from here on, so teardown destroys it whatever happens.
+    if let Some(CommHandle(c)) = world_comm {
+        st.world = c;
+    }
     let r = rank_body(sh, &mut st, id);
     let t = st.teardown();
     let (res, times) = r?;
@@ -585,11 +610,13 @@ fn rank_body(
         let uid = nccl::ncclUniqueId {
             internal: id.map(|b| b as std::ffi::c_char),
         };
-        nccl_check(
-            "ncclCommInitRank",
-            nccl::ncclCommInitRank(&mut st.world, sh.world as i32, uid, rank as i32),
-            std::ptr::null_mut(),
-        )?;
+        if st.world.is_null() {
+            nccl_check(
+                "ncclCommInitRank",
+                nccl::ncclCommInitRank(&mut st.world, sh.world as i32, uid, rank as i32),
+                std::ptr::null_mut(),
+            )?;
+        }
         register_comm(sh, st.world);
         for subs in &sh.groups {
             if is_whole_world(subs, sh.world) {
