@@ -40,6 +40,21 @@ pub fn reorder_peak_memory_with(
     opts: &IterOptions,
     costs: Option<&CostTable>,
 ) -> Vec<MoveInfo> {
+    let (infos, order) = plan_reorder_peak_memory(ctx, func, opts, costs);
+    if let Some(order) = order {
+        schedule::apply_op_order(ctx, order);
+    }
+    infos
+}
+
+/// [`reorder_peak_memory_with`] without writing the result: the statistics and the body's ops in their new
+/// order (`None` when there is nothing to move), for the do-no-harm guard to judge first.
+pub fn plan_reorder_peak_memory(
+    ctx: &mut Context,
+    func: OpId,
+    opts: &IterOptions,
+    costs: Option<&CostTable>,
+) -> (Vec<MoveInfo>, Option<Vec<OpId>>) {
     let Some(Setup {
         block,
         graph,
@@ -50,7 +65,7 @@ pub fn reorder_peak_memory_with(
         mut list,
     }) = setup(ctx, func, opts, costs, NodeKind::Collective)
     else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     // Estimated compute overlapping each async collective, kept current as things move.
     let mut comp: Vec<f64> = (0..graph.len() as u32)
@@ -181,8 +196,7 @@ pub fn reorder_peak_memory_with(
         infos.push(info);
         cur = next_cur;
     }
-    schedule::apply_order(ctx, &graph, &list.to_vec());
-    infos
+    (infos, Some(list.ops(&graph)))
 }
 
 /// With runtime estimates: whether moving the group past `cand` is worth it (Inductor's
@@ -303,7 +317,7 @@ impl Pass for ReorderPeakMemory {
     ) -> Result<(), Diagnostic> {
         let (infos, reverted) = if self.0.revert_if_slower {
             crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx, costs| {
-                reorder_peak_memory_with(ctx, op, &self.0, costs)
+                plan_reorder_peak_memory(ctx, op, &self.0, costs)
             })
         } else {
             (reorder_peak_memory(ctx, op, &self.0), false)

@@ -41,6 +41,21 @@ pub fn sink_waits_iterative_with(
     opts: &IterOptions,
     costs: Option<&CostTable>,
 ) -> Vec<MoveInfo> {
+    let (infos, order) = plan_sink_waits_iterative(ctx, func, opts, costs);
+    if let Some(order) = order {
+        schedule::apply_op_order(ctx, order);
+    }
+    infos
+}
+
+/// [`sink_waits_iterative_with`] without writing the result: the statistics and the body's ops in their new
+/// order (`None` when there is nothing to move), for the do-no-harm guard to judge first.
+pub fn plan_sink_waits_iterative(
+    ctx: &mut Context,
+    func: OpId,
+    opts: &IterOptions,
+    costs: Option<&CostTable>,
+) -> (Vec<MoveInfo>, Option<Vec<OpId>>) {
     let Some(Setup {
         block,
         graph,
@@ -51,7 +66,7 @@ pub fn sink_waits_iterative_with(
         mut list,
     }) = setup(ctx, func, opts, costs, NodeKind::Wait)
     else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     // Estimated compute overlapping each collective, indexed by the collective's node; for a
     // wait, the window of its collective is what matters.
@@ -212,8 +227,7 @@ pub fn sink_waits_iterative_with(
         infos.push(info);
         cur = prev_cur;
     }
-    schedule::apply_order(ctx, &graph, &list.to_vec());
-    infos
+    (infos, Some(list.ops(&graph)))
 }
 
 /// With runtime estimates: whether moving `cand` before the group is worth it.
@@ -288,7 +302,7 @@ impl Pass for SinkWaitsIterative {
     ) -> Result<(), Diagnostic> {
         let (infos, reverted) = if self.0.revert_if_slower {
             crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx, costs| {
-                sink_waits_iterative_with(ctx, op, &self.0, costs)
+                plan_sink_waits_iterative(ctx, op, &self.0, costs)
             })
         } else {
             (sink_waits_iterative(ctx, op, &self.0), false)

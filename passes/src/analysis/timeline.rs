@@ -42,26 +42,36 @@ impl TraitBits {
     const MEM_WRITE: u8 = 8;
     const COLLECTIVE: u8 = 16;
 
+    /// The bits of `op`'s name: a table read, once the name was seen.
+    #[inline]
     fn of(&mut self, ctx: &Context, op: OpId) -> u8 {
         let i = ctx.op_name_ident(op).index();
+        match self.by_name.get(i) {
+            Some(&b) if b != 0 => b,
+            _ => self.first_of(ctx, op, i),
+        }
+    }
+
+    /// [`TraitBits::of`] for a name not seen yet.
+    #[cold]
+    #[inline(never)]
+    fn first_of(&mut self, ctx: &Context, op: OpId, i: usize) -> u8 {
         if i >= self.by_name.len() {
             self.by_name.resize(i + 1, 0);
         }
-        if self.by_name[i] == 0 {
-            let mut b = Self::KNOWN;
-            for (t, bit) in [
-                (Trait::Wait, Self::WAIT),
-                (Trait::Blocking, Self::BLOCKING),
-                (Trait::MemWrite, Self::MEM_WRITE),
-                (Trait::Collective, Self::COLLECTIVE),
-            ] {
-                if ctx.op_has_trait(op, t) {
-                    b |= bit;
-                }
+        let mut b = Self::KNOWN;
+        for (t, bit) in [
+            (Trait::Wait, Self::WAIT),
+            (Trait::Blocking, Self::BLOCKING),
+            (Trait::MemWrite, Self::MEM_WRITE),
+            (Trait::Collective, Self::COLLECTIVE),
+        ] {
+            if ctx.op_has_trait(op, t) {
+                b |= bit;
             }
-            self.by_name[i] = b;
         }
-        self.by_name[i]
+        self.by_name[i] = b;
+        b
     }
 }
 
@@ -74,6 +84,16 @@ pub fn simulate(ctx: &Context, machine: &Machine, block: BlockId) -> Timeline {
 /// machine): lets a caller that simulates the same ops several times, in different orders,
 /// compute each op's cost once.
 pub fn simulate_with(ctx: &Context, block: BlockId, cost: impl Fn(OpId) -> OpCost) -> Timeline {
+    simulate_ops(ctx, ctx.block_ops(block), cost)
+}
+
+/// [`simulate_with`] on `ops` in the given order (every op of one block, once): simulates an
+/// order of a block's ops without writing it into the block.
+pub fn simulate_ops(
+    ctx: &Context,
+    ops: impl IntoIterator<Item = OpId>,
+    cost: impl Fn(OpId) -> OpCost,
+) -> Timeline {
     let mut ready = vec![0.0f64; ctx.num_value_slots()];
     // Index into `collectives` of the collective producing a value (for waits).
     // `u32::MAX` for none: a quarter of the memory of `Option<usize>`, for a table as long
@@ -85,7 +105,7 @@ pub fn simulate_with(ctx: &Context, block: BlockId, cost: impl Fn(OpId) -> OpCos
         by_name: Vec::new(),
     };
     let mut waited: Vec<usize> = Vec::new();
-    for op in ctx.block_ops(block) {
+    for op in ops {
         let bits = traits.of(ctx, op);
         let inputs_ready = ctx
             .operands(op)

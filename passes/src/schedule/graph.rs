@@ -21,7 +21,6 @@
 //!   its group, and collectives pinned by `comm-global-order` (attribute `comm_order`) keep
 //!   their relative order across groups.
 
-use crate::analysis::buffers::alias_of;
 use commlir_ir::{BlockId, Context, Ident, OpDef, OpId, Trait, Value};
 use rustc_hash::FxHashMap;
 
@@ -130,15 +129,23 @@ impl DepGraph {
         let mut kind = Vec::with_capacity(n);
         let mut blocking = Vec::with_capacity(n);
         let mut gemm_like = Vec::with_capacity(n);
-        let mut written = Vec::with_capacity(n);
-        // What scheduling needs from an op's definition, once per op name: a 100k-op block
-        // has a few dozen names, and the rules are string matches and trait scans.
-        let mut by_name: FxHashMap<Ident, NameInfo> = FxHashMap::default();
+        let mut facts = Vec::with_capacity(n);
+        // What scheduling needs from an op's definition, once per op name (by interned name
+        // number: a 100k-op block has a few dozen names, and the rules are string matches and
+        // trait scans).
+        let mut by_name: Vec<Option<NameInfo>> = Vec::new();
         for (i, &op) in ops.iter().enumerate() {
             index_of[op.index()] = i as u32;
-            let info = *by_name
-                .entry(ctx.op_name_ident(op))
-                .or_insert_with(|| NameInfo::of(ctx, op));
+            let name = ctx.op_name_ident(op).index();
+            let info = match by_name.get(name) {
+                Some(&Some(info)) => info,
+                _ => {
+                    if name >= by_name.len() {
+                        by_name.resize(name + 1, None);
+                    }
+                    *by_name[name].insert(NameInfo::of(ctx, op))
+                }
+            };
             kind.push(if ctx.op_regions(op).is_empty() {
                 info.kind
             } else {
@@ -146,7 +153,7 @@ impl DepGraph {
             });
             blocking.push(info.blocking);
             gemm_like.push(info.gemm_like);
-            written.push(info.written);
+            facts.push(info);
         }
         let mut g = DepGraph {
             kind,
@@ -173,6 +180,9 @@ impl DepGraph {
             reads: Vec::new(),
             writes: Vec::new(),
         };
+        // Interned once: an op has the attribute exactly when it has this key (none has it
+        // when the name was never interned).
+        let pin = ctx.find_ident(PIN_ATTR);
         let mut order = OrderState {
             last_fixed: NONE,
             since_fixed: Vec::new(),
@@ -188,10 +198,10 @@ impl DepGraph {
         g.pred_off.push(0);
         for i in 0..n as u32 {
             preds.clear();
-            g.data_and_memory_preds(ctx, i, &written, &mut b, &mut preds);
+            g.data_and_memory_preds(ctx, i, &facts, &mut b, &mut preds);
             g.barrier_preds(i, &mut order, &mut preds, &mut since_fixed);
             if opts.collective_order {
-                g.collective_order_preds(ctx, i, &mut order, &mut preds);
+                g.collective_order_preds(ctx, i, pin, &mut order, &mut preds);
             }
             preds.sort_unstable();
             preds.dedup();
@@ -258,7 +268,7 @@ impl DepGraph {
         &mut self,
         ctx: &Context,
         i: u32,
-        written_rule: &[Written],
+        facts: &[NameInfo],
         b: &mut Builder,
         preds: &mut Vec<u32>,
     ) {
@@ -269,8 +279,9 @@ impl DepGraph {
         reads.clear();
         writes.clear();
         let op = self.ops[i as usize];
+        let info = facts[i as usize];
         let operands = ctx.operands(op);
-        let written = written_rule[i as usize].range(operands.len());
+        let written = info.written.range(operands.len());
         for (k, &v) in operands.iter().enumerate() {
             // SSA edge (also covered by storages; kept explicit for values of other kinds).
             if let Some(d) = ctx.defining_op(v) {
@@ -286,18 +297,21 @@ impl DepGraph {
                 reads.push(s);
             }
         }
-        if written_rule[i as usize].is_wait {
-            let c = completed_collective(ctx, op)
-                .map(|c| self.index_of[c.index()])
-                .unwrap_or(NONE);
-            if c != NONE {
+        if info.written.is_wait {
+            // The collective it completes: the op defining its first operand, when that
+            // op is a collective ([`completed_collective`], from the node's facts).
+            let c = operands
+                .first()
+                .and_then(|&v| ctx.defining_op(v))
+                .map_or(NONE, |d| self.index_of[d.index()]);
+            if c != NONE && facts[c as usize].collective {
                 self.coll_of_wait[i as usize] = c;
                 if self.wait_of_coll[c as usize] == NONE {
                     self.wait_of_coll[c as usize] = i;
                 }
                 // The collective may read its inputs until it completes.
                 let cop = self.ops[c as usize];
-                let cw = written_rule[c as usize].range(ctx.operands(cop).len());
+                let cw = facts[c as usize].written.range(ctx.operands(cop).len());
                 for (k, &v) in ctx.operands(cop).iter().enumerate() {
                     if !cw.contains(&k) {
                         reads.push(b.storage(v));
@@ -306,7 +320,7 @@ impl DepGraph {
             }
         }
         for (r, &v) in ctx.results(op).iter().enumerate() {
-            let s = match alias_of(ctx, op, r) {
+            let s = match info.alias.alias(operands, r) {
                 Some(a) => b.storage(a),
                 None => b.storage(v),
             };
@@ -368,13 +382,17 @@ impl DepGraph {
     }
 
     fn assign_groups(&mut self, ctx: &Context) {
+        // Keys are interned: an op has a `group` entry only if the name was ever interned.
+        let Some(key) = ctx.find_ident("group") else {
+            return;
+        };
         let mut ids: FxHashMap<&str, u32> = FxHashMap::default();
         for (i, &op) in self.ops.iter().enumerate() {
             if self.kind[i] != NodeKind::Collective {
                 continue;
             }
             if let Some(name) = ctx
-                .inherent_attr(op, "group")
+                .inherent_attr_id(op, key)
                 .and_then(|a| ctx.attr_as_symbol(a))
             {
                 let next = self.group_names.len() as u32;
@@ -394,6 +412,7 @@ impl DepGraph {
         &self,
         ctx: &Context,
         i: u32,
+        pin: Option<Ident>,
         st: &mut OrderState,
         preds: &mut Vec<u32>,
     ) {
@@ -420,7 +439,8 @@ impl DepGraph {
             st.last_of_group[g as usize] = i;
         }
         // Pins chain in the current order: a pass that keeps the pins keeps this order.
-        if ctx.get_attr(self.ops[iu], PIN_ATTR).is_some() {
+        let pinned = pin.is_some_and(|k| ctx.attrs(self.ops[iu]).iter().any(|&(a, _)| a == k));
+        if pinned {
             if st.last_pinned != NONE {
                 preds.push(st.last_pinned);
             }
@@ -567,7 +587,10 @@ struct NameInfo {
     kind: NodeKind,
     blocking: bool,
     gemm_like: bool,
+    /// Whether the definition has trait `Collective` (what a wait completes).
+    collective: bool,
     written: Written,
+    alias: AliasRule,
 }
 
 impl NameInfo {
@@ -576,7 +599,48 @@ impl NameInfo {
             kind: classify_def(ctx.op_def(op)),
             blocking: ctx.op_has_trait(op, Trait::Blocking),
             gemm_like: ctx.op_name(op) == "compute.matmul",
+            collective: ctx.op_has_trait(op, Trait::Collective),
             written: Written::of(ctx, op),
+            alias: AliasRule::of_name(ctx.op_name(op)),
+        }
+    }
+}
+
+/// Which operand each result of an op aliases, as a rule of the op's name: what
+/// [`alias_of`] answers, decided once per name rather than by matching the name for every
+/// result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AliasRule {
+    /// No result aliases an operand.
+    None,
+    /// Result `r` aliases operand `r + 1` (`comm.wait`: the work handle, then the buffers).
+    NextOperand,
+    /// Every result aliases the first operand (`coll.wait_tensor`).
+    First,
+    /// Every result aliases the second operand (`comm.shard_dim_alltoall`).
+    Second,
+}
+
+impl AliasRule {
+    /// The rule of ops named `name`.
+    pub fn of_name(name: &str) -> AliasRule {
+        match name {
+            "comm.wait" => AliasRule::NextOperand,
+            "coll.wait_tensor" => AliasRule::First,
+            "comm.shard_dim_alltoall" => AliasRule::Second,
+            _ => AliasRule::None,
+        }
+    }
+
+    /// The operand (of `operands`) that result `result` aliases, as
+    /// [`alias_of`](crate::analysis::buffers::alias_of) says.
+    #[inline]
+    pub fn alias(self, operands: &[Value], result: usize) -> Option<Value> {
+        match self {
+            AliasRule::None => None,
+            AliasRule::NextOperand => operands.get(result + 1).copied(),
+            AliasRule::First => operands.first().copied(),
+            AliasRule::Second => operands.get(1).copied(),
         }
     }
 }

@@ -285,6 +285,17 @@ impl ListOrder {
         v
     }
 
+    /// The graph's ops in this order.
+    pub fn ops(&self, graph: &DepGraph) -> Vec<OpId> {
+        let mut v = Vec::with_capacity(self.prev.len());
+        let mut c = self.head;
+        while c != NONE {
+            v.push(graph.ops[c as usize]);
+            c = self.next[c as usize];
+        }
+        v
+    }
+
     /// Fills `out` with the nodes from `head` to `tail` inclusive.
     pub fn segment(&self, head: u32, tail: u32, out: &mut Vec<u32>) {
         out.clear();

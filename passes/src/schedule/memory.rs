@@ -19,11 +19,11 @@
 //! as a lazy offset, which makes a move O(uses of the mover) whatever the run's length; a
 //! move that does transfer a free falls back to one swap per member.
 
-use crate::analysis::buffers::{alias_of, BufferModel};
+use crate::analysis::buffers::BufferModel;
 use commlir_dialects::shape::tensor_bytes;
 use commlir_ir::{AttrKind, BlockId, Context, Trait, Type};
 
-use super::graph::{DepGraph, NONE};
+use super::graph::{AliasRule, DepGraph, NONE};
 use std::collections::VecDeque;
 
 /// Memory levels around each node, kept current under swaps.
@@ -97,7 +97,8 @@ impl MemoryTracker {
             }
             *size_of_type[i].get_or_insert_with(|| tensor_bytes(ctx, t).unwrap_or(0) as i64)
         };
-        let mut return_like: Vec<Option<bool>> = Vec::new();
+        // Per op name: whether it is return-like, and which operands its results alias.
+        let mut by_name: Vec<Option<(bool, AliasRule)>> = Vec::new();
         let mut base = 0i64;
         for (i, &a) in ctx.block_args(block).iter().enumerate() {
             let donated = func.is_some_and(|f| is_donated(ctx, f, i));
@@ -117,13 +118,21 @@ impl MemoryTracker {
         use_off.push(0);
         for (p, &op) in graph.ops.iter().enumerate() {
             let name = ctx.op_name_ident(op).index();
-            if name >= return_like.len() {
-                return_like.resize(name + 1, None);
-            }
-            let is_return =
-                *return_like[name].get_or_insert_with(|| ctx.op_has_trait(op, Trait::ReturnLike));
+            let (is_return, alias) = match by_name.get(name) {
+                Some(&Some(facts)) => facts,
+                _ => {
+                    if name >= by_name.len() {
+                        by_name.resize(name + 1, None);
+                    }
+                    *by_name[name].insert((
+                        ctx.op_has_trait(op, Trait::ReturnLike),
+                        AliasRule::of_name(ctx.op_name(op)),
+                    ))
+                }
+            };
             let first = uses.len();
-            for &v in ctx.operands(op) {
+            let operands = ctx.operands(op);
+            for &v in operands {
                 let s = storage_of[v.index()];
                 if s != NONE {
                     if !uses[first..].contains(&s) {
@@ -136,7 +145,7 @@ impl MemoryTracker {
             }
             use_off.push(uses.len() as u32);
             for (r, &v) in ctx.results(op).iter().enumerate() {
-                if let Some(a) = alias_of(ctx, op, r) {
+                if let Some(a) = alias.alias(operands, r) {
                     let s = storage_of[a.index()];
                     if s != NONE {
                         storage_of[v.index()] = s;

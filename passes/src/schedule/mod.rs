@@ -97,9 +97,14 @@ pub fn runtimes_from(costs: &CostTable, graph: &DepGraph) -> Vec<f64> {
 
 /// Rewrites the block to hold the graph's ops in `order` (node numbers). O(n) moves.
 pub fn apply_order(ctx: &mut Context, graph: &DepGraph, order: &[u32]) {
+    apply_op_order(ctx, order.iter().map(|&n| graph.ops[n as usize]));
+}
+
+/// Rewrites the block holding `ops` (every op of one block) to hold them in this order.
+/// O(n); ops already in place are not relinked.
+pub fn apply_op_order(ctx: &mut Context, ops: impl IntoIterator<Item = OpId>) {
     let mut prev: Option<OpId> = None;
-    for &n in order {
-        let op = graph.ops[n as usize];
+    for op in ops {
         match prev {
             // Already in place: skip the relink.
             Some(p) if ctx.next_op(p) == Some(op) => {}
