@@ -12,7 +12,7 @@ use crate::location::LocKind;
 use crate::opdef::{OpDef, Registry, Trait};
 use crate::types::{FloatKind, Signedness, TypeKind};
 use rustc_hash::FxHashMap;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 /// Where a value comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,6 +200,74 @@ pub struct Context {
     /// Accept ops of unregistered dialects (`--allow-unregistered-dialect`).
     pub allow_unregistered: bool,
     unknown_loc: Loc,
+    /// Symbol tables indexed by [`Context::lookup_symbol`], only while a
+    /// [`Context::with_symbol_cache`] call runs (`None` otherwise).
+    symbol_cache: RefCell<Option<SymbolCache>>,
+}
+
+/// The symbol tables [`Context::lookup_symbol`] has indexed: for each table op, the first
+/// op (in block order) defining each symbol name, which is what the linear search finds;
+/// and for each block, the symbol tables enclosing it (the ops the search walks up through).
+#[derive(Default)]
+struct SymbolCache {
+    tables: Vec<FxHashMap<Box<str>, OpId>>,
+    /// Table op -> position in `tables`.
+    table_of: FxHashMap<OpId, u32>,
+    /// Block index -> positions in `tables` of the tables enclosing the block, innermost
+    /// first (`None`: not worked out yet).
+    enclosing: Vec<Option<Box<[u32]>>>,
+}
+
+impl SymbolCache {
+    /// The position of `table`'s index, built on first use.
+    fn table(&mut self, ctx: &Context, table: OpId) -> usize {
+        if let Some(&t) = self.table_of.get(&table) {
+            return t as usize;
+        }
+        let t = self.tables.len();
+        self.tables.push(ctx.index_symbol_table(table));
+        self.table_of.insert(table, t as u32);
+        t
+    }
+
+    /// The tables enclosing block `b`, worked out on first use.
+    fn enclosing(&mut self, ctx: &Context, b: BlockId) -> &[u32] {
+        if b.index() >= self.enclosing.len() {
+            self.enclosing.resize(b.index() + 1, None);
+        }
+        if self.enclosing[b.index()].is_none() {
+            let mut chain = Vec::new();
+            let mut cur = ctx.block_parent_op(b);
+            while let Some(o) = cur {
+                if ctx.is_symbol_table(o) {
+                    chain.push(self.table(ctx, o) as u32);
+                }
+                cur = ctx.parent_op(o);
+            }
+            self.enclosing[b.index()] = Some(chain.into());
+        }
+        self.enclosing[b.index()].as_deref().unwrap_or_default()
+    }
+
+    /// [`Context::lookup_symbol`] through the indexes.
+    fn lookup(&mut self, ctx: &Context, from: OpId, name: &str) -> Option<OpId> {
+        // An op without regions holds no symbols, whatever its traits.
+        if !ctx.op_regions(from).is_empty() && ctx.is_symbol_table(from) {
+            let t = self.table(ctx, from);
+            if let Some(&s) = self.tables[t].get(name) {
+                return Some(s);
+            }
+        }
+        let b = ctx.op_parent(from)?;
+        let mut i = 0;
+        while let Some(&t) = self.enclosing(ctx, b).get(i) {
+            if let Some(&s) = self.tables[t as usize].get(name) {
+                return Some(s);
+            }
+            i += 1;
+        }
+        None
+    }
 }
 
 impl Default for Context {
@@ -238,6 +306,7 @@ impl Context {
             op_defs_by_ident: FxHashMap::default(),
             allow_unregistered: false,
             unknown_loc: Loc(0),
+            symbol_cache: RefCell::new(None),
         };
         ctx.unknown_loc = ctx.loc(LocKind::Unknown);
         ctx
@@ -1119,22 +1188,65 @@ impl Context {
     /// Resolves `name` from `from`: searches the symbol tables of the enclosing ops, innermost
     /// first (so module-level symbols such as `@tp` resolve from ops nested in functions).
     pub fn lookup_symbol(&self, from: OpId, name: &str) -> Option<OpId> {
+        if let Some(cache) = self.symbol_cache.borrow_mut().as_mut() {
+            return cache.lookup(self, from, name);
+        }
         let mut cur = Some(from);
         while let Some(o) = cur {
             if self.is_symbol_table(o) {
-                for &r in self.op_regions(o) {
-                    for &b in self.region_blocks(r) {
-                        for c in self.block_ops(b) {
-                            if self.symbol_name(c) == Some(name) {
-                                return Some(c);
-                            }
-                        }
-                    }
+                let found = self
+                    .symbol_table_ops(o)
+                    .find(|&c| self.symbol_name(c) == Some(name));
+                if found.is_some() {
+                    return found;
                 }
             }
             cur = self.parent_op(o);
         }
         None
+    }
+
+    /// Runs `f` with [`Context::lookup_symbol`] answering from an index of each symbol table
+    /// it searches, built on the table's first search, rather than by a linear search of the
+    /// table each time. `self` stays borrowed while `f` runs, so the IR cannot change under
+    /// the index; it is dropped when the outermost such call returns (or unwinds).
+    pub fn with_symbol_cache<R>(&self, f: impl FnOnce() -> R) -> R {
+        /// Drops the index on the way out, on unwinding too.
+        struct Reset<'a>(&'a RefCell<Option<SymbolCache>>);
+        impl Drop for Reset<'_> {
+            fn drop(&mut self) {
+                *self.0.borrow_mut() = None;
+            }
+        }
+        let outermost = {
+            let mut c = self.symbol_cache.borrow_mut();
+            let outermost = c.is_none();
+            if outermost {
+                *c = Some(SymbolCache::default());
+            }
+            outermost
+        };
+        let _reset = outermost.then(|| Reset(&self.symbol_cache));
+        f()
+    }
+
+    /// The ops directly in the regions of `table`, in order.
+    fn symbol_table_ops(&self, table: OpId) -> impl Iterator<Item = OpId> + '_ {
+        self.op_regions(table)
+            .iter()
+            .flat_map(|&r| self.region_blocks(r))
+            .flat_map(|&b| self.block_ops(b))
+    }
+
+    /// The first op of each symbol name in `table` (see [`SymbolCache`]).
+    fn index_symbol_table(&self, table: OpId) -> FxHashMap<Box<str>, OpId> {
+        let mut index = FxHashMap::default();
+        for c in self.symbol_table_ops(table) {
+            if let Some(name) = self.symbol_name(c) {
+                index.entry(name.into()).or_insert(c);
+            }
+        }
+        index
     }
 
     /// Whether `op` holds a symbol table (a module, or any op declaring the trait).

@@ -24,12 +24,15 @@ pub fn verify(ctx: &Context, root: OpId) -> Result<(), Vec<Diagnostic>> {
     };
     let mut next = 0u32;
     let mut defs = DefCache::default();
-    ctx.walk(root, |op| {
-        visit.number[op.index()] = next;
-        next += 1;
-        if let Err(e) = verify_op_in(ctx, op, Some(&visit), &mut defs) {
-            errors.push(e);
-        }
+    // Nothing changes the IR during the walk, so symbol tables are indexed on first search.
+    ctx.with_symbol_cache(|| {
+        ctx.walk(root, |op| {
+            visit.number[op.index()] = next;
+            next += 1;
+            if let Err(e) = verify_op_in(ctx, op, Some(&visit), &mut defs) {
+                errors.push(e);
+            }
+        })
     });
     if errors.is_empty() {
         Ok(())
@@ -114,7 +117,13 @@ impl SlotLayout {
 
     /// Whether [`verify_slots`] accepts `vals` for `slots` (this layout), decided with the
     /// counts worked out once and no diagnostic text at hand.
-    fn accepts(self, ctx: &Context, vals: &[Value], slots: &[ArgDef]) -> bool {
+    fn accepts(
+        self,
+        ctx: &Context,
+        types: &mut TypeFacts,
+        vals: &[Value],
+        slots: &[ArgDef],
+    ) -> bool {
         let n = vals.len();
         let count_ok = if self.flexible == 0 {
             n == self.fixed
@@ -128,9 +137,7 @@ impl SlotLayout {
         if self.flexible > 1 || !self.constrained {
             return true;
         }
-        let ok = |v: &Value, c: TypeConstraint| {
-            c == TypeConstraint::Any || type_satisfies(ctx, ctx.value_type(*v), c)
-        };
+        let mut ok = |v: &Value, c: TypeConstraint| types.satisfies(ctx, ctx.value_type(*v), c);
         if self.flexible == 0 {
             return vals.iter().zip(slots).all(|(v, s)| ok(v, s.ty));
         }
@@ -178,29 +185,92 @@ impl DefFacts {
     }
 }
 
-/// [`DefFacts`] of the definitions met so far, by the op name's identifier.
+/// [`DefFacts`] of the definitions met so far, by the op name's identifier, and the
+/// [`TypeFacts`] of the types met so far.
 #[derive(Default)]
 struct DefCache {
     /// Identifier index -> position in `facts` (`u32::MAX`: none yet).
     by_name: Vec<u32>,
     facts: Vec<DefFacts>,
+    types: TypeFacts,
+}
+
+/// Which [`TypeConstraint`]s each type satisfies, worked out once per verify run on the
+/// type's first sighting: most ops share a handful of types, and the operand and result
+/// checks then test a bit instead of matching the type's structure.
+#[derive(Default)]
+struct TypeFacts {
+    /// Type index -> [`TypeFacts::KNOWN`] and bit `c as u8` for each constraint `c` the type
+    /// satisfies (0: not worked out yet).
+    bits: Vec<u8>,
+}
+
+impl TypeFacts {
+    const KNOWN: u8 = 0x80;
+    /// Every constraint (exhaustive match below, so a new one cannot be missed).
+    const ALL: [TypeConstraint; 7] = [
+        TypeConstraint::Any,
+        TypeConstraint::AnyTensor,
+        TypeConstraint::StaticTensor,
+        TypeConstraint::AnyInteger,
+        TypeConstraint::AnyFloat,
+        TypeConstraint::Index,
+        TypeConstraint::FloatTensor,
+    ];
+
+    fn bit(c: TypeConstraint) -> u8 {
+        match c {
+            TypeConstraint::Any
+            | TypeConstraint::AnyTensor
+            | TypeConstraint::StaticTensor
+            | TypeConstraint::AnyInteger
+            | TypeConstraint::AnyFloat
+            | TypeConstraint::Index
+            | TypeConstraint::FloatTensor => 1 << (c as u8),
+        }
+    }
+
+    /// [`type_satisfies`], remembered per type.
+    #[inline]
+    fn satisfies(&mut self, ctx: &Context, t: Type, c: TypeConstraint) -> bool {
+        let bits = match self.bits.get(t.index()) {
+            Some(&b) if b != 0 => b,
+            _ => self.learn(ctx, t),
+        };
+        bits & Self::bit(c) != 0
+    }
+
+    /// Works out and records the facts of `t`.
+    #[cold]
+    #[inline(never)]
+    fn learn(&mut self, ctx: &Context, t: Type) -> u8 {
+        let i = t.index();
+        if i >= self.bits.len() {
+            self.bits.resize(i + 1, 0);
+        }
+        self.bits[i] = Self::ALL
+            .iter()
+            .filter(|&&c| type_satisfies(ctx, t, c))
+            .fold(Self::KNOWN, |b, &c| b | Self::bit(c));
+        self.bits[i]
+    }
 }
 
 impl DefCache {
-    fn get(&mut self, ctx: &Context, op: OpId, def: &'static OpDef) -> &DefFacts {
+    fn get(&mut self, ctx: &Context, op: OpId, def: &'static OpDef) -> (&DefFacts, &mut TypeFacts) {
         let name = ctx.op_name_ident(op).index();
         if name >= self.by_name.len() {
             self.by_name.resize(name + 1, u32::MAX);
         }
-        let i = self.by_name[name] as usize;
+        let mut i = self.by_name[name] as usize;
         // An op's definition is the one registered for its name; the pointer check keeps a
         // definition registered after the run started from being confused with an older one.
-        if i < self.facts.len() && std::ptr::eq(self.facts[i].def, def) {
-            return &self.facts[i];
+        if !(i < self.facts.len() && std::ptr::eq(self.facts[i].def, def)) {
+            i = self.facts.len();
+            self.by_name[name] = i as u32;
+            self.facts.push(DefFacts::new(ctx, def));
         }
-        self.by_name[name] = self.facts.len() as u32;
-        self.facts.push(DefFacts::new(ctx, def));
-        self.facts.last().unwrap()
+        (&self.facts[i], &mut self.types)
     }
 }
 
@@ -222,14 +292,14 @@ fn verify_op_in(
         }
         return Err(unregistered_error(ctx, op));
     };
-    let facts = defs.get(ctx, op, def);
+    let (facts, types) = defs.get(ctx, op, def);
     // Each check has a fast test of the common, valid case; the full check (which words the
     // diagnostic) runs only when that test fails.
     let (operands, results) = (ctx.operands(op), ctx.results(op));
-    if !facts.operands.accepts(ctx, operands, def.operands) {
+    if !facts.operands.accepts(ctx, types, operands, def.operands) {
         verify_slots(ctx, op, def, operands, def.operands, "operand")?;
     }
-    if !facts.results.accepts(ctx, results, def.results) {
+    if !facts.results.accepts(ctx, types, results, def.results) {
         verify_slots(ctx, op, def, results, def.results, "result")?;
     }
     if !facts.attrs_ok(ctx, op) {
@@ -606,6 +676,25 @@ mod tests {
     ];
 
     #[test]
+    fn type_facts_match_type_satisfies() {
+        let mut ctx = Context::new();
+        let types: Vec<Type> = TYPES
+            .iter()
+            .map(|t| parse_type(&mut ctx, t).unwrap())
+            .collect();
+        assert_eq!(TypeFacts::ALL.len(), TYPE_CONSTRAINTS.len());
+        let mut facts = TypeFacts::default();
+        // Twice: the first query of a type works its facts out, the later ones read them.
+        for _ in 0..2 {
+            for &t in types.iter().rev() {
+                for &c in TYPE_CONSTRAINTS {
+                    assert_eq!(facts.satisfies(&ctx, t, c), type_satisfies(&ctx, t, c));
+                }
+            }
+        }
+    }
+
+    #[test]
     fn slot_fast_test_matches_verify_slots() {
         let mut ctx = Context::new();
         let module = parse_source(&mut ctx, "t", b"", &ParseOptions::default()).unwrap();
@@ -617,6 +706,7 @@ mod tests {
         let args = ctx.block_args(block).to_vec();
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let mut accepted = 0;
+        let mut type_facts = TypeFacts::default();
         for _ in 0..20_000 {
             let slots: Vec<ArgDef> = (0..rng.below(4))
                 .map(|_| {
@@ -629,7 +719,7 @@ mod tests {
                 })
                 .collect();
             let vals: Vec<Value> = (0..rng.below(6)).map(|_| rng.pick(&args)).collect();
-            let fast = SlotLayout::of(&slots).accepts(&ctx, &vals, &slots);
+            let fast = SlotLayout::of(&slots).accepts(&ctx, &mut type_facts, &vals, &slots);
             let full = verify_slots(&ctx, module, &OpDef::EMPTY, &vals, &slots, "operand");
             assert_eq!(fast, full.is_ok(), "{slots:?} {vals:?}");
             accepted += usize::from(fast);

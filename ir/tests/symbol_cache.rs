@@ -1,0 +1,61 @@
+//! `Context::with_symbol_cache` must not change what `Context::lookup_symbol` answers: every
+//! lookup from every op of a module with nested symbol tables, shadowed and duplicated
+//! names, symbols in properties and in attributes, is compared with the uncached search.
+
+use commlir_ir::parser::{parse_source, ParseOptions};
+use commlir_ir::{Context, OpId};
+
+const SRC: &str = r#"
+"t.sym"() {sym_name = "a"} : () -> ()
+"t.sym"() <{sym_name = "b"}> : () -> ()
+"t.sym"() {sym_name = "a", dup = 1 : i64} : () -> ()
+"builtin.module"() ({
+  "t.sym"() {sym_name = "a"} : () -> ()
+  "t.sym"() <{sym_name = "c"}> {sym_name = "ignored"} : () -> ()
+  "t.op"() ({
+    "t.user"() : () -> ()
+    "builtin.module"() ({
+      "t.sym"() {sym_name = "b"} : () -> ()
+      "t.user"() : () -> ()
+    }) : () -> ()
+  }) : () -> ()
+}) : () -> ()
+"t.user"() : () -> ()
+"t.sym"() {sym_name = "d"} : () -> ()
+"#;
+
+#[test]
+fn cached_lookups_match_the_linear_search() {
+    let mut ctx = Context::new();
+    ctx.allow_unregistered = true;
+    let module = parse_source(&mut ctx, "t", SRC.as_bytes(), &ParseOptions::default())
+        .unwrap_or_else(|e| panic!("{}", e.message));
+    let mut ops: Vec<OpId> = Vec::new();
+    ctx.walk(module, |op| ops.push(op));
+    let names = ["a", "b", "c", "d", "ignored", "nope", ""];
+    let uncached: Vec<Option<OpId>> = ops
+        .iter()
+        .flat_map(|&o| names.iter().map(move |n| (o, *n)))
+        .map(|(o, n)| ctx.lookup_symbol(o, n))
+        .collect();
+    assert!(uncached.iter().filter(|r| r.is_some()).count() > 10);
+    // Twice inside one scope (the second pass reads the indexes the first built), and in a
+    // nested scope.
+    ctx.with_symbol_cache(|| {
+        for _ in 0..2 {
+            let cached: Vec<Option<OpId>> = ops
+                .iter()
+                .flat_map(|&o| names.iter().map(move |n| (o, *n)))
+                .map(|(o, n)| ctx.lookup_symbol(o, n))
+                .collect();
+            assert_eq!(cached, uncached);
+        }
+        ctx.with_symbol_cache(|| assert_eq!(ctx.lookup_symbol(ops[0], "a"), uncached[0]));
+    });
+    // The scope is gone: an edit is seen by the next lookup.
+    let first_a = ctx.lookup_symbol(module, "a").unwrap();
+    ctx.erase_op(first_a);
+    let after = ctx.lookup_symbol(module, "a");
+    assert!(after.is_some() && after != Some(first_a));
+    ctx.with_symbol_cache(|| assert_eq!(ctx.lookup_symbol(module, "a"), after));
+}
