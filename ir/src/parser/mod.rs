@@ -7,8 +7,8 @@
 //! through the same [`build`] functions and hands types and attributes to the pest-based code;
 //! whatever it does not take whole is parsed by pest (see [`FrontEnd`]).
 //! Robustness on hostile input comes from three layers: the input is checked to be UTF-8 and
-//! pre-scanned for nesting deeper than [`ParseOptions::max_nesting`] before pest runs (pest
-//! recurses per nesting level); the parse and the build run on a thread with a large stack;
+//! pre-scanned for nesting deeper than [`ParseOptions::max_nesting`] before either front end
+//! runs (pest recurses per nesting level; the same pass finds the fast path's region lists); the parse and the build run on a thread with a large stack;
 //! and pest's own stack guard turns any remaining exhaustion into an error.
 
 mod build;
@@ -84,7 +84,12 @@ pub fn parse_source_with(
     opts: &ParseOptions,
     front_end: FrontEnd,
 ) -> Result<OpId, Diagnostic> {
-    let src = checked_source(ctx, file_name, bytes, opts)?;
+    let src = checked_utf8(ctx, file_name, bytes)?;
+    // One pass over the bytes for the nesting check and the fast path's region lists.
+    let pre = lex::prescan(src, opts.max_nesting, front_end != FrontEnd::PestOnly);
+    if let Some(at) = pre.overflow {
+        return Err(nesting_error(ctx, file_name, bytes, at, opts));
+    }
     // Sized for the file and for the passes' additions, so that the arenas of a large program
     // are not copied over and over as they double (capacity that is never used costs
     // nothing: its pages are never touched).
@@ -92,7 +97,7 @@ pub fn parse_source_with(
     on_big_stack(ctx, |ctx| {
         if front_end != FrontEnd::PestOnly {
             let mut b = Builder::new(ctx, src, file_name, opts.max_nesting);
-            match fast::parse_file(&mut b) {
+            match fast::parse_file(&mut b, pre.region_lists) {
                 Ok(module) => return Ok(module),
                 Err(e) if front_end == FrontEnd::FastOnly => return Err(e),
                 Err(_) => {}
@@ -138,27 +143,44 @@ fn checked_source<'a>(
     bytes: &'a [u8],
     opts: &ParseOptions,
 ) -> Result<&'a str, Diagnostic> {
-    let src = match lex::check_utf8(bytes) {
-        Ok(s) => s,
-        Err(at) => {
-            let (line, col) = lex::line_col_of_bytes(bytes, at);
-            let l = ctx.file_loc(file_name, line, col);
-            return Err(Diagnostic::error(l, "invalid UTF-8"));
-        }
-    };
-    if let Some(at) = lex::find_nesting_overflow(src, opts.max_nesting) {
-        let (line, col) = lex::line_col_of_bytes(bytes, at);
-        let file = ctx.ident(file_name);
-        let l = ctx.loc(LocKind::FileLineCol { file, line, col });
-        return Err(Diagnostic::error(
-            l,
-            format!(
-                "nesting too deep: exceeds the limit of {} levels",
-                opts.max_nesting
-            ),
-        ));
+    let src = checked_utf8(ctx, file_name, bytes)?;
+    match lex::find_nesting_overflow(src, opts.max_nesting) {
+        Some(at) => Err(nesting_error(ctx, file_name, bytes, at, opts)),
+        None => Ok(src),
     }
-    Ok(src)
+}
+
+/// Checks the input is UTF-8; returns it as text.
+fn checked_utf8<'a>(
+    ctx: &mut Context,
+    file_name: &str,
+    bytes: &'a [u8],
+) -> Result<&'a str, Diagnostic> {
+    lex::check_utf8(bytes).map_err(|at| {
+        let (line, col) = lex::line_col_of_bytes(bytes, at);
+        let l = ctx.file_loc(file_name, line, col);
+        Diagnostic::error(l, "invalid UTF-8")
+    })
+}
+
+/// The error for nesting beyond the limit at offset `at`.
+fn nesting_error(
+    ctx: &mut Context,
+    file_name: &str,
+    bytes: &[u8],
+    at: usize,
+    opts: &ParseOptions,
+) -> Diagnostic {
+    let (line, col) = lex::line_col_of_bytes(bytes, at);
+    let file = ctx.ident(file_name);
+    let l = ctx.loc(LocKind::FileLineCol { file, line, col });
+    Diagnostic::error(
+        l,
+        format!(
+            "nesting too deep: exceeds the limit of {} levels",
+            opts.max_nesting
+        ),
+    )
 }
 
 /// Runs `f` on a thread with a large stack (pest and the IR walk recurse per nesting level).

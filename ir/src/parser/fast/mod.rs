@@ -23,23 +23,29 @@
 mod scan;
 
 use super::build::{Builder, GenericOp, PResult, ResultGroup, UseRef};
+use super::lex::RegionListEnds;
 use crate::attrs::AttrKind;
 use crate::diag::Diagnostic;
-use crate::entity::{Attr, BlockId, Ident, Loc, OpId, RegionId, Value};
+use crate::entity::{Attr, BlockId, Ident, Loc, OpId, RegionId, Type, Value};
 use crate::location::LocKind;
 use rustc_hash::FxHashMap;
 use scan::Scanner;
 
 /// Parses a whole generic-form file; any failure means "use the pest front end".
-pub(super) fn parse_file<'a>(b: &mut Builder<'a, '_>) -> PResult<OpId> {
+/// `region_lists`: the pre-scan's region lists, hints for [`Scanner::skip_region_list`].
+pub(super) fn parse_file<'a>(
+    b: &mut Builder<'a, '_>,
+    region_lists: RegionListEnds,
+) -> PResult<OpId> {
     let mut p = Fast {
-        s: Scanner::new(b.src),
+        s: Scanner::new(b.src, region_lists),
         max_nesting: b.max_nesting,
         b,
         depth: 0,
         uses: Vec::new(),
         defs: Vec::new(),
         deferred: Vec::new(),
+        type_tokens: FxHashMap::default(),
         attr_dicts: FxHashMap::default(),
         prop_dicts: FxHashMap::default(),
     };
@@ -76,6 +82,8 @@ struct Fast<'a, 'b, 'c> {
     defs: Vec<ResultGroup<'a>>,
     /// Locations that name an alias defined later in the file.
     deferred: Vec<(LocTarget, &'a str)>,
+    /// The `type` tokens read so far, by text (see [`Fast::known_type_here`]).
+    type_tokens: FxHashMap<&'a str, Type>,
     /// Attribute and property dictionaries by text.
     attr_dicts: FxHashMap<&'a str, Vec<(Ident, Attr)>>,
     prop_dicts: FxHashMap<&'a str, Attr>,
@@ -318,7 +326,7 @@ impl<'a> Fast<'a, '_, '_> {
         self.expect(b':')?;
         self.s.skip_ws();
         let sig_pos = self.s.pos;
-        let sig = self.type_token()?;
+        let sig = self.signature()?;
         let after_sig = self.s.mark();
         self.s.skip_ws();
         let (loc, deferred) = match self.location()? {
@@ -473,11 +481,44 @@ impl<'a> Fast<'a, '_, '_> {
 
     // ----- types, attributes, locations -------------------------------------------------------
 
+    /// An op's signature: a `type` token, usually the rest of its line.
+    fn signature(&mut self) -> FResult<Type> {
+        match self.known_type_here() {
+            Some(t) => Ok(t),
+            None => self.type_token(),
+        }
+    }
+
     /// A `type` token, built (once per distinct text) by the pest-based type parser.
-    fn type_token(&mut self) -> FResult<crate::entity::Type> {
+    fn type_token(&mut self) -> FResult<Type> {
         let end = self.s.type_token(self.s.pos);
         let text = self.token(end)?;
-        Ok(self.b.type_of_token_text(text)?)
+        let t = self.b.type_of_token_text(text)?;
+        self.type_tokens.insert(text, t);
+        Ok(t)
+    }
+
+    /// The `type` token at the current position, moving past it, if its text is that of a
+    /// token read before; found without lexing it. A generic op's signature is nearly always
+    /// the rest of its line, or what comes before the line's closing `loc(...)`: those texts
+    /// are looked up, and [`Scanner::type_token_ends_at`] confirms that the token here would
+    /// end where the text does. (Each line is searched once, by its op: linear in the file.)
+    fn known_type_here(&mut self) -> Option<Type> {
+        let line = self.s.line_rest()?;
+        let (text, t) = match self.type_tokens.get(line) {
+            Some(&t) => (line, t),
+            None if line.ends_with(')') => {
+                let before_loc = line[..line.rfind(" loc(")?].trim_end();
+                (before_loc, *self.type_tokens.get(before_loc)?)
+            }
+            None => return None,
+        };
+        let end = self.s.pos + text.len();
+        // The text holds no newline: no line to count.
+        self.s.type_token_ends_at(end).then(|| {
+            self.s.pos = end;
+            t
+        })
     }
 
     /// The text of the `{...}` dictionary at the current position, as a cache key: the same

@@ -13,7 +13,7 @@
 //! `token_newline`, so that [`Scanner::advance`] only counts lines in the rare tokens that
 //! have any. Line and column are otherwise tracked as whitespace is skipped.
 
-use rustc_hash::FxHashMap;
+use super::super::lex::RegionListEnds;
 
 /// A scanner position with its line bookkeeping, to return to after a look-ahead.
 #[derive(Clone, Copy, Debug)]
@@ -22,9 +22,6 @@ pub(super) struct Mark {
     line: u32,
     line_start: usize,
 }
-
-/// The end and region count of a region list `( {...}, ... )`, by the offset of its `(`.
-type RegionListEnds = FxHashMap<usize, (usize, usize)>;
 
 pub(super) struct Scanner<'a> {
     src: &'a str,
@@ -38,8 +35,9 @@ pub(super) struct Scanner<'a> {
     token_newline: bool,
     /// Expected closing brackets of the span being scanned (reused between spans).
     closers: Vec<u8>,
-    /// Region lists already skipped over (each nested one is found by the outermost skip, so
-    /// every byte of the file is skipped at most once however deep regions nest).
+    /// Region lists already skipped over: those the pre-scan found, and those found by the
+    /// skips here (each nested one is found by the outermost skip, so every byte of the file
+    /// is skipped at most once however deep regions nest).
     region_lists: RegionListEnds,
 }
 
@@ -76,7 +74,7 @@ fn is_ws(c: u8) -> bool {
 }
 
 impl<'a> Scanner<'a> {
-    pub(super) fn new(src: &'a str) -> Self {
+    pub(super) fn new(src: &'a str, region_lists: RegionListEnds) -> Self {
         Scanner {
             src,
             b: src.as_bytes(),
@@ -85,7 +83,7 @@ impl<'a> Scanner<'a> {
             line_start: 0,
             token_newline: false,
             closers: Vec::new(),
-            region_lists: FxHashMap::default(),
+            region_lists,
         }
     }
 
@@ -213,6 +211,34 @@ impl<'a> Scanner<'a> {
                 _ => return,
             }
         }
+    }
+
+    /// The text from the current position to the end of its line (or of the file), less
+    /// trailing blanks.
+    pub(super) fn line_rest(&self) -> Option<&'a str> {
+        let rest = self.src.get(self.pos..)?;
+        let line = match rest.find('\n') {
+            Some(end) => &rest[..end],
+            None => rest,
+        };
+        Some(line.trim_ascii_end())
+    }
+
+    /// Whether the `type` token at the current position ends at `end`, given that the bytes
+    /// up to `end` were a whole `type` token somewhere else. The lexer reads those bytes the
+    /// same way here (inside a token it looks at most one byte ahead, and never past a closing
+    /// bracket or the token's last byte), so only what follows can differ: a byte that
+    /// continues the last atom, or an arrow after blanks.
+    pub(super) fn type_token_ends_at(&self, end: usize) -> bool {
+        let c = self.at(end);
+        if is_type_word(c) || c == b'<' || c == b'(' {
+            return false;
+        }
+        let mut j = end;
+        while is_ws(self.at(j)) {
+            j += 1;
+        }
+        !(self.at(j) == b'-' && self.at(j + 1) == b'>')
     }
 
     // ----- atomic tokens ----------------------------------------------------------------------
