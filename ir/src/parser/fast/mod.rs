@@ -271,7 +271,7 @@ impl<'a> Fast<'a, '_, '_> {
             let cached = key.and_then(|k| self.prop_dicts.get(k).copied());
             props = Some(match (key, cached) {
                 (Some(k), Some(p)) => {
-                    self.s.advance(self.s.pos + k.len());
+                    self.s.skip_known(k, self.s.pos + k.len());
                     p
                 }
                 _ => {
@@ -306,11 +306,10 @@ impl<'a> Fast<'a, '_, '_> {
         let mut attrs = Vec::new();
         if self.s.peek() == b'{' {
             let key = self.dict_text();
-            match key.and_then(|k| self.attr_dicts.get(k)) {
-                Some(cached) => {
+            match key.and_then(|k| self.attr_dicts.get(k).map(|c| (k, c))) {
+                Some((k, cached)) => {
                     attrs = cached.clone();
-                    let end = self.s.pos + key.map_or(0, str::len);
-                    self.s.advance(end);
+                    self.s.skip_known(k, self.s.pos + k.len());
                 }
                 None => {
                     self.dict(&mut attrs)?;

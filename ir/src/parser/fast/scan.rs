@@ -160,6 +160,18 @@ impl<'a> Scanner<'a> {
         self.pos = end;
     }
 
+    /// Moves to `end` over `text` (the bytes from the current position to `end`) that no
+    /// lexer read: a dictionary served from the cache of its spellings. Its newlines are
+    /// counted here, since nothing flagged them.
+    #[inline]
+    pub(super) fn skip_known(&mut self, text: &str, end: usize) {
+        self.token_newline = false;
+        if text.as_bytes().contains(&b'\n') {
+            self.count_lines(self.pos, end);
+        }
+        self.pos = end;
+    }
+
     fn count_lines(&mut self, from: usize, to: usize) {
         for (i, &c) in self.b[from..to].iter().enumerate() {
             if c == b'\n' {
