@@ -94,6 +94,10 @@ pub struct CudaRun {
     /// loop of back-to-back calls (both streams joined at the end), per call, mean over this
     /// process's ranks (nccl-tests' default).
     pub event_seconds_per_call: Option<f64>,
+    /// Host time per call spent enqueueing the timed calls (the loop without its final
+    /// synchronization), mean over this process's ranks: at or above the event time the GPU
+    /// waits on the host.
+    pub enqueue_seconds_per_call: Option<f64>,
     /// Slots used: (arguments placed in pool slots, results taken from pool slots).
     pub slots_used: (usize, usize),
     /// Per-op mean device times (with `bench_iters`: a second pass of as many calls, events
@@ -410,6 +414,7 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
     let mut errors = Vec::new();
     let mut times = Vec::new();
     let mut ev_times = Vec::new();
+    let mut enq_times = Vec::new();
     let mut op_runs: Vec<Vec<rank::OpTime>> = Vec::new();
     let mut done = 0;
     while done < layout.local.len() {
@@ -425,9 +430,10 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
                 match r {
                     Ok((res, (t, ops), notes)) => {
                         out.results.push(res);
-                        if let Some((wall, ev)) = t {
+                        if let Some((wall, ev, enq)) = t {
                             times.push(wall);
                             ev_times.push(ev);
+                            enq_times.push(enq);
                         }
                         op_runs.push(ops);
                         for n in notes {
@@ -473,6 +479,8 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
     out.seconds_per_call = times.into_iter().reduce(f64::max);
     if !ev_times.is_empty() {
         out.event_seconds_per_call = Some(ev_times.iter().sum::<f64>() / ev_times.len() as f64);
+        out.enqueue_seconds_per_call =
+            Some(enq_times.iter().sum::<f64>() / enq_times.len() as f64);
     }
     if opts.slots {
         out.slots_used = (shared.func.arg_slots.len(), shared.func.result_slots.len());
@@ -497,7 +505,8 @@ fn new_unique_id() -> Result<[u8; rdzv::ID_BYTES], String> {
 
 /// A rank's timings: seconds per call (host wall time, GPU events around the loop) and
 /// per-op means.
-type RankTimes = (Option<(f64, f64)>, Vec<rank::OpTime>);
+/// (wall, events, enqueue) seconds per timed call, and the per-op times.
+type RankTimes = (Option<(f64, f64, f64)>, Vec<rank::OpTime>);
 type RankOutcome = (RankResults, RankTimes, Vec<String>);
 
 /// Per-op means averaged over ranks (ops matched by position; ranks whose op lists differ in
@@ -818,6 +827,7 @@ unsafe fn run_calls(
         st.flush_waits(abi::STREAM_COMPUTE)?;
         cu_check("cuEventRecord", cu::cuEventRecord(e0, st.streams[0]))?;
         let t0;
+        let enqueued;
         if let Some(g) = &replay {
             // Graph replays: all on the compute stream, each ordered whole after the previous
             // one (the comm stream's captured work is inside the graph).
@@ -825,6 +835,7 @@ unsafe fn run_calls(
             for _ in 0..sh.opts.bench_iters {
                 g.launch(st.streams[0])?;
             }
+            enqueued = t0.elapsed();
         } else {
             // The first call's comm work may no longer wait for the compute stream (nothing
             // on it to wait for): order it after the start event explicitly, once, so the
@@ -840,6 +851,7 @@ unsafe fn run_calls(
                     st.release_result(p)?;
                 }
             }
+            enqueued = t0.elapsed();
             st.join_streams()?;
         }
         // Compute's wait for the loop's collectives is still deferred (`order.rs`, *Lazy
@@ -856,7 +868,8 @@ unsafe fn run_calls(
         )?;
         st.recycle_events(&[e0, e1]);
         drop(replay.take());
-        time = Some((wall, f64::from(ms) * 1e-3 / sh.opts.bench_iters as f64));
+        let n = sh.opts.bench_iters as f64;
+        time = Some((wall, f64::from(ms) * 1e-3 / n, enqueued.as_secs_f64() / n));
         // Per-op pass: events around every op, each call alone (ranks lined up by an NCCL
         // barrier, streams synchronized after it), so that no op's time includes another
         // call's work; the end-to-end time above is measured without these events. (Always

@@ -159,9 +159,10 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
                 "calls"
             };
             out.push_str(&format!(
-                "time(events): {:.3} us per call (events around the {} back-to-back {what}, mean over ranks; slots: {} argument(s), {} result(s))\n",
+                "time(events): {:.3} us per call (events around the {} back-to-back {what}, mean over ranks; host enqueue {:.3} us per call; slots: {} argument(s), {} result(s))\n",
                 e * 1e6,
                 args.bench_iters,
+                run.enqueue_seconds_per_call.unwrap_or(0.0) * 1e6,
                 run.slots_used.0,
                 run.slots_used.1
             ));
