@@ -703,6 +703,7 @@ impl Context {
         self.ops[op.index()].def
     }
     /// Whether the op's definition carries trait `t`.
+    #[inline]
     pub fn op_has_trait(&self, op: OpId, t: Trait) -> bool {
         self.op_def(op).is_some_and(|d| d.has_trait(t))
     }
@@ -712,6 +713,7 @@ impl Context {
         &self.ops[op.index()].operands
     }
     /// Operand `i`.
+    #[inline]
     pub fn operand(&self, op: OpId, i: usize) -> Value {
         self.ops[op.index()].operands[i]
     }
@@ -766,6 +768,7 @@ impl Context {
         &self.ops[op.index()].results
     }
     /// Result `i`.
+    #[inline]
     pub fn result(&self, op: OpId, i: usize) -> Value {
         self.ops[op.index()].results[i]
     }
