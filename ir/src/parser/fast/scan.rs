@@ -15,6 +15,10 @@
 
 use super::super::lex::RegionListEnds;
 
+/// The longest rest of a line [`Scanner::line_rest`] returns (a generic op's signature, and
+/// its location, fit several times over; a longer one is lexed as before).
+const LINE_REST_LIMIT: usize = 512;
+
 /// A scanner position with its line bookkeeping, to return to after a look-ahead.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Mark {
@@ -229,11 +233,15 @@ impl<'a> Scanner<'a> {
     /// trailing blanks.
     pub(super) fn line_rest(&self) -> Option<&'a str> {
         let rest = self.src.get(self.pos..)?;
-        let line = match rest.find('\n') {
-            Some(end) => &rest[..end],
-            None => rest,
+        // Bounded: with many ops on one line each would otherwise search (and hash) the rest
+        // of the file, quadratic in its length. A longer rest is left to the lexer.
+        let window = &rest.as_bytes()[..rest.len().min(LINE_REST_LIMIT + 1)];
+        let end = match window.iter().position(|&c| c == b'\n') {
+            Some(end) => end,
+            None if rest.len() <= LINE_REST_LIMIT => rest.len(),
+            None => return None,
         };
-        Some(line.trim_ascii_end())
+        Some(rest[..end].trim_ascii_end())
     }
 
     /// Whether the `type` token at the current position ends at `end`, given that the bytes
