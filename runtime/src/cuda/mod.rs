@@ -479,8 +479,7 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
     out.seconds_per_call = times.into_iter().reduce(f64::max);
     if !ev_times.is_empty() {
         out.event_seconds_per_call = Some(ev_times.iter().sum::<f64>() / ev_times.len() as f64);
-        out.enqueue_seconds_per_call =
-            Some(enq_times.iter().sum::<f64>() / enq_times.len() as f64);
+        out.enqueue_seconds_per_call = Some(enq_times.iter().sum::<f64>() / enq_times.len() as f64);
     }
     if opts.slots {
         out.slots_used = (shared.func.arg_slots.len(), shared.func.result_slots.len());
