@@ -7,23 +7,12 @@
 
 mod common;
 
-use commlir_ir::{BlockId, Context, OpId};
+use common::bodies;
+
+use commlir_ir::Context;
 use commlir_passes::schedule::{self, check, DepGraph, GraphOptions};
 use commlir_passes::schedule_for_comm::{schedule_for_comm, Mode};
 use commlir_testgen::{random_program, GenConfig};
-
-/// Function bodies of a module.
-fn bodies(ctx: &Context, module: OpId) -> Vec<BlockId> {
-    let mut v = Vec::new();
-    ctx.walk(module, |op| {
-        if ctx.op_name(op) == "func.func" {
-            if let Some(b) = schedule::body_block(ctx, op) {
-                v.push(b);
-            }
-        }
-    });
-    v
-}
 
 /// Runs `pass` (a `func.func` pass with its options) on the generated program and checks
 /// every invariant; returns the output text.

@@ -13,21 +13,11 @@
 
 mod common;
 
-use commlir_ir::{BlockId, Context, OpId};
-use commlir_passes::schedule::{self, DepGraph, GraphOptions, MemoryTracker, NodeKind};
-use commlir_testgen::{random_program, GenConfig, Rng};
+use common::bodies;
 
-fn bodies(ctx: &Context, module: OpId) -> Vec<BlockId> {
-    let mut v = Vec::new();
-    ctx.walk(module, |op| {
-        if ctx.op_name(op) == "func.func" {
-            if let Some(b) = schedule::body_block(ctx, op) {
-                v.push(b);
-            }
-        }
-    });
-    v
-}
+use commlir_ir::{BlockId, Context};
+use commlir_passes::schedule::{DepGraph, GraphOptions, MemoryTracker, NodeKind};
+use commlir_testgen::{random_program, GenConfig, Rng};
 
 /// The definitional move of `x` across the run `seg` (after it when `after`, else before),
 /// within `limit`; returns whether it moved and the peak over the nodes involved.

@@ -5,7 +5,7 @@
 use commlir_ir::parser::{parse_source, ParseOptions};
 use commlir_ir::pass::{parse_pipeline, PassManager};
 use commlir_ir::printer::{print_op, PrintOptions};
-use commlir_ir::{Context, OpId, SourceFile, SourceMgr};
+use commlir_ir::{BlockId, Context, OpId, SourceFile, SourceMgr};
 use commlir_runtime::{format_results, PrintMode, SimOptions};
 
 /// Parses and verifies `text`, panicking with rendered diagnostics on failure.
@@ -56,4 +56,17 @@ pub fn run_pipeline(ctx: &mut Context, module: OpId, pipeline: &str, text: &str)
 /// The module printed in the custom form.
 pub fn print(ctx: &Context, module: OpId) -> String {
     print_op(ctx, module, &PrintOptions::default())
+}
+
+/// The single-block bodies of the module's functions, in walk order.
+pub fn bodies(ctx: &Context, module: OpId) -> Vec<BlockId> {
+    let mut v = Vec::new();
+    ctx.walk(module, |op| {
+        if ctx.op_name(op) == "func.func" {
+            if let Some(b) = commlir_passes::schedule::body_block(ctx, op) {
+                v.push(b);
+            }
+        }
+    });
+    v
 }
