@@ -282,6 +282,44 @@ pub(crate) const STATS: &[StatisticDef] = &[
     ),
 ];
 
+/// An iterative scheduler without its write-back: statistics and the body's new op order.
+pub(crate) type Planner =
+    fn(&mut Context, OpId, &IterOptions, Option<&CostTable>) -> (Vec<MoveInfo>, Option<Vec<OpId>>);
+
+/// The `run` of both iterative passes: `plan` judged by the do-no-harm guard (written directly
+/// with `revert-if-slower=false`), then statistics, annotations, and the unchanged mark.
+pub(crate) fn run_iterative(
+    ctx: &mut Context,
+    op: OpId,
+    opts: &IterOptions,
+    env: &mut PassEnv<'_>,
+    pass: &str,
+    plan: Planner,
+) -> Result<(), Diagnostic> {
+    let (infos, reverted) = if opts.revert_if_slower {
+        crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx, costs| plan(ctx, op, opts, costs))
+    } else {
+        let (infos, order) = plan(ctx, op, opts, None);
+        if let Some(order) = order {
+            schedule::apply_op_order(ctx, order);
+        }
+        (infos, false)
+    };
+    report(ctx, &infos, opts, env);
+    env.add_stat("reverted", u64::from(reverted));
+    if opts.annotate && !reverted {
+        for i in &infos {
+            crate::schedule::iterative::annotate(ctx, pass, i);
+        }
+    }
+    let annotated = opts.annotate && !reverted && !infos.is_empty();
+    // Undone, or nothing moved: the body holds its ops in the input order, untouched.
+    if !annotated && (reverted || infos.iter().all(|i| i.moves == 0)) {
+        env.mark_unchanged();
+    }
+    Ok(())
+}
+
 /// Reports `infos` as statistics and, if asked, remarks.
 pub(crate) fn report(ctx: &Context, infos: &[MoveInfo], opts: &IterOptions, env: &mut PassEnv<'_>) {
     env.add_stat("processed", infos.len() as u64);
@@ -315,25 +353,13 @@ impl Pass for ReorderPeakMemory {
         op: OpId,
         env: &mut PassEnv<'_>,
     ) -> Result<(), Diagnostic> {
-        let (infos, reverted) = if self.0.revert_if_slower {
-            crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx, costs| {
-                plan_reorder_peak_memory(ctx, op, &self.0, costs)
-            })
-        } else {
-            (reorder_peak_memory(ctx, op, &self.0), false)
-        };
-        report(ctx, &infos, &self.0, env);
-        env.add_stat("reverted", u64::from(reverted));
-        if self.0.annotate && !reverted {
-            for i in &infos {
-                crate::schedule::iterative::annotate(ctx, "comm-reorder-peak-memory", i);
-            }
-        }
-        let annotated = self.0.annotate && !reverted && !infos.is_empty();
-        // Undone, or nothing moved: the body holds its ops in the input order, untouched.
-        if !annotated && (reverted || infos.iter().all(|i| i.moves == 0)) {
-            env.mark_unchanged();
-        }
-        Ok(())
+        run_iterative(
+            ctx,
+            op,
+            &self.0,
+            env,
+            "comm-reorder-peak-memory",
+            plan_reorder_peak_memory,
+        )
     }
 }

@@ -21,7 +21,7 @@
 //! (a stray line break turns `- max(...)` into a statement of its own) and then stops exactly
 //! when the move *helps*; here the move is refused when the net exposure grows.
 
-use crate::comm_reorder_peak_memory::{report, STATS};
+use crate::comm_reorder_peak_memory::{run_iterative, STATS};
 use crate::schedule::iterative::{
     setup, try_move_before, verify_against_recompute, IterOptions, MoveInfo, Setup, OPTIONS,
 };
@@ -300,25 +300,13 @@ impl Pass for SinkWaitsIterative {
         op: OpId,
         env: &mut PassEnv<'_>,
     ) -> Result<(), Diagnostic> {
-        let (infos, reverted) = if self.0.revert_if_slower {
-            crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx, costs| {
-                plan_sink_waits_iterative(ctx, op, &self.0, costs)
-            })
-        } else {
-            (sink_waits_iterative(ctx, op, &self.0), false)
-        };
-        report(ctx, &infos, &self.0, env);
-        env.add_stat("reverted", u64::from(reverted));
-        if self.0.annotate && !reverted {
-            for i in &infos {
-                crate::schedule::iterative::annotate(ctx, "comm-sink-waits-iterative", i);
-            }
-        }
-        let annotated = self.0.annotate && !reverted && !infos.is_empty();
-        // Undone, or nothing moved: the body holds its ops in the input order, untouched.
-        if !annotated && (reverted || infos.iter().all(|i| i.moves == 0)) {
-            env.mark_unchanged();
-        }
-        Ok(())
+        run_iterative(
+            ctx,
+            op,
+            &self.0,
+            env,
+            "comm-sink-waits-iterative",
+            plan_sink_waits_iterative,
+        )
     }
 }
