@@ -1517,6 +1517,73 @@ impl<'a, 'c> Gen<'a, 'c> {
         Ok(())
     }
 
+    /// exp's range reduction for `x` in the type of `k`: `x` clamped to `[k.lo, k.hi]` (so `n`
+    /// stays small; out-of-range inputs are fixed up by [`Self::exp_fixup`]), `n = rint(x·log2 e)`
+    /// and `r = x − n·ln2` in two FMAs, ln2 split in a part whose product with `n` is exact
+    /// and the rest, so |r| ≤ ln2/2. Returns `(n, r)`.
+    fn exp_reduce(&self, x: FloatValue<'c>, k: &ExpRange) -> R<(FloatValue<'c>, FloatValue<'c>)> {
+        let t = x.get_type();
+        let c = |v: f64| t.const_float(v);
+        let fma = self.intrinsic("llvm.fma", t.into())?;
+        let minf = self.intrinsic("llvm.minnum", t.into())?;
+        let maxf = self.intrinsic("llvm.maxnum", t.into())?;
+        let rint = self.intrinsic("llvm.rint", t.into())?;
+        let xc = self.call_f(maxf, &[x, c(k.lo)])?;
+        let xc = self.call_f(minf, &[xc, c(k.hi)])?;
+        let xl = b!(self
+            .b
+            .build_float_mul(xc, c(std::f64::consts::LOG2_E), "xl"));
+        let n = self.call_f(rint, &[xl])?;
+        let r = self.call_f(fma, &[n, c(-k.ln2_hi), xc])?;
+        let r = self.call_f(fma, &[n, c(-k.ln2_lo), r])?;
+        Ok((n, r))
+    }
+
+    /// `p · 2^n` by `llvm.ldexp` (`n` a whole float value).
+    fn ldexp(&self, p: FloatValue<'c>, n: FloatValue<'c>) -> R<FloatValue<'c>> {
+        let i32t = self.cx.i32_type();
+        let ldexp = Intrinsic::find("llvm.ldexp")
+            .ok_or("no llvm.ldexp")?
+            .get_declaration(self.m, &[p.get_type().into(), i32t.into()])
+            .ok_or("cannot declare llvm.ldexp")?;
+        let ni = b!(self.b.build_float_to_signed_int(n, i32t, "ni"));
+        let call = b!(self.b.build_call(ldexp, &[p.into(), ni.into()], "y"));
+        Ok(call
+            .try_as_basic_value()
+            .basic()
+            .ok_or("ldexp without value")?
+            .into_float_value())
+    }
+
+    /// exp's result `y` for input `x`: +inf above `k.overflow`, 0 below `k.underflow` (where
+    /// the clamped reduction no longer stands for `x`).
+    fn exp_fixup(&self, x: FloatValue<'c>, y: FloatValue<'c>, k: &ExpRange) -> R<FloatValue<'c>> {
+        let c = |v: f64| x.get_type().const_float(v);
+        let big = b!(self
+            .b
+            .build_float_compare(FloatPredicate::OGT, x, c(k.overflow), "big"));
+        let y = b!(self.b.build_select(big, c(f64::INFINITY), y, "y")).into_float_value();
+        let small = b!(self
+            .b
+            .build_float_compare(FloatPredicate::OLT, x, c(k.underflow), "small"));
+        Ok(b!(self.b.build_select(small, c(0.0), y, "y")).into_float_value())
+    }
+
+    /// tanh's odd Taylor polynomial in f32 for |x| < 0.25:
+    /// `x + x³·(−1/3 + x²·(2/15 + x²·(−17/315 + x²·62/2835)))`.
+    fn tanh_small_f32(&self, x: FloatValue<'c>) -> R<FloatValue<'c>> {
+        let t = x.get_type();
+        let c = |v: f64| t.const_float(v);
+        let fma = self.intrinsic("llvm.fma", t.into())?;
+        let x2 = b!(self.b.build_float_mul(x, x, "x2"));
+        let mut p = c(62.0 / 2835.0);
+        for coef in [-17.0 / 315.0, 2.0 / 15.0, -1.0 / 3.0] {
+            p = self.call_f(fma, &[p, x2, c(coef)])?;
+        }
+        let x3 = b!(self.b.build_float_mul(x2, x, "x3"));
+        self.call_f(fma, &[x3, p, x])
+    }
+
     /// `float __commlir_expf(float)`: exp by range reduction `x = n·ln2 + r`, |r| ≤ ln2/2,
     /// a degree-7 Taylor polynomial for e^r (error < 1e-8 relative) and scaling by 2^n.
     fn helper_exp(&mut self) -> R<FunctionValue<'c>> {
@@ -1524,21 +1591,7 @@ impl<'a, 'c> Gen<'a, 'c> {
             let t = g.cx.f32_type();
             let c = |v: f64| t.const_float(v);
             let fma = g.intrinsic("llvm.fma", t.into())?;
-            let minf = g.intrinsic("llvm.minnum", t.into())?;
-            let maxf = g.intrinsic("llvm.maxnum", t.into())?;
-            let rint = g.intrinsic("llvm.rint", t.into())?;
-            let ldexp = Intrinsic::find("llvm.ldexp")
-                .ok_or("no llvm.ldexp")?
-                .get_declaration(g.m, &[t.into(), g.cx.i32_type().into()])
-                .ok_or("cannot declare llvm.ldexp")?;
-            // Clamp so that n stays small; out-of-range inputs are fixed up at the end.
-            let xc = g.call_f(maxf, &[x, c(-104.0)])?;
-            let xc = g.call_f(minf, &[xc, c(89.0)])?;
-            let xl = b!(g.b.build_float_mul(xc, c(std::f64::consts::LOG2_E), "xl"));
-            let n = g.call_f(rint, &[xl])?;
-            // ln2 split in a part exact in f32 and the rest, so n·ln2_hi is exact.
-            let r = g.call_f(fma, &[n, c(-0.693_145_751_953_125), xc])?;
-            let r = g.call_f(fma, &[n, c(-1.428_606_765_330_187e-6), r])?;
+            let (n, r) = g.exp_reduce(x, &EXP_F32)?;
             let mut p = c(1.0 / 5040.0);
             for coef in [
                 1.0 / 720.0,
@@ -1551,20 +1604,8 @@ impl<'a, 'c> Gen<'a, 'c> {
             ] {
                 p = g.call_f(fma, &[p, r, c(coef)])?;
             }
-            let ni = b!(g.b.build_float_to_signed_int(n, g.cx.i32_type(), "ni"));
-            let call = b!(g.b.build_call(ldexp, &[p.into(), ni.into()], "y"));
-            let y = call
-                .try_as_basic_value()
-                .basic()
-                .ok_or("ldexp without value")?
-                .into_float_value();
-            let big =
-                b!(g.b.build_float_compare(FloatPredicate::OGT, x, c(88.8), "big"));
-            let y = b!(g.b.build_select(big, c(f64::INFINITY), y, "y")).into_float_value();
-            let small =
-                b!(g.b.build_float_compare(FloatPredicate::OLT, x, c(-103.9), "small"));
-            let y = b!(g.b.build_select(small, c(0.0), y, "y")).into_float_value();
-            Ok(y)
+            let y = g.ldexp(p, n)?;
+            g.exp_fixup(x, y, &EXP_F32)
         })
     }
 
@@ -1575,18 +1616,10 @@ impl<'a, 'c> Gen<'a, 'c> {
         self.unary_f32_helper("tanh", "__commlir_tanhf", |g, x| {
             let t = g.cx.f32_type();
             let c = |v: f64| t.const_float(v);
-            let fma = g.intrinsic("llvm.fma", t.into())?;
             let fabs = g.intrinsic("llvm.fabs", t.into())?;
             let copysign = g.intrinsic("llvm.copysign", t.into())?;
             let a = g.call_f(fabs, &[x])?;
-            // Small |x|: x + x³·(−1/3 + x²·(2/15 + x²·(−17/315 + x²·62/2835))).
-            let x2 = b!(g.b.build_float_mul(x, x, "x2"));
-            let mut p = c(62.0 / 2835.0);
-            for coef in [-17.0 / 315.0, 2.0 / 15.0, -1.0 / 3.0] {
-                p = g.call_f(fma, &[p, x2, c(coef)])?;
-            }
-            let x3 = b!(g.b.build_float_mul(x2, x, "x3"));
-            let small = g.call_f(fma, &[x3, p, x])?;
+            let small = g.tanh_small_f32(x)?;
             let two_a = b!(g.b.build_float_mul(a, c(2.0), "2a"));
             let e2 = g.call_f(exp, &[two_a])?;
             let d = b!(g.b.build_float_add(e2, c(1.0), "d"));
@@ -1613,17 +1646,8 @@ impl<'a, 'c> Gen<'a, 'c> {
             let t = g.cx.f32_type();
             let i32t = g.cx.i32_type();
             let c = |v: f64| t.const_float(v);
-            let fma = g.intrinsic("llvm.fma", t.into())?;
-            let minf = g.intrinsic("llvm.minnum", t.into())?;
-            let maxf = g.intrinsic("llvm.maxnum", t.into())?;
-            let rint = g.intrinsic("llvm.rint", t.into())?;
             let ex2 = g.intrinsic("llvm.nvvm.ex2.approx", t.into())?;
-            let xc = g.call_f(maxf, &[x, c(-104.0)])?;
-            let xc = g.call_f(minf, &[xc, c(89.0)])?;
-            let xl = b!(g.b.build_float_mul(xc, c(std::f64::consts::LOG2_E), "xl"));
-            let n = g.call_f(rint, &[xl])?;
-            let r = g.call_f(fma, &[n, c(-0.693_145_751_953_125), xc])?;
-            let r = g.call_f(fma, &[n, c(-1.428_606_765_330_187e-6), r])?;
+            let (n, r) = g.exp_reduce(x, &EXP_F32)?;
             let rl = b!(g.b.build_float_mul(r, c(std::f64::consts::LOG2_E), "rl"));
             let p = g.call_f(ex2, &[rl])?;
             let ni = b!(g.b.build_float_to_signed_int(n, i32t, "ni"));
@@ -1639,13 +1663,7 @@ impl<'a, 'c> Gen<'a, 'c> {
             let (sh, sl) = (pow2(g, h)?, pow2(g, l)?);
             let y = b!(g.b.build_float_mul(p, sh, "y"));
             let y = b!(g.b.build_float_mul(y, sl, "y"));
-            let big =
-                b!(g.b.build_float_compare(FloatPredicate::OGT, x, c(88.8), "big"));
-            let y = b!(g.b.build_select(big, c(f64::INFINITY), y, "y")).into_float_value();
-            let small =
-                b!(g.b.build_float_compare(FloatPredicate::OLT, x, c(-103.9), "small"));
-            let y = b!(g.b.build_select(small, c(0.0), y, "y")).into_float_value();
-            Ok(y)
+            g.exp_fixup(x, y, &EXP_F32)
         })
     }
 
@@ -1666,13 +1684,7 @@ impl<'a, 'c> Gen<'a, 'c> {
             let ex2 = g.intrinsic("llvm.nvvm.ex2.approx", t.into())?;
             let rcp = g.intrinsic("llvm.nvvm.rcp.approx.ftz.f", t.into())?;
             let a = g.call_f(fabs, &[x])?;
-            let x2 = b!(g.b.build_float_mul(x, x, "x2"));
-            let mut p = c(62.0 / 2835.0);
-            for coef in [-17.0 / 315.0, 2.0 / 15.0, -1.0 / 3.0] {
-                p = g.call_f(fma, &[p, x2, c(coef)])?;
-            }
-            let x3 = b!(g.b.build_float_mul(x2, x, "x3"));
-            let small = g.call_f(fma, &[x3, p, x])?;
+            let small = g.tanh_small_f32(x)?;
             let k =
                 b!(g.b.build_float_mul(a, c(2.0 * std::f64::consts::LOG2_E), "k"));
             let e2 = g.call_f(ex2, &[k])?;
@@ -1695,19 +1707,7 @@ impl<'a, 'c> Gen<'a, 'c> {
         self.unary_helper("exp64", "__commlir_exp", t, |g, x| {
             let c = |v: f64| t.const_float(v);
             let fma = g.intrinsic("llvm.fma", t.into())?;
-            let minf = g.intrinsic("llvm.minnum", t.into())?;
-            let maxf = g.intrinsic("llvm.maxnum", t.into())?;
-            let rint = g.intrinsic("llvm.rint", t.into())?;
-            let ldexp = Intrinsic::find("llvm.ldexp")
-                .ok_or("no llvm.ldexp")?
-                .get_declaration(g.m, &[t.into(), g.cx.i32_type().into()])
-                .ok_or("cannot declare llvm.ldexp")?;
-            let xc = g.call_f(maxf, &[x, c(-746.0)])?;
-            let xc = g.call_f(minf, &[xc, c(710.0)])?;
-            let xl = b!(g.b.build_float_mul(xc, c(std::f64::consts::LOG2_E), "xl"));
-            let n = g.call_f(rint, &[xl])?;
-            let r = g.call_f(fma, &[n, c(-f64::from_bits(0x3fe6_2e42_fee0_0000)), xc])?;
-            let r = g.call_f(fma, &[n, c(-f64::from_bits(0x3dea_39ef_3579_3c76)), r])?;
+            let (n, r) = g.exp_reduce(x, &EXP_F64)?;
             // 1/13!, 1/12!, ..., 1/1!, 1/0!
             let mut fact = [1.0f64; 14];
             for k in 1..14 {
@@ -1717,20 +1717,8 @@ impl<'a, 'c> Gen<'a, 'c> {
             for k in (0..13).rev() {
                 p = g.call_f(fma, &[p, r, c(1.0 / fact[k])])?;
             }
-            let ni = b!(g.b.build_float_to_signed_int(n, g.cx.i32_type(), "ni"));
-            let call = b!(g.b.build_call(ldexp, &[p.into(), ni.into()], "y"));
-            let y = call
-                .try_as_basic_value()
-                .basic()
-                .ok_or("ldexp without value")?
-                .into_float_value();
-            let big =
-                b!(g.b.build_float_compare(FloatPredicate::OGT, x, c(709.79), "big"));
-            let y = b!(g.b.build_select(big, c(f64::INFINITY), y, "y")).into_float_value();
-            let small =
-                b!(g.b.build_float_compare(FloatPredicate::OLT, x, c(-745.2), "small"));
-            let y = b!(g.b.build_select(small, c(0.0), y, "y")).into_float_value();
-            Ok(y)
+            let y = g.ldexp(p, n)?;
+            g.exp_fixup(x, y, &EXP_F64)
         })
     }
 
@@ -1835,6 +1823,38 @@ impl<'a, 'c> Gen<'a, 'c> {
         Ok(f)
     }
 }
+
+/// The constants of exp's range reduction (`Gen::exp_reduce`) in one float type.
+struct ExpRange {
+    /// Inputs are clamped to `[lo, hi]` before the reduction.
+    lo: f64,
+    hi: f64,
+    /// ln2 = ln2_hi + ln2_lo, `n·ln2_hi` exact for every `n` the clamp allows.
+    ln2_hi: f64,
+    ln2_lo: f64,
+    /// Above `overflow` the result is +inf, below `underflow` 0.
+    overflow: f64,
+    underflow: f64,
+}
+
+const EXP_F32: ExpRange = ExpRange {
+    lo: -104.0,
+    hi: 89.0,
+    ln2_hi: 0.693_145_751_953_125,
+    ln2_lo: 1.428_606_765_330_187e-6,
+    overflow: 88.8,
+    underflow: -103.9,
+};
+
+/// fdlibm's split of ln2.
+const EXP_F64: ExpRange = ExpRange {
+    lo: -746.0,
+    hi: 710.0,
+    ln2_hi: f64::from_bits(0x3fe6_2e42_fee0_0000),
+    ln2_lo: f64::from_bits(0x3dea_39ef_3579_3c76),
+    overflow: 709.79,
+    underflow: -745.2,
+};
 
 /// Whether `e` is a narrow float (bf16, f16): its kernels use the `_fast` transcendental
 /// helpers, accurate to about 2^-20 relative, where an f32 result needs the accurate ones.
