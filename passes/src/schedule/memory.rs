@@ -86,6 +86,10 @@ impl MemoryTracker {
         let mut def: Vec<u32> = Vec::with_capacity(n * 2);
         let mut counted: Vec<bool> = Vec::with_capacity(n * 2);
         let mut escapes: Vec<bool> = Vec::with_capacity(n * 2);
+        // `seen[s] == p`: storage `s` is already among node `p`'s uses (an op may name one
+        // value thousands of times, e.g. a return of every gradient: a scan would be
+        // quadratic there).
+        let mut seen: Vec<u32> = Vec::with_capacity(n * 2);
         let func = ctx.block_parent_op(block);
         // Sizes by type and the return-like trait by op name, each looked up once: a block
         // has thousands of values and ops but few distinct types and names.
@@ -108,6 +112,7 @@ impl MemoryTracker {
             def.push(NONE);
             counted.push(donated);
             escapes.push(false);
+            seen.push(NONE);
             if donated {
                 base += s;
             }
@@ -130,12 +135,12 @@ impl MemoryTracker {
                     ))
                 }
             };
-            let first = uses.len();
             let operands = ctx.operands(op);
             for &v in operands {
                 let s = storage_of[v.index()];
                 if s != NONE {
-                    if !uses[first..].contains(&s) {
+                    if seen[s as usize] != p as u32 {
+                        seen[s as usize] = p as u32;
                         uses.push(s);
                     }
                     if is_return {
@@ -158,6 +163,7 @@ impl MemoryTracker {
                 def.push(p as u32);
                 counted.push(true);
                 escapes.push(false);
+                seen.push(NONE);
                 alloc[p] += s;
             }
         }
