@@ -707,6 +707,58 @@ impl Context {
     pub fn op_has_trait(&self, op: OpId, t: Trait) -> bool {
         self.op_def(op).is_some_and(|d| d.has_trait(t))
     }
+    /// Hints the CPU to start loading `op`'s record (its name, operands, results, attributes),
+    /// for sweeps that know which op comes next but not yet what it holds: a large block's
+    /// ops lie scattered over the arena once passes have inserted and moved ops, and walking
+    /// one that is not in cache stalls on two or three misses per op. No effect on what any
+    /// read returns; a no-op for an id out of range and off x86_64.
+    #[inline]
+    pub fn prefetch_op(&self, op: OpId) {
+        if let Some(d) = self.ops.get(op.index()) {
+            prefetch_bytes(
+                d as *const OpData as *const u8,
+                std::mem::size_of::<OpData>(),
+            );
+        }
+    }
+    /// The ops of `ops` in order, each one's record requested [`PREFETCH_DISTANCE`] ops before
+    /// it is handed out: for sweeps over an op order held in a vector (a schedule, a block
+    /// collected earlier), which the block walks' own lookahead does not cover.
+    pub fn prefetched<'a>(&'a self, ops: &'a [OpId]) -> impl Iterator<Item = OpId> + 'a {
+        for &op in ops.iter().take(PREFETCH_DISTANCE) {
+            self.prefetch_op(op);
+        }
+        ops.iter().enumerate().map(move |(i, &op)| {
+            if let Some(&a) = ops.get(i + PREFETCH_DISTANCE) {
+                self.prefetch_op(a);
+            }
+            op
+        })
+    }
+    /// Requests the records of the first [`PREFETCH_DISTANCE`] ops from `first` on; returns
+    /// the op after them, where a walk's lookahead continues.
+    fn prefetch_run(&self, first: Option<OpId>) -> Option<OpId> {
+        let mut ahead = first;
+        for _ in 0..PREFETCH_DISTANCE {
+            let a = ahead?;
+            self.prefetch_op(a);
+            ahead = self.next_op(a);
+        }
+        ahead
+    }
+    /// Hints the CPU to start loading the records of `op`'s operands (their types and
+    /// defining ops); see [`Context::prefetch_op`]. Reads `op`'s own record, so issue it some
+    /// ops after `prefetch_op` of the same op.
+    #[inline]
+    pub fn prefetch_operands(&self, op: OpId) {
+        if let Some(d) = self.ops.get(op.index()) {
+            for v in d.operands.iter() {
+                if let Some(vd) = self.values.get(v.index()) {
+                    prefetch_bytes(vd as *const ValueData as *const u8, 1);
+                }
+            }
+        }
+    }
     /// The op's operands.
     #[inline]
     pub fn operands(&self, op: OpId) -> &[Value] {
@@ -959,10 +1011,7 @@ impl Context {
     }
     /// Iterates over the ops of a block in order.
     pub fn block_ops(&self, b: BlockId) -> BlockOps<'_> {
-        BlockOps {
-            ctx: self,
-            cur: self.block_first(b),
-        }
+        BlockOps::new(self, self.block_first(b))
     }
 
     // ----- layout edits (all O(1)) ---------------------------------------------------------
@@ -1127,6 +1176,8 @@ impl Context {
             region: usize,
             block: usize,
             next: Option<OpId>,
+            /// The op [`PREFETCH_DISTANCE`] places after `next` (see [`BlockOps`]).
+            ahead: Option<OpId>,
         }
         f(root);
         let mut stack = vec![Frame {
@@ -1134,10 +1185,15 @@ impl Context {
             region: 0,
             block: 0,
             next: None,
+            ahead: None,
         }];
         while let Some(top) = stack.last_mut() {
             if let Some(c) = top.next {
                 top.next = self.next_op(c);
+                if let Some(a) = top.ahead {
+                    self.prefetch_op(a);
+                    top.ahead = self.next_op(a);
+                }
                 f(c);
                 if !self.op_regions(c).is_empty() {
                     stack.push(Frame {
@@ -1145,6 +1201,7 @@ impl Context {
                         region: 0,
                         block: 0,
                         next: None,
+                        ahead: None,
                     });
                 }
                 continue;
@@ -1156,6 +1213,7 @@ impl Context {
                 let blocks = self.region_blocks(regions[top.region]);
                 if top.block < blocks.len() {
                     top.next = self.block_first(blocks[top.block]);
+                    top.ahead = self.prefetch_run(top.next);
                     top.block += 1;
                     entered = true;
                     break;
@@ -1267,13 +1325,59 @@ impl Context {
 pub struct BlockOps<'a> {
     ctx: &'a Context,
     cur: Option<OpId>,
+    /// The op [`PREFETCH_DISTANCE`] places after `cur` (or `None` past the end), whose record
+    /// is requested as `cur` is handed out: whoever walks a block reads the ops' records, and
+    /// those of a large block lie scattered over the arena.
+    ahead: Option<OpId>,
+}
+
+/// How many ops ahead of the one handed out block walks request an op's record
+/// ([`Context::prefetch_op`]): far enough to hide a miss behind the work on the ops between,
+/// near enough that the lines are still cached when the op's turn comes.
+pub const PREFETCH_DISTANCE: usize = 8;
+
+impl<'a> BlockOps<'a> {
+    fn new(ctx: &'a Context, first: Option<OpId>) -> Self {
+        BlockOps {
+            ctx,
+            cur: first,
+            ahead: ctx.prefetch_run(first),
+        }
+    }
 }
 
 impl Iterator for BlockOps<'_> {
     type Item = OpId;
+    #[inline]
     fn next(&mut self) -> Option<OpId> {
         let c = self.cur?;
         self.cur = self.ctx.next_op(c);
+        if let Some(a) = self.ahead {
+            self.ctx.prefetch_op(a);
+            self.ahead = self.ctx.next_op(a);
+        }
         Some(c)
     }
+}
+
+/// Asks the CPU to load the cache lines of `len` bytes at `p` (a hint: never faults, whatever
+/// the address, and changes no value).
+#[inline(always)]
+fn prefetch_bytes(p: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // Every line from the first byte's to the last byte's.
+        let first = p as usize & !63;
+        let last = (p as usize).wrapping_add(len.max(1) - 1);
+        let mut line = first;
+        while line <= last {
+            // SAFETY: a prefetch is a hint that neither faults nor writes, for any address;
+            // `wrapping_add` keeps the address arithmetic defined.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(line - p as usize) as *const i8) };
+            line += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, len);
 }

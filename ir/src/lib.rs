@@ -27,7 +27,7 @@ pub mod verify;
 
 pub use attrs::{AttrKind, DenseElem, FloatValue, IntValue};
 pub use builder::{Builder, InsertPoint};
-pub use context::{Context, OpState, Use, ValueDef};
+pub use context::{Context, OpState, Use, ValueDef, PREFETCH_DISTANCE};
 pub use diag::{Diagnostic, Severity, SourceFile, SourceMgr};
 pub use entity::{Attr, BlockId, Ident, Loc, OpId, RegionId, Type, Value};
 pub use location::LocKind;

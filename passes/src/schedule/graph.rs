@@ -21,7 +21,7 @@
 //!   its group, and collectives pinned by `comm-global-order` (attribute `comm_order`) keep
 //!   their relative order across groups.
 
-use commlir_ir::{BlockId, Context, Ident, OpDef, OpId, Trait, Value};
+use commlir_ir::{BlockId, Context, Ident, OpDef, OpId, Trait, Value, PREFETCH_DISTANCE};
 use rustc_hash::FxHashMap;
 
 /// The attribute `comm-global-order` sets on every collective: its rank in the pinned order.
@@ -134,7 +134,7 @@ impl DepGraph {
         // number: a 100k-op block has a few dozen names, and the rules are string matches and
         // trait scans).
         let mut by_name: Vec<Option<NameInfo>> = Vec::new();
-        for (i, &op) in ops.iter().enumerate() {
+        for (i, op) in ctx.prefetched(&ops).enumerate() {
             index_of[op.index()] = i as u32;
             let name = ctx.op_name_ident(op).index();
             let info = match by_name.get(name) {
@@ -197,6 +197,13 @@ impl DepGraph {
         let mut since_fixed: Vec<u32> = Vec::new();
         g.pred_off.push(0);
         for i in 0..n as u32 {
+            // The op's record, then (once it has arrived) its operands' records.
+            if let Some(&ahead) = g.ops.get(i as usize + 2 * PREFETCH_DISTANCE) {
+                ctx.prefetch_op(ahead);
+            }
+            if let Some(&ahead) = g.ops.get(i as usize + PREFETCH_DISTANCE) {
+                ctx.prefetch_operands(ahead);
+            }
             preds.clear();
             g.data_and_memory_preds(ctx, i, &facts, &mut b, &mut preds);
             g.barrier_preds(i, &mut order, &mut preds, &mut since_fixed);

@@ -31,13 +31,13 @@ pub fn keep_if_not_slower<R>(
         return (r, false);
     };
     let before_order: Vec<OpId> = ctx.block_ops(body).collect();
-    let costs = CostTable::of_ops(ctx, before_order.iter().copied());
-    let before = simulate_ops(ctx, before_order.iter().copied(), |op| costs.get(op)).makespan_ns;
+    let costs = CostTable::of_ops(ctx, ctx.prefetched(&before_order));
+    let before = simulate_ops(ctx, ctx.prefetched(&before_order), |op| costs.get(op)).makespan_ns;
     let (r, order) = schedule(ctx, Some(&costs));
     let Some(order) = order else {
         return (r, false);
     };
-    let after = simulate_ops(ctx, order.iter().copied(), |op| costs.get(op)).makespan_ns;
+    let after = simulate_ops(ctx, ctx.prefetched(&order), |op| costs.get(op)).makespan_ns;
     // A relative tolerance keeps float noise from undoing an equal-time reorder.
     if after > before * (1.0 + 1e-9) {
         // Nothing to relink unless `verify-memory` wrote intermediate orders.

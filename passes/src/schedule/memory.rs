@@ -121,7 +121,7 @@ impl MemoryTracker {
         let mut use_off: Vec<u32> = Vec::with_capacity(n + 1);
         let mut uses: Vec<u32> = Vec::with_capacity(n * 2);
         use_off.push(0);
-        for (p, &op) in graph.ops.iter().enumerate() {
+        for (p, op) in ctx.prefetched(&graph.ops).enumerate() {
             let name = ctx.op_name_ident(op).index();
             let (is_return, alias) = match by_name.get(name) {
                 Some(&Some(facts)) => facts,
