@@ -927,6 +927,19 @@ impl Context {
 
     // ----- blocks and regions -------------------------------------------------------------
 
+    /// The ops of `b` in order, as a vector: follows the block's list alone (dense links),
+    /// without the op-record requests of [`Context::block_ops`], which are wasted when the
+    /// records are read only later (by then a large block's first records are evicted again).
+    pub fn block_op_list(&self, b: BlockId) -> Vec<OpId> {
+        let mut v = Vec::with_capacity(self.block_len(b));
+        let mut c = self.block_first(b);
+        while let Some(o) = c {
+            v.push(o);
+            c = self.next_op(o);
+        }
+        v
+    }
+
     /// Creates a detached region.
     pub fn new_region(&mut self) -> RegionId {
         let r = RegionId(self.regions.len() as u32);

@@ -66,6 +66,7 @@ fn check(ctx: &Context, module: OpId) {
     };
     let want = linked(ctx, body);
     assert_eq!(ctx.block_ops(body).collect::<Vec<_>>(), want);
+    assert_eq!(ctx.block_op_list(body), want);
     assert_eq!(ctx.prefetched(&want).collect::<Vec<_>>(), want);
     // A walk started part-way and dropped early yields a prefix.
     for k in 0..want.len().min(3) {

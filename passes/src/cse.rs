@@ -73,7 +73,7 @@ pub fn run_cse(ctx: &mut Context, root: OpId) -> CseStats {
 
 fn cse_block(ctx: &mut Context, block: BlockId, stats: &mut CseStats) {
     let mut known: FxHashMap<OpKey, OpId> = FxHashMap::default();
-    let ops: Vec<OpId> = ctx.block_ops(block).collect();
+    let ops: Vec<OpId> = ctx.block_op_list(block);
     for op in ops {
         if is_trivially_dead(ctx, op) {
             ctx.erase_op(op);

@@ -83,7 +83,7 @@ fn is_donated(ctx: &Context, func: OpId, index: usize) -> bool {
 impl BufferModel {
     /// Builds the model of `block` (a function body).
     pub fn new(ctx: &Context, block: BlockId) -> Self {
-        let ops: Vec<OpId> = ctx.block_ops(block).collect();
+        let ops: Vec<OpId> = ctx.block_op_list(block);
         let mut storage_of = vec![None; ctx.num_value_slots()];
         let mut pos_of = vec![u32::MAX; ctx.num_op_slots()];
         let mut storages: Vec<Storage> = Vec::new();
@@ -101,7 +101,7 @@ impl BufferModel {
                 root: a,
             });
         }
-        for (p, &op) in ops.iter().enumerate() {
+        for (p, op) in ctx.prefetched(&ops).enumerate() {
             pos_of[op.index()] = p as u32;
             for (i, &r) in ctx.results(op).iter().enumerate() {
                 let aliased = alias_of(ctx, op, i).and_then(|v| storage_of[v.index()]);

@@ -80,7 +80,7 @@ const NO_SLOT: u32 = u32::MAX;
 
 /// Computes the comm buffers of `block` (a function body) and their live ranges.
 pub fn analyze(ctx: &Context, block: BlockId) -> SlotLiveness {
-    let ops: Vec<OpId> = ctx.block_ops(block).collect();
+    let ops: Vec<OpId> = ctx.block_op_list(block);
     let last = ops.len().saturating_sub(1);
     let mut out = SlotLiveness::default();
     // Every value naming a planned buffer (the buffer itself and its aliases) → its slot,
@@ -97,7 +97,7 @@ pub fn analyze(ctx: &Context, block: BlockId) -> SlotLiveness {
     let mut classes: FxHashMap<Type, TypeClass> = FxHashMap::default();
     let mut used = Vec::new();
     let mut nested_defs = Vec::new();
-    for (p, &op) in ops.iter().enumerate() {
+    for (p, op) in ctx.prefetched(&ops).enumerate() {
         // What the op and everything nested in it reads; buffers defined inside it.
         let used: &[Value] = if ctx.op_regions(op).is_empty() {
             ctx.operands(op)

@@ -123,7 +123,7 @@ impl DepGraph {
     /// per-node sort to dedup; no global edge sort, and the successor lists follow by
     /// counting. Op and value lookups go through dense tables indexed by arena number.
     pub fn build(ctx: &Context, block: BlockId, opts: GraphOptions) -> DepGraph {
-        let ops: Vec<OpId> = ctx.block_ops(block).collect();
+        let ops: Vec<OpId> = ctx.block_op_list(block);
         let n = ops.len();
         let mut index_of = vec![NONE; ctx.num_op_slots()];
         let mut kind = Vec::with_capacity(n);

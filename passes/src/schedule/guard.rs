@@ -30,7 +30,7 @@ pub fn keep_if_not_slower<R>(
         }
         return (r, false);
     };
-    let before_order: Vec<OpId> = ctx.block_ops(body).collect();
+    let before_order: Vec<OpId> = ctx.block_op_list(body);
     let costs = CostTable::of_ops(ctx, ctx.prefetched(&before_order));
     let before = simulate_ops(ctx, ctx.prefetched(&before_order), |op| costs.get(op)).makespan_ns;
     let (r, order) = schedule(ctx, Some(&costs));
