@@ -18,7 +18,8 @@
 //!
 //! Modules: [`abi`] (the C ABI mirror), [`artifact`] (container and manifest), [`check`]
 //! (tolerance comparison with the sim), [`ffi`] (checked library calls), [`rank`] (one rank's
-//! state and the API table), [`rdzv`] (multi-process rendezvous).
+//! state and the API table), [`rdzv`] (multi-process rendezvous), [`profile`] (the opt-in
+//! host-time breakdown of the timed loops, `COMMLIR_HOST_PROFILE=1`).
 
 pub mod abi;
 pub mod artifact;
@@ -27,6 +28,7 @@ pub mod check;
 pub mod ffi;
 pub mod graph;
 pub mod order;
+pub mod profile;
 pub mod rank;
 pub mod rdzv;
 
