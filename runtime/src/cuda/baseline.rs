@@ -9,8 +9,12 @@
 //! allocated with `ncclMemAlloc` and `ncclCommRegister`ed (`registered`, what the pools are)
 //! or with `cuMemAlloc` (plain, nccl-tests' default). bf16 elements; the message size is
 //! nccl-tests': the all-reduce buffer, the all-gather output, the reduce-scatter input.
+//!
+//! With `COMMLIR_HOST_PROFILE=1` each timed loop's host time is broken down as a program's
+//! is (`profile.rs`): the NCCL calls, the per-call event records, the rest.
 
 use super::ffi::{cu_check, nccl_check};
+use super::profile::{self, Driver, HostProfile, Profiler};
 use super::{new_unique_id, Layout, NO_DRIVER};
 use cudarc::driver::sys as cu;
 use cudarc::nccl::sys as nccl;
@@ -31,6 +35,9 @@ pub struct BaselineRow {
     pub host_seconds: f64,
     /// nccl-tests' bus factor for `op` with this many ranks.
     pub bus_factor: f64,
+    /// With `COMMLIR_HOST_PROFILE=1`: the timed loop's host-time breakdown, added up over
+    /// the ranks (its per-call figures are means).
+    pub profile: Option<HostProfile>,
 }
 
 impl BaselineRow {
@@ -140,6 +147,12 @@ pub fn run(
         let n = per_rank.len() as f64;
         r.seconds = per_rank.iter().map(|v| v[i].seconds).sum::<f64>() / n;
         r.host_seconds = per_rank.iter().map(|v| v[i].host_seconds).sum::<f64>() / n;
+        r.profile = per_rank.iter().skip(1).fold(r.profile, |acc, v| {
+            acc.zip(v[i].profile).map(|(mut a, b)| {
+                a.add(&b);
+                a
+            })
+        });
     }
     Ok(rows)
 }
@@ -229,6 +242,8 @@ unsafe fn measure(
     let s = stream as nccl::cudaStream_t;
     let bf16 = nccl::ncclDataType_t::ncclBfloat16;
     let sum = nccl::ncclRedOp_t::ncclSum;
+    let profiled = profile::requested();
+    let mut prof = Profiler::default();
     let mut rows = Vec::new();
     for &registered in kinds {
         for op in ops {
@@ -261,8 +276,9 @@ unsafe fn measure(
                 )?;
                 let msg = buf;
                 let tail = (buf as *mut u8).add((elems * 2) as usize) as *mut c_void;
-                let one = || -> Result<(), String> {
-                    let r = match op.as_str() {
+                // (The profiler is a branch when off, as on a program's path.)
+                let one = |prof: &mut Profiler| -> Result<(), String> {
+                    let r = prof.nccl(|| match op.as_str() {
                         "all_reduce" => {
                             nccl::ncclAllReduce(msg, msg, elems as usize, bf16, sum, comm, s)
                         }
@@ -270,24 +286,28 @@ unsafe fn measure(
                             nccl::ncclAllGather(tail, msg, shard as usize, bf16, comm, s)
                         }
                         _ => nccl::ncclReduceScatter(msg, tail, shard as usize, bf16, sum, comm, s),
-                    };
+                    });
                     nccl_check(op, r, comm)?;
                     if let Some(e) = per_call {
-                        cu_check("cuEventRecord", cu::cuEventRecord(e, stream))?;
+                        let r = prof.cuda(Driver::Record, || cu::cuEventRecord(e, stream));
+                        cu_check("cuEventRecord", r)?;
                     }
                     Ok(())
                 };
                 for _ in 0..warmup {
-                    one()?;
+                    one(&mut prof)?;
                 }
                 cu_check("cuStreamSynchronize", cu::cuStreamSynchronize(stream))?;
                 barrier.wait();
                 cu_check("cuEventRecord", cu::cuEventRecord(ev[0], stream))?;
+                prof.start(profiled);
                 let t0 = std::time::Instant::now();
                 for _ in 0..iters {
-                    one()?;
+                    one(&mut prof)?;
                 }
-                let host = t0.elapsed().as_secs_f64();
+                let elapsed = t0.elapsed();
+                let host = elapsed.as_secs_f64();
+                let profile = prof.stop(iters, elapsed);
                 cu_check("cuEventRecord", cu::cuEventRecord(ev[1], stream))?;
                 cu_check("cuStreamSynchronize", cu::cuStreamSynchronize(stream))?;
                 let mut ms = 0f32;
@@ -313,6 +333,7 @@ unsafe fn measure(
                     } else {
                         (nf - 1.0) / nf
                     },
+                    profile,
                 });
             }
         }

@@ -18,7 +18,8 @@
 //!
 //! Modules: [`abi`] (the C ABI mirror), [`artifact`] (container and manifest), [`check`]
 //! (tolerance comparison with the sim), [`ffi`] (checked library calls), [`rank`] (one rank's
-//! state and the API table), [`rdzv`] (multi-process rendezvous).
+//! state and the API table), [`rdzv`] (multi-process rendezvous), [`profile`] (the opt-in
+//! host-time breakdown of the timed loops, `COMMLIR_HOST_PROFILE=1`).
 
 pub mod abi;
 pub mod artifact;
@@ -27,6 +28,7 @@ pub mod check;
 pub mod ffi;
 pub mod graph;
 pub mod order;
+pub mod profile;
 pub mod rank;
 pub mod rdzv;
 
@@ -37,6 +39,7 @@ use crate::tensor::{Data, ElemType, Tensor, TensorType};
 use cudarc::driver::sys as cu;
 use cudarc::nccl::sys as nccl;
 use ffi::{cu_check, nccl_check};
+use profile::Driver;
 use rank::RankState;
 use std::ffi::c_void;
 use std::sync::{Arc, Barrier, Mutex};
@@ -98,6 +101,9 @@ pub struct CudaRun {
     /// synchronization), mean over this process's ranks: at or above the event time the GPU
     /// waits on the host.
     pub enqueue_seconds_per_call: Option<f64>,
+    /// With `COMMLIR_HOST_PROFILE=1` and `bench_iters`: where the timed loop's host time went
+    /// (`profile.rs`), added up over this process's ranks (its per-call figures are means).
+    pub host_profile: Option<profile::HostProfile>,
     /// Slots used: (arguments placed in pool slots, results taken from pool slots).
     pub slots_used: (usize, usize),
     /// Per-op mean device times (with `bench_iters`: a second pass of as many calls, events
@@ -428,14 +434,19 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
                     }
                 }
                 match r {
-                    Ok((res, (t, ops), notes)) => {
+                    Ok((res, t, notes)) => {
                         out.results.push(res);
-                        if let Some((wall, ev, enq)) = t {
+                        if let Some((wall, ev, enq)) = t.per_call {
                             times.push(wall);
                             ev_times.push(ev);
                             enq_times.push(enq);
                         }
-                        op_runs.push(ops);
+                        if let Some(p) = t.profile {
+                            out.host_profile
+                                .get_or_insert_with(Default::default)
+                                .add(&p);
+                        }
+                        op_runs.push(t.ops);
                         for n in notes {
                             if !out.notes.contains(&n) {
                                 out.notes.push(n);
@@ -502,10 +513,17 @@ fn new_unique_id() -> Result<[u8; rdzv::ID_BYTES], String> {
     Ok(id.internal.map(|c| c as u8))
 }
 
-/// A rank's timings: seconds per call (host wall time, GPU events around the loop) and
-/// per-op means.
-/// (wall, events, enqueue) seconds per timed call, and the per-op times.
-type RankTimes = (Option<(f64, f64, f64)>, Vec<rank::OpTime>);
+/// A rank's timings.
+#[derive(Debug, Default)]
+struct RankTimes {
+    /// (wall, events, enqueue) seconds per timed call: host wall time, GPU events around the
+    /// loop, the loop's host enqueue time.
+    per_call: Option<(f64, f64, f64)>,
+    /// Per-op means.
+    ops: Vec<rank::OpTime>,
+    /// The timed loop's host-time breakdown (`COMMLIR_HOST_PROFILE`).
+    profile: Option<profile::HostProfile>,
+}
 type RankOutcome = (RankResults, RankTimes, Vec<String>);
 
 /// Per-op means averaged over ranks (ops matched by position; ranks whose op lists differ in
@@ -762,26 +780,15 @@ unsafe fn run_calls(
     // directions not already ordered are issued (`RankState::join_streams`), and the
     // program's own records and waits go through the same bookkeeping (`order.rs`); nothing
     // in a call synchronizes with the host (the loop below synchronizes once, at its end).
-    let call = |st: &mut RankState| -> Result<Vec<u64>, String> {
-        let mut results = want.to_vec();
-        st.join_streams()?;
-        let stp = st as *mut RankState as *mut c_void;
-        let status = (sh.main_fn)(&rank::API, stp, args.as_ptr(), results.as_mut_ptr());
-        if status != 0 {
-            let why = st
-                .last_error
-                .take()
-                .unwrap_or_else(|| "no runtime error recorded (ABI version mismatch?)".into());
-            return Err(format!("commlir_main returned status {status}: {why}"));
-        }
-        Ok(results
-            .iter()
-            .take(sh.result_types.len())
-            .map(|p| *p as u64)
-            .collect())
+    let mut caller = Caller {
+        sh,
+        args,
+        want,
+        slots: want.to_vec(),
+        ptrs: Vec::with_capacity(want.len()),
     };
     let graph_mode = sh.opts.cuda_graph;
-    let ptrs = call(st)?;
+    let ptrs = caller.call(st)?.to_vec();
     st.synchronize()?;
     let mut results = if graph_mode {
         Vec::new()
@@ -793,22 +800,20 @@ unsafe fn run_calls(
     }
     if sh.opts.bench_iters > 0 {
         for _ in 0..sh.opts.warmup {
-            for p in call(st)? {
-                st.release_result(p)?;
-            }
+            caller.call_and_release(st)?;
         }
         st.synchronize()?;
     }
     let mut replay = None;
     if graph_mode {
         let fork = [st.timing_event()?, st.timing_event()?];
-        let r = graph_calls(sh, st, fork, &call, uploads);
+        let r = graph_calls(sh, st, fork, &mut caller, uploads);
         st.recycle_events(&fork);
         let (res, g) = r?;
         results = res;
         replay = g;
     }
-    let mut time = None;
+    let mut times = RankTimes::default();
     if sh.opts.bench_iters > 0 {
         if let Some(g) = &replay {
             // One untimed replay of the graph the loop launches (uploads it to the device and
@@ -827,14 +832,19 @@ unsafe fn run_calls(
         cu_check("cuEventRecord", cu::cuEventRecord(e0, st.streams[0]))?;
         let t0;
         let enqueued;
+        // Host-time breakdown of the loop, when asked for (`profile.rs`); off, each library
+        // call in it costs one branch more.
+        st.prof.start(profile::requested());
         if let Some(g) = &replay {
             // Graph replays: all on the compute stream, each ordered whole after the previous
             // one (the comm stream's captured work is inside the graph).
+            let s = st.streams[0];
             t0 = Instant::now();
             for _ in 0..sh.opts.bench_iters {
-                g.launch(st.streams[0])?;
+                st.prof.cuda(Driver::Launch, || g.launch(s))?;
             }
             enqueued = t0.elapsed();
+            times.profile = st.prof.stop(sh.opts.bench_iters, enqueued);
         } else {
             // The first call's comm work may no longer wait for the compute stream (nothing
             // on it to wait for): order it after the start event explicitly, once, so the
@@ -846,11 +856,10 @@ unsafe fn run_calls(
             )?;
             t0 = Instant::now();
             for _ in 0..sh.opts.bench_iters {
-                for p in call(st)? {
-                    st.release_result(p)?;
-                }
+                caller.call_and_release(st)?;
             }
             enqueued = t0.elapsed();
+            times.profile = st.prof.stop(sh.opts.bench_iters, enqueued);
             st.join_streams()?;
         }
         // Compute's wait for the loop's collectives is still deferred (`order.rs`, *Lazy
@@ -868,7 +877,7 @@ unsafe fn run_calls(
         st.recycle_events(&[e0, e1]);
         drop(replay.take());
         let n = sh.opts.bench_iters as f64;
-        time = Some((wall, f64::from(ms) * 1e-3 / n, enqueued.as_secs_f64() / n));
+        times.per_call = Some((wall, f64::from(ms) * 1e-3 / n, enqueued.as_secs_f64() / n));
         // Per-op pass: events around every op, each call alone (ranks lined up by an NCCL
         // barrier, streams synchronized after it), so that no op's time includes another
         // call's work; the end-to-end time above is measured without these events. (Always
@@ -876,22 +885,71 @@ unsafe fn run_calls(
         st.time_ops = true;
         for _ in 0..sh.opts.bench_iters {
             barrier_allreduce(st)?;
-            for p in call(st)? {
-                st.release_result(p)?;
-            }
+            caller.call_and_release(st)?;
             st.synchronize()?;
             st.collect_op_times()?;
         }
         st.time_ops = false;
     }
-    let ops = st.op_times();
+    times.ops = st.op_times();
     Ok((
         RankResults {
             rank: st.rank,
             results,
         },
-        (time, ops),
+        times,
     ))
+}
+
+/// Calls of the program as the runner makes them, with buffers reused across calls (no
+/// allocation per call): the result array the program fills, reset to the wanted placement
+/// (slots, else null) before each call, and the result pointers it returned.
+struct Caller<'a> {
+    sh: &'a Shared,
+    args: &'a [*mut c_void],
+    want: &'a [*mut c_void],
+    slots: Vec<*mut c_void>,
+    ptrs: Vec<u64>,
+}
+
+impl Caller<'_> {
+    /// One call: the streams joined with the previous call's work (only the directions not
+    /// already ordered, `RankState::join_streams`), then `commlir_main`; the result pointers,
+    /// valid until the next call. Nothing in it synchronizes with the host.
+    ///
+    /// # Safety
+    /// The rank's context is current; `args` are device buffers of the argument types.
+    unsafe fn call(&mut self, st: &mut RankState) -> Result<&[u64], String> {
+        self.slots.copy_from_slice(self.want);
+        st.join_streams()?;
+        let stp = st as *mut RankState as *mut c_void;
+        let status =
+            (self.sh.main_fn)(&rank::API, stp, self.args.as_ptr(), self.slots.as_mut_ptr());
+        if status != 0 {
+            let why = st
+                .last_error
+                .take()
+                .unwrap_or_else(|| "no runtime error recorded (ABI version mismatch?)".into());
+            return Err(format!("commlir_main returned status {status}: {why}"));
+        }
+        self.ptrs.clear();
+        let n = self.sh.result_types.len();
+        self.ptrs
+            .extend(self.slots.iter().take(n).map(|p| *p as u64));
+        Ok(&self.ptrs)
+    }
+
+    /// One call whose results are freed at once (the warm-up, timed and per-op calls).
+    ///
+    /// # Safety
+    /// As [`Caller::call`].
+    unsafe fn call_and_release(&mut self, st: &mut RankState) -> Result<(), String> {
+        self.call(st)?;
+        for &p in &self.ptrs {
+            st.release_result(p)?;
+        }
+        Ok(())
+    }
 }
 
 /// Downloads the results at `ptrs` (the streams are synchronized).
@@ -928,7 +986,7 @@ unsafe fn graph_calls(
     sh: &Shared,
     st: &mut RankState,
     fork: [cu::CUevent; 2],
-    call: &dyn Fn(&mut RankState) -> Result<Vec<u64>, String>,
+    caller: &mut Caller,
     uploads: &[(cu::CUdeviceptr, Vec<u8>)],
 ) -> Result<(Vec<Tensor>, Option<graph::CallGraph>), String> {
     st.synchronize()?;
@@ -940,7 +998,7 @@ unsafe fn graph_calls(
     }
     cu_check("cuCtxSynchronize", cu::cuCtxSynchronize())?;
     let before = st.live_allocs();
-    let (checked, ptrs) = graph::capture(st, fork, |s| call(s))?;
+    let (checked, ptrs) = graph::capture(st, fork, |s| caller.call(s).map(<[u64]>::to_vec))?;
     // Allocations made inside the captured call and not freed in it: graph allocations, whose
     // addresses are fixed, valid after the replay until freed (outside the graph, below).
     let fresh: Vec<u64> = st.live_allocs().difference(&before).copied().collect();
@@ -962,7 +1020,7 @@ unsafe fn graph_calls(
     drop(checked);
     let before = st.live_allocs();
     let (timed, ()) = graph::capture(st, fork, |s| {
-        call(s)?;
+        caller.call(s)?;
         for p in s.live_allocs().difference(&before) {
             s.release_result(*p)?;
         }

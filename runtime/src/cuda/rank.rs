@@ -5,15 +5,26 @@
 //! Every table function catches panics (unwinding into the host program would be undefined
 //! behaviour), records the error text in [`RankState::last_error`] and returns a nonzero
 //! status, which the host program returns from `commlir_main` at once.
+//!
+//! The table functions run once per ABI call of every call of the program, so their steady
+//! state allocates nothing and does nothing in proportion to what is live: the stream
+//! bookkeeping appends its driver calls to one inline buffer the rank reuses ([`Ops`]), a
+//! reused pool is found by one lookup of its (kind, group, size) and freed by one lookup of
+//! its base (a cheap hash, `WordHasher`), and a result that is a pool slot is told apart
+//! without a lookup when no stream-ordered allocation is live (docs/runtime.md, *Per-call
+//! overhead*). Library calls go through [`RankState::prof`], one branch unless
+//! `COMMLIR_HOST_PROFILE` asked for a breakdown ([`super::profile`]).
 
 use super::abi::{self, CommlirRtApi, Status};
 use super::ffi::{cu_check, cublas_check, dtype_bytes, nccl_check, nccl_dtype, nccl_op};
-use super::order::{Op, StreamOrder};
+use super::order::{Op, Ops, StreamOrder};
+use super::profile::{Driver, Profiler};
 use cudarc::cublas::sys as cublas;
 use cudarc::driver::sys as cu;
 use cudarc::nccl::sys as nccl;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_void, CString};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Status codes the table functions return (nonzero = failure; the text is in `last_error`).
 pub const ST_CUDA: Status = 1;
@@ -21,6 +32,7 @@ pub const ST_CUDA: Status = 1;
 /// A persistent comm-buffer pool allocation.
 #[derive(Clone, Copy, Debug)]
 struct Pool {
+    base: u64,
     kind: u32,
     group: u32,
     bytes: u64,
@@ -28,7 +40,46 @@ struct Pool {
     nccl_mem: bool,
     /// The `ncclCommRegister` handle, when registered.
     reg: *mut c_void,
+    /// Handed out by `pool_alloc` and not freed since.
+    live: bool,
 }
+
+/// What a freed pool is reused for: a `pool_alloc` of the same kind, group and size.
+type PoolKey = (u32, u32, u64);
+
+/// A hasher for device addresses and small integer keys: one folded 64×64→128-bit multiply
+/// per word. The default SipHash costs tens of nanoseconds per lookup on the per-call path,
+/// and these keys come from this process (the driver, the compiled program), not from an
+/// adversary.
+#[derive(Clone, Copy, Debug, Default)]
+struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        let m = u128::from(self.0 ^ n) * 0x9e37_79b9_7f4a_7c15;
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
+    }
+}
+
+type WordHash = BuildHasherDefault<WordHasher>;
 
 /// One op's mean device time over the timed calls (`--bench-iters`, per-op pass).
 #[derive(Clone, Debug, PartialEq)]
@@ -79,11 +130,18 @@ pub struct RankState {
     /// Per manifest group: this rank's communicator in it, if it is a member.
     pub comms: Vec<Option<nccl::ncclComm_t>>,
     /// Live stream-ordered allocations (`alloc`).
-    allocs: HashSet<u64>,
-    /// Live pools by base address, and freed pools kept for reuse (pools are persistent: a
-    /// second call of the program reuses the registered buffer instead of registering again).
-    pools: HashMap<u64, Pool>,
-    pool_cache: Vec<(u64, Pool)>,
+    allocs: HashSet<u64, WordHash>,
+    /// Every pool this rank allocated, in creation order, live or freed (pools are
+    /// persistent: a second call of the program reuses the registered buffer instead of
+    /// registering again), with its index by base address and the freed ones' indices by
+    /// what they can be reused for, highest first (the earliest created is reused first, so
+    /// that a program's pools come back in its `pool_alloc` order, the order the runner
+    /// allocated them in for the slots).
+    pools: Vec<Pool>,
+    pool_index: HashMap<u64, usize, WordHash>,
+    free_pools: HashMap<PoolKey, Vec<usize>, WordHash>,
+    /// Per-peer element counts of `all_to_all` (send, receive), reused across calls.
+    a2a_counts: (Vec<u64>, Vec<u64>),
     /// Notes for the user (printed once, e.g. a registration fallback).
     pub notes: Vec<String>,
     pub last_error: Option<String>,
@@ -102,12 +160,17 @@ pub struct RankState {
     /// Which event records and stream waits order something (`order.rs`): the others are
     /// not issued. Sized to `events` by the launcher.
     pub order: StreamOrder,
+    /// The driver calls of the bookkeeping step being issued (reused: see `step`).
+    ops: Ops,
     /// Work enqueued inside an NCCL group, per stream: NCCL launches it at the outermost
     /// `ncclGroupEnd`, so it counts as work there (a record inside the group lands before it).
     group_work: [bool; 2],
     /// A call is being captured into a CUDA graph (`graph.rs`): what cannot be captured
     /// (allocating a new pool) fails with a `--cuda-graph:` error instead.
     pub capturing: bool,
+    /// Host time in library calls and table functions, while the runner profiles a timed
+    /// loop (`COMMLIR_HOST_PROFILE`, [`super::profile`]).
+    pub prof: Profiler,
 }
 
 // SAFETY: the raw CUDA/NCCL handles are used by one thread at a time (the rank's thread);
@@ -129,9 +192,11 @@ impl RankState {
             cublas: std::ptr::null_mut(),
             world: std::ptr::null_mut(),
             comms: Vec::new(),
-            allocs: HashSet::new(),
-            pools: HashMap::new(),
-            pool_cache: Vec::new(),
+            allocs: HashSet::default(),
+            pools: Vec::new(),
+            pool_index: HashMap::default(),
+            free_pools: HashMap::default(),
+            a2a_counts: (Vec::new(), Vec::new()),
             notes: Vec::new(),
             last_error: None,
             kernel_names: Vec::new(),
@@ -143,8 +208,10 @@ impl RankState {
             group_labels: Vec::new(),
             op_sums: Vec::new(),
             order: StreamOrder::default(),
+            ops: Ops::new(),
             group_work: [false; 2],
             capturing: false,
+            prof: Profiler::default(),
         }
     }
 
@@ -176,21 +243,31 @@ impl RankState {
         Ok(self.extra_events[i])
     }
 
-    /// Issues the driver calls the bookkeeping asked for, in order.
-    fn issue(&mut self, ops: Vec<Op>) -> Result<(), String> {
-        for op in ops {
-            match op {
+    /// One step of the stream bookkeeping (`order.rs`), then the driver calls it asked for,
+    /// in order. The calls go through `ops`, kept across steps: no allocation, no copy.
+    fn step(
+        &mut self,
+        f: impl FnOnce(&mut StreamOrder, &mut Ops) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.ops.clear();
+        f(&mut self.order, &mut self.ops)?;
+        for i in 0..self.ops.len() {
+            match self.ops[i] {
                 Op::Record { event, stream } => {
                     let (e, s) = (self.physical_event(event)?, self.streams[stream]);
                     // SAFETY: a live event and stream of this context.
-                    cu_check("cuEventRecord", unsafe { cu::cuEventRecord(e, s) })?;
+                    let r = self
+                        .prof
+                        .cuda(Driver::Record, || unsafe { cu::cuEventRecord(e, s) });
+                    cu_check("cuEventRecord", r)?;
                 }
                 Op::Wait { stream, event } => {
                     let (e, s) = (self.physical_event(event)?, self.streams[stream]);
                     // SAFETY: a live event and stream of this context.
-                    cu_check("cuStreamWaitEvent", unsafe {
-                        cu::cuStreamWaitEvent(s, e, 0)
-                    })?;
+                    let r = self
+                        .prof
+                        .cuda(Driver::Wait, || unsafe { cu::cuStreamWaitEvent(s, e, 0) });
+                    cu_check("cuStreamWaitEvent", r)?;
                 }
             }
         }
@@ -201,15 +278,21 @@ impl RankState {
     /// run before anything is enqueued on that stream (work, or an event recorded outside the
     /// bookkeeping: timing events, graph fork/join) and before the host observes it.
     pub fn flush_waits(&mut self, stream: u32) -> Result<(), String> {
-        let ops = self.order.flush((stream as usize).min(1));
-        self.issue(ops)
+        let s = (stream as usize).min(1);
+        self.step(|o, ops| {
+            o.flush(s, ops);
+            Ok(())
+        })
     }
 
     /// Before a work item is enqueued on ABI stream `stream`: its deferred waits first, so
     /// that no work runs before what the program ordered it after.
     fn before_work(&mut self, stream: u32) -> Result<(), String> {
-        let ops = self.order.before_work((stream as usize).min(1));
-        self.issue(ops)
+        let s = (stream as usize).min(1);
+        self.step(|o, ops| {
+            o.before_work(s, ops);
+            Ok(())
+        })
     }
 
     /// The program's `event_record`: issued unless it cannot order anything (`order.rs`);
@@ -217,8 +300,7 @@ impl RankState {
     fn event_record(&mut self, stream: u32, event: u32) -> Result<(), String> {
         self.stream(stream)?;
         self.event(event)?;
-        let ops = self.order.record(event as usize, stream as usize)?;
-        self.issue(ops)
+        self.step(|o, ops| o.record(event as usize, stream as usize, ops))
     }
 
     /// The program's `stream_wait`: issued unless the stream is already ordered after
@@ -227,8 +309,7 @@ impl RankState {
     fn stream_wait(&mut self, stream: u32, event: u32) -> Result<(), String> {
         self.stream(stream)?;
         self.event(event)?;
-        let ops = self.order.wait(stream as usize, event as usize)?;
-        self.issue(ops)
+        self.step(|o, ops| o.wait(stream as usize, event as usize, ops))
     }
 
     fn stream(&self, s: u32) -> Result<cu::CUstream, String> {
@@ -417,16 +498,17 @@ impl RankState {
     /// collective (a pending wait), so its calls join with no driver call at all.
     pub fn join_streams(&mut self) -> Result<(), String> {
         let n = self.events.len();
-        let ops = self.order.join(n - 2, n - 1)?;
-        self.issue(ops)
+        self.step(|o, ops| o.join(n - 2, n - 1, ops))
     }
 
     /// Waits for both streams (after it all enqueued work has completed, which
     /// [`StreamOrder::synchronized`] records). Deferred waits are issued first: the host
     /// then observes every stream after everything the program ordered it after.
     pub fn synchronize(&mut self) -> Result<(), String> {
-        let ops = self.order.flush_all();
-        self.issue(ops)?;
+        self.step(|o, ops| {
+            o.flush_all(ops);
+            Ok(())
+        })?;
         for s in self.streams {
             // SAFETY: a live stream of this context.
             cu_check("cuStreamSynchronize", unsafe { cu::cuStreamSynchronize(s) })?;
@@ -436,15 +518,18 @@ impl RankState {
     }
 
     /// Frees a result buffer the program allocated with `alloc` (results are owned by the
-    /// caller); pointers that are arguments or pool views are left alone.
+    /// caller); pointers that are arguments or pool views are left alone. A slotted program
+    /// has no live allocation: its results are told apart without a lookup.
     pub fn release_result(&mut self, ptr: u64) -> Result<(), String> {
-        if self.allocs.contains(&ptr) {
+        if !self.allocs.is_empty() && self.allocs.contains(&ptr) {
             self.before_work(abi::STREAM_COMPUTE)?;
             self.allocs.remove(&ptr);
+            let s = self.streams[0];
             // SAFETY: allocated by cuMemAllocAsync on this context.
-            cu_check("cuMemFreeAsync", unsafe {
-                cu::cuMemFreeAsync(ptr, self.streams[0])
-            })?;
+            let r = self
+                .prof
+                .cuda(Driver::Other, || unsafe { cu::cuMemFreeAsync(ptr, s) });
+            cu_check("cuMemFreeAsync", r)?;
             self.enqueued(abi::STREAM_COMPUTE);
         }
         Ok(())
@@ -452,7 +537,7 @@ impl RankState {
 
     /// The live stream-ordered allocations (`alloc`), e.g. to tell which appeared in a call.
     pub fn live_allocs(&self) -> HashSet<u64> {
-        self.allocs.clone()
+        self.allocs.iter().copied().collect()
     }
 
     fn alloc(&mut self, bytes: u64, out: *mut *mut c_void) -> Result<(), String> {
@@ -460,10 +545,12 @@ impl RankState {
         // Zero-byte tensors still need a distinct address.
         let n = bytes.max(1) as usize;
         self.before_work(abi::STREAM_COMPUTE)?;
+        let s = self.streams[0];
         // SAFETY: writes one device pointer.
-        cu_check("cuMemAllocAsync", unsafe {
-            cu::cuMemAllocAsync(&mut p, n, self.streams[0])
-        })?;
+        let r = self.prof.cuda(Driver::Other, || unsafe {
+            cu::cuMemAllocAsync(&mut p, n, s)
+        });
+        cu_check("cuMemAllocAsync", r)?;
         // Stream-ordered: other streams may use the buffer only once ordered after this.
         self.enqueued(abi::STREAM_COMPUTE);
         self.allocs.insert(p);
@@ -478,10 +565,12 @@ impl RankState {
             return Err(format!("free of {p:#x}, which alloc did not return"));
         }
         self.before_work(abi::STREAM_COMPUTE)?;
+        let s = self.streams[0];
         // SAFETY: allocated by cuMemAllocAsync on this context.
-        cu_check("cuMemFreeAsync", unsafe {
-            cu::cuMemFreeAsync(p, self.streams[0])
-        })?;
+        let r = self
+            .prof
+            .cuda(Driver::Other, || unsafe { cu::cuMemFreeAsync(p, s) });
+        cu_check("cuMemFreeAsync", r)?;
         self.enqueued(abi::STREAM_COMPUTE);
         Ok(())
     }
@@ -495,13 +584,13 @@ impl RankState {
         out: *mut *mut c_void,
     ) -> Result<(), String> {
         let reuse = self
-            .pool_cache
-            .iter()
-            .position(|(_, p)| p.kind == kind && p.group == group && p.bytes == bytes);
+            .free_pools
+            .get_mut(&(kind, group, bytes))
+            .and_then(Vec::pop);
         let base = if let Some(i) = reuse {
-            let (base, pool) = self.pool_cache.swap_remove(i);
-            self.pools.insert(base, pool);
-            base
+            let pool = &mut self.pools[i];
+            pool.live = true;
+            pool.base
         } else {
             if self.capturing {
                 return Err(format!(
@@ -543,16 +632,16 @@ impl RankState {
                 );
             }
             let base = ptr as u64;
-            self.pools.insert(
+            self.pool_index.insert(base, self.pools.len());
+            self.pools.push(Pool {
                 base,
-                Pool {
-                    kind,
-                    group,
-                    bytes,
-                    nccl_mem,
-                    reg,
-                },
-            );
+                kind,
+                group,
+                bytes,
+                nccl_mem,
+                reg,
+                live: true,
+            });
             base
         };
         if alignment > 1 && base % alignment != 0 {
@@ -567,11 +656,24 @@ impl RankState {
 
     pub(crate) fn pool_free(&mut self, base: *mut c_void) -> Result<(), String> {
         let b = base as u64;
-        let pool = self
-            .pools
-            .remove(&b)
-            .ok_or_else(|| format!("pool_free of {b:#x}, which pool_alloc did not return"))?;
-        self.pool_cache.push((b, pool));
+        let i = match self.pool_index.get(&b) {
+            Some(&i) if self.pools[i].live => i,
+            _ => {
+                return Err(format!(
+                    "pool_free of {b:#x}, which pool_alloc did not return"
+                ))
+            }
+        };
+        let p = &mut self.pools[i];
+        p.live = false;
+        let free = self
+            .free_pools
+            .entry((p.kind, p.group, p.bytes))
+            .or_default();
+        // Kept highest index first, so that `pop` reuses the earliest created; the list holds
+        // only the freed pools of this key (one, for a program with one pool per key).
+        let at = free.partition_point(|&j| j > i);
+        free.insert(at, i);
         Ok(())
     }
 
@@ -594,8 +696,9 @@ impl RankState {
             .kernels
             .get(kernel as usize)
             .ok_or_else(|| format!("kernel index {kernel} is out of range"))?;
+        let s = self.streams[0];
         // SAFETY: `params` is the host program's kernelParams array for this kernel.
-        cu_check("cuLaunchKernel", unsafe {
+        let r = self.prof.cuda(Driver::Launch, || unsafe {
             cu::cuLaunchKernel(
                 f,
                 grid.max(1),
@@ -605,11 +708,12 @@ impl RankState {
                 1,
                 1,
                 shared,
-                self.streams[0],
+                s,
                 params,
                 std::ptr::null_mut(),
             )
-        })
+        });
+        cu_check("cuLaunchKernel", r)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -646,10 +750,11 @@ impl RankState {
         } else {
             (&one32 as *const f32 as _, &zero32 as *const f32 as _)
         };
+        let handle = self.cublas;
         // SAFETY: the host program passes device buffers of the shapes it computed.
-        cublas_check("cublasGemmStridedBatchedEx_64", unsafe {
+        let r = self.prof.cuda(Driver::Launch, || unsafe {
             cublas::cublasGemmStridedBatchedEx_64(
-                self.cublas,
+                handle,
                 op(trans.0),
                 op(trans.1),
                 mnk.0,
@@ -673,7 +778,8 @@ impl RankState {
                 ct,
                 cublas::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
             )
-        })
+        });
+        cublas_check("cublasGemmStridedBatchedEx_64", r)
     }
 
     fn nccl_stream(&self) -> nccl::cudaStream_t {
@@ -696,56 +802,56 @@ impl RankState {
         let mut me = 0i32;
         // SAFETY: live communicator.
         unsafe {
-            nccl_check("ncclCommCount", nccl::ncclCommCount(comm, &mut g), comm)?;
-            nccl_check(
-                "ncclCommUserRank",
-                nccl::ncclCommUserRank(comm, &mut me),
-                comm,
-            )?;
+            let r = self.prof.nccl(|| nccl::ncclCommCount(comm, &mut g));
+            nccl_check("ncclCommCount", r, comm)?;
+            let r = self.prof.nccl(|| nccl::ncclCommUserRank(comm, &mut me));
+            nccl_check("ncclCommUserRank", r, comm)?;
         }
         let (g, me) = (g as usize, me as usize);
         let esz = dtype_bytes(dtype)? as u64;
         let dt = nccl_dtype(dtype)?;
-        // Element counts per peer, from the rank-major row tables or equal blocks.
-        let counts = |table: *const i64| -> Result<Vec<u64>, String> {
+        // Element counts per peer, from the rank-major row tables or equal blocks, into the
+        // reused buffers.
+        let counts = |table: *const i64, out: &mut Vec<u64>| -> Result<(), String> {
+            out.clear();
             if table.is_null() {
-                return Ok(vec![count / g as u64; g]);
+                out.resize(g, count / g as u64);
+                return Ok(());
             }
             // SAFETY: the ABI promises G*G entries.
             let row = unsafe { std::slice::from_raw_parts(table.add(me * g), g) };
-            row.iter()
-                .map(|r| {
-                    u64::try_from(*r)
-                        .map(|r| r * row_elems)
-                        .map_err(|_| format!("negative split size {r}"))
-                })
-                .collect()
-        };
-        let (sc, rc) = (counts(rows.0)?, counts(rows.1)?);
-        let stream = self.nccl_stream();
-        // SAFETY: offsets stay within the buffers the splits describe.
-        unsafe {
-            nccl_check("ncclGroupStart", nccl::ncclGroupStart(), comm)?;
-            let (mut so, mut ro) = (0u64, 0u64);
-            for peer in 0..g {
-                let s = (send as *const u8).add((so * esz) as usize) as *const c_void;
-                let r = (recv as *mut u8).add((ro * esz) as usize) as *mut c_void;
-                nccl_check(
-                    "ncclSend",
-                    nccl::ncclSend(s, sc[peer] as usize, dt, peer as i32, comm, stream),
-                    comm,
-                )?;
-                nccl_check(
-                    "ncclRecv",
-                    nccl::ncclRecv(r, rc[peer] as usize, dt, peer as i32, comm, stream),
-                    comm,
-                )?;
-                so += sc[peer];
-                ro += rc[peer];
+            for r in row {
+                let r = u64::try_from(*r).map_err(|_| format!("negative split size {r}"))?;
+                out.push(r * row_elems);
             }
-            nccl_check("ncclGroupEnd", nccl::ncclGroupEnd(), comm)?;
-        }
-        Ok(())
+            Ok(())
+        };
+        let (mut sc, mut rc) = std::mem::take(&mut self.a2a_counts);
+        let r = counts(rows.0, &mut sc)
+            .and_then(|_| counts(rows.1, &mut rc))
+            .and_then(|_| {
+                let stream = self.nccl_stream();
+                let prof = &mut self.prof;
+                // SAFETY: offsets stay within the buffers the splits describe.
+                unsafe {
+                    nccl_check("ncclGroupStart", prof.nccl(|| nccl::ncclGroupStart()), comm)?;
+                    let (mut so, mut ro) = (0u64, 0u64);
+                    for peer in 0..g {
+                        let s = (send as *const u8).add((so * esz) as usize) as *const c_void;
+                        let r = (recv as *mut u8).add((ro * esz) as usize) as *mut c_void;
+                        let (ns, nr, p) = (sc[peer] as usize, rc[peer] as usize, peer as i32);
+                        let res = prof.nccl(|| nccl::ncclSend(s, ns, dt, p, comm, stream));
+                        nccl_check("ncclSend", res, comm)?;
+                        let res = prof.nccl(|| nccl::ncclRecv(r, nr, dt, p, comm, stream));
+                        nccl_check("ncclRecv", res, comm)?;
+                        so += sc[peer];
+                        ro += rc[peer];
+                    }
+                    nccl_check("ncclGroupEnd", prof.nccl(|| nccl::ncclGroupEnd()), comm)
+                }
+            });
+        self.a2a_counts = (sc, rc);
+        r
     }
 
     /// Releases everything this rank holds (best effort: the first error is returned).
@@ -764,12 +870,10 @@ impl RankState {
                     keep(self.synchronize());
                 }
             }
-            let pools: Vec<(u64, Pool)> = self
-                .pools
-                .drain()
-                .chain(self.pool_cache.drain(..))
-                .collect();
-            for (base, p) in pools {
+            self.pool_index.clear();
+            self.free_pools.clear();
+            for p in std::mem::take(&mut self.pools) {
+                let base = p.base;
                 if !p.reg.is_null() {
                     if let Some(Some(c)) = self.comms.get(p.group as usize) {
                         keep(nccl_check(
@@ -854,7 +958,11 @@ unsafe fn with_state(
         return ST_CUDA;
     }
     let st = &mut *(rt as *mut RankState);
+    let mark = st.prof.abi_enter();
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(st)));
+    if let Some(m) = mark {
+        st.prof.abi_exit(m);
+    }
     match r {
         Ok(Ok(())) => 0,
         Ok(Err(msg)) => {
@@ -976,16 +1084,11 @@ unsafe extern "C" fn rt_all_reduce(
             abi::STREAM_COMM,
             |s| s.coll_label("all_reduce", group, count, dtype),
             |s| {
-                let c = s.comm(group)?;
-                let r = nccl::ncclAllReduce(
-                    send,
-                    recv,
-                    count as usize,
-                    nccl_dtype(dtype)?,
-                    nccl_op(op)?,
-                    c,
-                    s.nccl_stream(),
-                );
+                let (c, dt, op) = (s.comm(group)?, nccl_dtype(dtype)?, nccl_op(op)?);
+                let stream = s.nccl_stream();
+                let r = s
+                    .prof
+                    .nccl(|| nccl::ncclAllReduce(send, recv, count as usize, dt, op, c, stream));
                 nccl_check("ncclAllReduce", r, c)
             },
         )
@@ -1005,15 +1108,11 @@ unsafe extern "C" fn rt_all_gather(
             abi::STREAM_COMM,
             |s| s.coll_label("all_gather", group, send_count, dtype),
             |s| {
-                let c = s.comm(group)?;
-                let r = nccl::ncclAllGather(
-                    send,
-                    recv,
-                    send_count as usize,
-                    nccl_dtype(dtype)?,
-                    c,
-                    s.nccl_stream(),
-                );
+                let (c, dt) = (s.comm(group)?, nccl_dtype(dtype)?);
+                let stream = s.nccl_stream();
+                let r = s
+                    .prof
+                    .nccl(|| nccl::ncclAllGather(send, recv, send_count as usize, dt, c, stream));
                 nccl_check("ncclAllGather", r, c)
             },
         )
@@ -1034,16 +1133,11 @@ unsafe extern "C" fn rt_reduce_scatter(
             abi::STREAM_COMM,
             |s| s.coll_label("reduce_scatter", group, recv_count, dtype),
             |s| {
-                let c = s.comm(group)?;
-                let r = nccl::ncclReduceScatter(
-                    send,
-                    recv,
-                    recv_count as usize,
-                    nccl_dtype(dtype)?,
-                    nccl_op(op)?,
-                    c,
-                    s.nccl_stream(),
-                );
+                let (c, dt, op) = (s.comm(group)?, nccl_dtype(dtype)?, nccl_op(op)?);
+                let (n, stream) = (recv_count as usize, s.nccl_stream());
+                let r = s
+                    .prof
+                    .nccl(|| nccl::ncclReduceScatter(send, recv, n, dt, op, c, stream));
                 nccl_check("ncclReduceScatter", r, c)
             },
         )
@@ -1095,16 +1189,11 @@ unsafe extern "C" fn rt_broadcast(
             abi::STREAM_COMM,
             |s| s.coll_label("broadcast", group, count, dtype),
             |s| {
-                let c = s.comm(group)?;
-                let r = nccl::ncclBroadcast(
-                    send,
-                    recv,
-                    count as usize,
-                    nccl_dtype(dtype)?,
-                    root as i32,
-                    c,
-                    s.nccl_stream(),
-                );
+                let (c, dt) = (s.comm(group)?, nccl_dtype(dtype)?);
+                let (n, stream) = (count as usize, s.nccl_stream());
+                let r = s
+                    .prof
+                    .nccl(|| nccl::ncclBroadcast(send, recv, n, dt, root as i32, c, stream));
                 nccl_check("ncclBroadcast", r, c)
             },
         )
@@ -1121,11 +1210,8 @@ unsafe extern "C" fn rt_group_start(rt: *mut c_void) -> Status {
             s.group_labels.clear();
         }
         s.group_depth += 1;
-        nccl_check(
-            "ncclGroupStart",
-            nccl::ncclGroupStart(),
-            std::ptr::null_mut(),
-        )
+        let r = s.prof.nccl(|| nccl::ncclGroupStart());
+        nccl_check("ncclGroupStart", r, std::ptr::null_mut())
     })
 }
 
@@ -1140,7 +1226,8 @@ unsafe extern "C" fn rt_group_end(rt: *mut c_void) -> Status {
                 }
             }
         }
-        nccl_check("ncclGroupEnd", nccl::ncclGroupEnd(), std::ptr::null_mut())?;
+        let r = s.prof.nccl(|| nccl::ncclGroupEnd());
+        nccl_check("ncclGroupEnd", r, std::ptr::null_mut())?;
         s.group_depth = s.group_depth.saturating_sub(1);
         if s.group_depth == 0 {
             // The group's NCCL work was launched just now, after anything recorded inside.
@@ -1183,17 +1270,13 @@ unsafe extern "C" fn rt_one_shot_all_reduce(
             abi::STREAM_COMPUTE,
             |s| s.coll_label("one_shot_all_reduce", group, count, dtype),
             |s| {
-                let c = s.comm(group)?;
+                let (c, dt) = (s.comm(group)?, nccl_dtype(dtype)?);
                 let src = (pool_base as *const u8).add(offset as usize) as *const c_void;
-                let r = nccl::ncclAllReduce(
-                    src,
-                    out,
-                    count as usize,
-                    nccl_dtype(dtype)?,
-                    nccl::ncclRedOp_t::ncclSum,
-                    c,
-                    s.streams[0] as nccl::cudaStream_t,
-                );
+                let (n, stream) = (count as usize, s.streams[0] as nccl::cudaStream_t);
+                let sum = nccl::ncclRedOp_t::ncclSum;
+                let r = s
+                    .prof
+                    .nccl(|| nccl::ncclAllReduce(src, out, n, dt, sum, c, stream));
                 nccl_check("ncclAllReduce (one-shot)", r, c)
             },
         )
@@ -1253,4 +1336,97 @@ pub unsafe fn load_kernels(st: &mut RankState, ptx: &[u8], names: &[String]) -> 
         st.kernel_names.push(n.clone());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pool as `pool_alloc` records a new one (no device memory: only the reuse paths,
+    /// which make no library call, run here).
+    fn add_pool(st: &mut RankState, base: u64, (kind, group, bytes): PoolKey) {
+        st.pool_index.insert(base, st.pools.len());
+        st.pools.push(Pool {
+            base,
+            kind,
+            group,
+            bytes,
+            nccl_mem: false,
+            reg: std::ptr::null_mut(),
+            live: true,
+        });
+    }
+
+    fn alloc(st: &mut RankState, (kind, group, bytes): PoolKey) -> u64 {
+        let mut out = std::ptr::null_mut();
+        st.pool_alloc(kind, group, bytes, 256, &mut out).unwrap();
+        out as u64
+    }
+
+    fn free(st: &mut RankState, base: u64) -> Result<(), String> {
+        st.pool_free(base as *mut c_void)
+    }
+
+    #[test]
+    fn freed_pools_come_back_in_creation_order_whatever_the_free_order() {
+        let a = (abi::POOL_NCCL, 0, 4096);
+        let b = (abi::POOL_NCCL, 1, 4096);
+        let mut st = RankState::new(0, 0);
+        let bases = [0x1000, 0x2000, 0x3000, 0x4000];
+        for (i, &base) in bases.iter().enumerate() {
+            add_pool(&mut st, base << 8, if i == 2 { b } else { a });
+        }
+        for order in [[0, 1, 2, 3], [3, 2, 1, 0], [1, 3, 0, 2]] {
+            for i in order {
+                free(&mut st, bases[i] << 8).unwrap();
+            }
+            // The program allocates in its pool order: the same bases every call.
+            assert_eq!(alloc(&mut st, a), 0x1000 << 8);
+            assert_eq!(alloc(&mut st, a), 0x2000 << 8);
+            assert_eq!(alloc(&mut st, b), 0x3000 << 8);
+            assert_eq!(alloc(&mut st, a), 0x4000 << 8);
+        }
+        assert!(st.free_pools.values().all(Vec::is_empty));
+    }
+
+    #[test]
+    fn freeing_what_pool_alloc_did_not_return_is_an_error() {
+        let key = (abi::POOL_NCCL, 0, 64);
+        let mut st = RankState::new(0, 0);
+        add_pool(&mut st, 0x10000, key);
+        let e = free(&mut st, 0x20000).unwrap_err();
+        assert_eq!(e, "pool_free of 0x20000, which pool_alloc did not return");
+        free(&mut st, 0x10000).unwrap();
+        // A second free of the same pool.
+        let e = free(&mut st, 0x10000).unwrap_err();
+        assert_eq!(e, "pool_free of 0x10000, which pool_alloc did not return");
+        assert_eq!(alloc(&mut st, key), 0x10000);
+        // A reused pool that is not aligned as asked.
+        let mut out = std::ptr::null_mut();
+        free(&mut st, 0x10000).unwrap();
+        let e = st
+            .pool_alloc(key.0, key.1, key.2, 1 << 20, &mut out)
+            .unwrap_err();
+        assert_eq!(e, "pool base 0x10000 is not aligned to 1048576 bytes");
+    }
+
+    #[test]
+    fn a_result_that_is_not_an_allocation_is_left_alone() {
+        let mut st = RankState::new(0, 0);
+        st.release_result(0x1234).unwrap();
+        assert!(st.live_allocs().is_empty());
+    }
+
+    #[test]
+    fn the_word_hasher_spreads_aligned_addresses() {
+        use std::hash::BuildHasher;
+        let h = WordHash::default();
+        // 2 MiB-aligned bases: the low bits (hashbrown's bucket index) must still differ.
+        let low: HashSet<u64> = (1..=64u64).map(|i| h.hash_one(i << 21) & 63).collect();
+        assert!(low.len() > 32, "{}", low.len());
+        assert_ne!(
+            h.hash_one((1u32, 2u32, 3u64)),
+            h.hash_one((2u32, 1u32, 3u64))
+        );
+    }
 }

@@ -167,6 +167,10 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
                 run.slots_used.1
             ));
         }
+        if let Some(p) = &run.host_profile {
+            out.push_str(&p.line());
+            out.push('\n');
+        }
         out.push_str(&cuda::format_op_times(&run.op_times));
     }
     if let Some((name, text)) = source {
@@ -232,6 +236,10 @@ fn run_baseline(args: &Args, ops: &str) -> Result<String, String> {
             " ({iters} calls after {} warm-up, mean over ranks)\n",
             args.warmup
         ));
+        if let Some(p) = &r.profile {
+            out.push_str(&p.line());
+            out.push('\n');
+        }
     }
     Ok(out)
 }
