@@ -358,6 +358,7 @@ impl TypeFacts {
 }
 
 impl DefCache {
+    #[inline(always)]
     fn get(&mut self, ctx: &Context, op: OpId, def: &'static OpDef) -> (&DefFacts, &mut TypeFacts) {
         let name = ctx.op_name_ident(op).index();
         if name >= self.by_name.len() {
@@ -690,6 +691,9 @@ fn verify_symbol_table(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
 /// Checks that each operand is defined before its use: earlier in the same block, in the same
 /// region (blocks of a CFG region), or in an enclosing block before the enclosing op; and that
 /// no use crosses into an op that is isolated from above.
+///
+/// Inlined into both verifiers' per-op code (each op's hottest check; a call costs both).
+#[inline(always)]
 fn verify_dominance(ctx: &Context, op: OpId, visit: Option<&VisitOrder>) -> Result<(), Diagnostic> {
     for (i, &v) in ctx.operands(op).iter().enumerate() {
         let Some(def_block) = ctx.value_block(v) else {
