@@ -208,6 +208,11 @@ pub enum Trait {
     HasParent(&'static str),
     /// The op blocks until it completes (no separate wait).
     Blocking,
+    /// The op's `verify` hook reads the order of other ops (e.g. which op ends a block), so
+    /// its verdict may change when a pass only permutes ops; the order-only verification
+    /// after such a pass ([`verify_order`](crate::verify::verify_order)) runs the op's full
+    /// verifier rather than trusting the earlier one.
+    OrderSensitiveVerifier,
 }
 
 /// Syntax an op is printed and parsed in. Most ops use the uniform custom form; a few

@@ -2,6 +2,9 @@
 //! attribute constraints, traits, dominance, symbols), then each op's own verifier.
 //!
 //! It walks the IR iteratively, so arbitrarily deep nesting cannot overflow the stack.
+//!
+//! [`verify_order`] is the cheap variant for IR that was valid and has since only had ops
+//! permuted within their blocks: it runs only the checks a permutation can fail.
 
 use crate::attrs::AttrKind;
 use crate::context::{Context, ValueDef};
@@ -39,6 +42,87 @@ pub fn verify(ctx: &Context, root: OpId) -> Result<(), Vec<Diagnostic>> {
     } else {
         Err(errors)
     }
+}
+
+/// Verifies `root` after a pass that only permuted ops within their blocks (see
+/// [`PassEnv::mark_reordered_only`](crate::pass::PassEnv::mark_reordered_only)), on the
+/// premise that the IR passed [`verify`] before: same ops, operands, results, attributes,
+/// properties, locations, regions and block membership, only their order changed.
+///
+/// Every check of [`verify`] reads either the op itself (its name, operands' and results'
+/// types, attributes, regions, parent op) and the symbols it references, none of which a
+/// permutation changes, or the order of ops. The order-reading ones are all run here, each
+/// where [`verify`] runs it and with its diagnostic, so the errors are exactly those [`verify`]
+/// would report (the checks that precede them on an op cannot fail, by the premise):
+///
+/// - dominance: an operand used before its definition in the block (directly or through an
+///   enclosing op), with the same visit-order lookup as [`verify`];
+/// - [`Trait::Terminator`]: the op must still be the last of its block;
+/// - terminated regions (every op without [`Trait::NoTerminator`]): each block must still
+///   end with a terminator;
+/// - [`Trait::OrderSensitiveVerifier`]: ops whose own `verify` hook reads the order of other
+///   ops get the whole of [`verify`]'s checks.
+///
+/// Order-dependent checks that cannot fail after a permutation are not run: the symbol table
+/// check words its duplicate error at the later definition, but a permutation neither adds a
+/// symbol nor renames one; symbol lookups return the first definition of a name, which is
+/// the only one in a valid table.
+///
+/// The op verifiers of the dialects were audited against this: `rt.kernel` (its body must end
+/// with `rt.yield`) and `rt.launch` (its kernel's `rt.yield` gives the result buffer's type)
+/// read which op ends a block and carry [`Trait::OrderSensitiveVerifier`]. `comm.pool` walks
+/// its block, but its checks (one pool per kind and group, each `comm.slot` in bounds) hold
+/// for every order of the same ops, as do those that look at use lists (a move leaves them
+/// alone), the entry block (blocks are not reordered) or the parent op; the rest read only
+/// their own op.
+pub fn verify_order(ctx: &Context, root: OpId) -> Result<(), Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    let mut visit = VisitOrder {
+        number: vec![u32::MAX; ctx.num_op_slots()],
+    };
+    let mut next = 0u32;
+    let mut defs = DefCache::default();
+    // An order-sensitive op's full verifier may look symbols up; the index is built lazily.
+    ctx.with_symbol_cache(|| {
+        ctx.walk(root, |op| {
+            visit.number[op.index()] = next;
+            next += 1;
+            if let Err(e) = verify_op_order(ctx, op, &visit, &mut defs) {
+                errors.push(e);
+            }
+        })
+    });
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// [`verify_op_in`] reduced to the checks a permutation can fail (see [`verify_order`]), in
+/// the same order, so that the first failure is the one the full verifier reports.
+fn verify_op_order(
+    ctx: &Context,
+    op: OpId,
+    visit: &VisitOrder,
+    defs: &mut DefCache,
+) -> Result<(), Diagnostic> {
+    let Some(def) = ctx.op_def(op) else {
+        // An unregistered op that passed before is allowed; only its operands are checked.
+        return verify_dominance(ctx, op, Some(visit));
+    };
+    let order = defs.get(ctx, op, def).0.order;
+    if order.full {
+        return verify_op_in(ctx, op, Some(visit), defs);
+    }
+    verify_dominance(ctx, op, Some(visit))?;
+    if order.terminator {
+        verify_is_last(ctx, op)?;
+    }
+    if order.terminated_regions {
+        verify_block_terminators(ctx, op)?;
+    }
+    Ok(())
 }
 
 /// The error for an op of a dialect that is not registered (MLIR's wording).
@@ -89,6 +173,18 @@ struct DefFacts {
     attr_keys: Box<[Option<Ident>]>,
     /// Whether a trait of the definition is checked per op (see [`verify_traits`]).
     checked_traits: bool,
+    order: OrderChecks,
+}
+
+/// Which of [`verify_order`]'s checks apply to ops of a definition.
+#[derive(Clone, Copy)]
+struct OrderChecks {
+    /// [`Trait::OrderSensitiveVerifier`]: run every check.
+    full: bool,
+    /// [`Trait::Terminator`]: the op must end its block.
+    terminator: bool,
+    /// No [`Trait::NoTerminator`]: the blocks of the op's regions must end with a terminator.
+    terminated_regions: bool,
 }
 
 /// The shape of an operand or result list definition.
@@ -166,6 +262,11 @@ impl DefFacts {
                 .map(|a| ctx.find_ident(a.name))
                 .collect(),
             checked_traits: def.traits.iter().any(|t| is_checked_per_op(*t)),
+            order: OrderChecks {
+                full: def.has_trait(Trait::OrderSensitiveVerifier),
+                terminator: def.has_trait(Trait::Terminator),
+                terminated_regions: !def.has_trait(Trait::NoTerminator),
+            },
         }
     }
 
@@ -257,6 +358,7 @@ impl TypeFacts {
 }
 
 impl DefCache {
+    #[inline(always)]
     fn get(&mut self, ctx: &Context, op: OpId, def: &'static OpDef) -> (&DefFacts, &mut TypeFacts) {
         let name = ctx.op_name_ident(op).index();
         if name >= self.by_name.len() {
@@ -441,8 +543,10 @@ fn is_checked_per_op(t: Trait) -> bool {
         | Trait::SymbolTable
         | Trait::Symbol => true,
         // NoTerminator is read by the terminator check below, IsolatedFromAbove by the
-        // dominance check; the others are facts for the passes.
+        // dominance check, OrderSensitiveVerifier by `verify_order`; the others are facts for
+        // the passes.
         Trait::Pure
+        | Trait::OrderSensitiveVerifier
         | Trait::IsolatedFromAbove
         | Trait::NoTerminator
         | Trait::ReturnLike
@@ -473,15 +577,7 @@ fn verify_traits(
     for t in traits {
         // Every trait with an arm here is one of those `is_checked_per_op` lists.
         match *t {
-            Trait::Terminator => {
-                if let Some(b) = ctx.op_parent(op) {
-                    if ctx.block_last(b) != Some(op) {
-                        return Err(
-                            ctx.op_error(op, "must be the last operation in the parent block")
-                        );
-                    }
-                }
-            }
+            Trait::Terminator => verify_is_last(ctx, op)?,
             Trait::HasParent(p) => {
                 let parent = ctx.parent_op(op).map(|p| ctx.op_name(p));
                 if parent != Some(p) {
@@ -531,24 +627,40 @@ fn verify_traits(
             _ => {}
         }
     }
-    let regions = ctx.op_regions(op);
-    if !regions.is_empty() && !def.has_trait(Trait::NoTerminator) {
-        for &r in regions {
-            for &b in ctx.region_blocks(r) {
-                match ctx.block_last(b) {
-                    Some(last) if ctx.op_def(last).is_none() && ctx.allow_unregistered => {}
-                    Some(last) if ctx.op_has_trait(last, Trait::Terminator) => {}
-                    Some(last) => {
-                        return Err(Diagnostic::error(
-                            ctx.op_loc(last),
-                            "block with no terminator, has ".to_string()
-                                + &format!("'{}'", ctx.op_name(last)),
-                        )
-                        .with_note(ctx.op_loc(op), "in the region of this operation"));
-                    }
-                    None => {
-                        return Err(ctx.op_error(op, "empty block: expect at least a terminator"));
-                    }
+    if !ctx.op_regions(op).is_empty() && !def.has_trait(Trait::NoTerminator) {
+        verify_block_terminators(ctx, op)?;
+    }
+    Ok(())
+}
+
+/// The check of [`Trait::Terminator`]: `op` is the last op of its block.
+fn verify_is_last(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    match ctx.op_parent(op) {
+        Some(b) if ctx.block_last(b) != Some(op) => {
+            Err(ctx.op_error(op, "must be the last operation in the parent block"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Every block of `op`'s regions ends with a terminator (for ops without
+/// [`Trait::NoTerminator`]).
+fn verify_block_terminators(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    for &r in ctx.op_regions(op) {
+        for &b in ctx.region_blocks(r) {
+            match ctx.block_last(b) {
+                Some(last) if ctx.op_def(last).is_none() && ctx.allow_unregistered => {}
+                Some(last) if ctx.op_has_trait(last, Trait::Terminator) => {}
+                Some(last) => {
+                    return Err(Diagnostic::error(
+                        ctx.op_loc(last),
+                        "block with no terminator, has ".to_string()
+                            + &format!("'{}'", ctx.op_name(last)),
+                    )
+                    .with_note(ctx.op_loc(op), "in the region of this operation"));
+                }
+                None => {
+                    return Err(ctx.op_error(op, "empty block: expect at least a terminator"));
                 }
             }
         }
@@ -579,6 +691,9 @@ fn verify_symbol_table(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
 /// Checks that each operand is defined before its use: earlier in the same block, in the same
 /// region (blocks of a CFG region), or in an enclosing block before the enclosing op; and that
 /// no use crosses into an op that is isolated from above.
+///
+/// Inlined into both verifiers' per-op code (each op's hottest check; a call costs both).
+#[inline(always)]
 fn verify_dominance(ctx: &Context, op: OpId, visit: Option<&VisitOrder>) -> Result<(), Diagnostic> {
     for (i, &v) in ctx.operands(op).iter().enumerate() {
         let Some(def_block) = ctx.value_block(v) else {
@@ -674,6 +789,107 @@ mod tests {
         TypeConstraint::Index,
         TypeConstraint::FloatTensor,
     ];
+
+    /// Ops for [`order_checks_match_verify_on_permuted_blocks`].
+    static ORDER_TEST_DEFS: [OpDef; 4] = [
+        OpDef {
+            name: "t.func",
+            regions: Some(1),
+            traits: &[Trait::IsolatedFromAbove],
+            ..OpDef::EMPTY
+        },
+        OpDef {
+            name: "t.op",
+            operands: &[ArgDef::variadic("in", TypeConstraint::Index)],
+            results: &[ArgDef::variadic("out", TypeConstraint::Index)],
+            regions: None,
+            ..OpDef::EMPTY
+        },
+        OpDef {
+            name: "t.ret",
+            operands: &[ArgDef::variadic("in", TypeConstraint::Index)],
+            traits: &[Trait::Terminator],
+            ..OpDef::EMPTY
+        },
+        OpDef {
+            name: "t.first",
+            traits: &[Trait::OrderSensitiveVerifier],
+            verify: Some(
+                |ctx, op| match ctx.op_parent(op).and_then(|b| ctx.block_first(b)) {
+                    Some(f) if f != op => Err(ctx.op_error(op, "must come first in its block")),
+                    _ => Ok(()),
+                },
+            ),
+            ..OpDef::EMPTY
+        },
+    ];
+
+    /// [`verify_order`] reports exactly what [`verify`] reports on valid IR whose ops were
+    /// then moved within their blocks: nested regions (uses through enclosing ops),
+    /// terminators and an order-sensitive verifier.
+    #[test]
+    fn order_checks_match_verify_on_permuted_blocks() {
+        const TEXT: &str = r#"
+"t.func"() ({
+^bb0(%a: index):
+  "t.first"() : () -> ()
+  %0 = "t.op"(%a) : (index) -> index
+  %1 = "t.op"(%0) : (index) -> index
+  %2 = "t.op"(%0) ({
+    %3 = "t.op"(%1) : (index) -> index
+    %4 = "t.op"(%3, %0) : (index, index) -> index
+    "t.op"() ({
+      "t.first"() : () -> ()
+      %5 = "t.op"(%4, %1) : (index, index) -> index
+      "t.ret"(%5) : (index) -> ()
+    }) : () -> ()
+    "t.ret"(%4) : (index) -> ()
+  }) : (index) -> index
+  %6 = "t.op"() : () -> index
+  %7 = "t.op"(%2, %6) : (index, index) -> index
+  "t.ret"(%7) : (index) -> ()
+}) : () -> ()
+"#;
+        let mut rng = Rng(0x0123_4567_89ab_cdef);
+        let (mut valid, mut invalid) = (0, 0);
+        for _ in 0..2000 {
+            let mut ctx = Context::new();
+            for def in &ORDER_TEST_DEFS {
+                ctx.register_op(def);
+            }
+            let m = parse_source(&mut ctx, "t", TEXT.as_bytes(), &ParseOptions::default())
+                .unwrap_or_else(|e| panic!("{}", e.message));
+            verify(&ctx, m).unwrap_or_else(|e| panic!("{}", e[0].message));
+            let mut blocks = Vec::new();
+            ctx.walk(m, |op| {
+                for &r in ctx.op_regions(op) {
+                    blocks.extend(ctx.region_blocks(r).iter().copied());
+                }
+            });
+            for _ in 0..1 + rng.below(3) {
+                let b = rng.pick(&blocks);
+                let ops: Vec<OpId> = ctx.block_ops(b).collect();
+                let (x, y) = (rng.pick(&ops), rng.pick(&ops));
+                if rng.below(2) == 0 {
+                    ctx.move_before(x, y);
+                } else {
+                    ctx.move_after(x, y);
+                }
+            }
+            let render = |r: Result<(), Vec<Diagnostic>>| format!("{:?}", r.err());
+            let full = render(verify(&ctx, m));
+            assert_eq!(render(verify_order(&ctx, m)), full);
+            if full == "None" {
+                valid += 1;
+            } else {
+                invalid += 1;
+            }
+        }
+        assert!(
+            valid > 100 && invalid > 1000,
+            "{valid} valid, {invalid} invalid"
+        );
+    }
 
     #[test]
     fn type_facts_match_type_satisfies() {

@@ -138,7 +138,13 @@ register_op!(
             the same name, taking one global pointer per argument and one for the result.",
         attributes: &[AttrDef::required("sym_name", AttrConstraint::SymbolName)],
         regions: Some(1),
-        traits: &[Trait::IsolatedFromAbove, Trait::Symbol, Trait::SingleBlock],
+        // `verify_kernel` reads which op ends the body.
+        traits: &[
+            Trait::IsolatedFromAbove,
+            Trait::Symbol,
+            Trait::SingleBlock,
+            Trait::OrderSensitiveVerifier,
+        ],
         verify: Some(verify_kernel),
         example: "rt.kernel @k0 ({\n^bb0(%a: tensor<8x16xbf16>):\n  %0 = compute.gelu %a : tensor<8x16xbf16>\n  rt.yield %0 : tensor<8x16xbf16>\n})",
         ..OpDef::EMPTY
@@ -272,7 +278,8 @@ register_op!(
             AttrDef::required("grid", AttrConstraint::Integer),
             AttrDef::required("block", AttrConstraint::Integer),
         ],
-        traits: &[Trait::MemRead, Trait::MemWrite],
+        // `verify_launch` reads the result type from the op ending the kernel's body.
+        traits: &[Trait::MemRead, Trait::MemWrite, Trait::OrderSensitiveVerifier],
         verify: Some(verify_launch),
         example: "rt.launch %a, %b {block = 256 : i64, grid = 1 : i64, kernel = @k0} : memref<8x16xbf16>",
         ..OpDef::EMPTY

@@ -73,6 +73,8 @@ pub struct PassEnv<'a> {
     pub(crate) root: OpId,
     /// Set by [`PassEnv::mark_unchanged`].
     pub(crate) unchanged: bool,
+    /// Set by [`PassEnv::mark_reordered_only`].
+    pub(crate) reordered_only: bool,
 }
 
 impl<'a> PassEnv<'a> {
@@ -88,6 +90,7 @@ impl<'a> PassEnv<'a> {
             diagnostics,
             root,
             unchanged: false,
+            reordered_only: false,
         }
     }
 
@@ -113,6 +116,22 @@ impl<'a> PassEnv<'a> {
     /// Whether [`PassEnv::mark_unchanged`] was called in this run.
     pub fn is_marked_unchanged(&self) -> bool {
         self.unchanged
+    }
+
+    /// Declares that this run only moved ops within their blocks: the same ops, with the same
+    /// operands, results, attributes, properties, locations and regions, in the same blocks,
+    /// possibly in another order. The pass manager then verifies only what a permutation can
+    /// break ([`verify_order`](crate::verify::verify_order): dominance, terminator placement
+    /// and the ops whose verifier reads the order of others), with the diagnostics the full
+    /// verifier would give. [`PassEnv::mark_unchanged`] takes precedence when both are called.
+    /// Debug builds check the claim against an order-insensitive fingerprint of the IR.
+    pub fn mark_reordered_only(&mut self) {
+        self.reordered_only = true;
+    }
+
+    /// Whether [`PassEnv::mark_reordered_only`] was called in this run.
+    pub fn is_marked_reordered_only(&self) -> bool {
+        self.reordered_only
     }
 
     /// The top-level op the whole pipeline runs on (usually the module).

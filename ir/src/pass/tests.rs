@@ -600,3 +600,235 @@ fn a_false_unchanged_claim_is_caught_in_debug_builds() {
     );
     let _ = pm.run(&mut ctx, m);
 }
+
+crate::register_pass!(
+    TEST_REORDER = PassInfo {
+        argument: "test-pm-reorder",
+        name: "TestPmReorder",
+        summary: "function pass that moves one op within its block and says it only reordered",
+        description: "",
+        anchor: Anchor::FUNC,
+        options: &[OptionDef::new(
+            "move",
+            OptionKind::Enum(&[
+                "none",
+                "swap",
+                "first-last",
+                "use-early",
+                "ret-early",
+                "lie"
+            ]),
+            "none",
+            "which op to move (`lie`: set an attribute too)"
+        )],
+        statistics: &[],
+        create: |o| Ok(Box::new(Reorder(o.get_str("move").to_string()))),
+    }
+);
+
+/// Moves one op of the function's body (see [`reorder_body`] for the body it expects) and
+/// marks the IR reordered only; `none` moves nothing and marks it unchanged as well.
+struct Reorder(String);
+impl Pass for Reorder {
+    fn info(&self) -> &'static PassInfo {
+        &TEST_REORDER
+    }
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
+        let body = ctx.region_blocks(ctx.op_regions(op)[0])[0];
+        let ops: Vec<OpId> = ctx.block_ops(body).collect();
+        let [first, a, b, user, ret] = ops[..] else {
+            panic!("unexpected body");
+        };
+        match self.0.as_str() {
+            "none" => env.mark_unchanged(),
+            // %0 and %1 are independent: a valid permutation.
+            "swap" => ctx.move_after(a, b),
+            "first-last" => ctx.move_before(first, ret),
+            "use-early" => ctx.move_before(user, a),
+            "ret-early" => ctx.move_before(ret, a),
+            "lie" => {
+                ctx.move_after(a, b);
+                let u = ctx.unit_attr();
+                ctx.set_attr(a, "x", u);
+            }
+            m => panic!("unknown move {m}"),
+        }
+        env.mark_reordered_only();
+        Ok(())
+    }
+}
+
+thread_local! {
+    /// Calls of the `verify` hooks of `test.counted` and `test.first` on this thread.
+    static VERIFIED: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// An op whose verifier only counts its calls.
+static TEST_COUNTED_DEF: crate::opdef::OpDef = crate::opdef::OpDef {
+    name: "test.counted",
+    operands: &[crate::opdef::ArgDef::variadic(
+        "in",
+        crate::opdef::TypeConstraint::Any,
+    )],
+    results: &[crate::opdef::ArgDef::variadic(
+        "out",
+        crate::opdef::TypeConstraint::Any,
+    )],
+    verify: Some(|_, _| {
+        VERIFIED.with(|v| v.set((v.get().0 + 1, v.get().1)));
+        Ok(())
+    }),
+    ..crate::opdef::OpDef::EMPTY
+};
+
+/// An op that must come first in its block: its verifier reads the order of its siblings.
+static TEST_FIRST_DEF: crate::opdef::OpDef = crate::opdef::OpDef {
+    name: "test.first",
+    traits: &[crate::opdef::Trait::OrderSensitiveVerifier],
+    verify: Some(|ctx, op| {
+        VERIFIED.with(|v| v.set((v.get().0, v.get().1 + 1)));
+        match ctx.op_parent(op).and_then(|b| ctx.block_first(b)) {
+            Some(f) if f != op => Err(ctx.op_error(op, "must come first in its block")),
+            _ => Ok(()),
+        }
+    }),
+    ..crate::opdef::OpDef::EMPTY
+};
+
+static TEST_RET_DEF: crate::opdef::OpDef = crate::opdef::OpDef {
+    name: "test.ret",
+    traits: &[crate::opdef::Trait::Terminator],
+    ..crate::opdef::OpDef::EMPTY
+};
+
+/// A module holding `@f`, whose body [`Reorder`] rearranges; every op is registered, the
+/// function's region is an SSA region that needs a terminator.
+fn reorder_body(ctx: &mut Context) -> OpId {
+    for def in [
+        &TEST_FUNC_DEF,
+        &TEST_COUNTED_DEF,
+        &TEST_FIRST_DEF,
+        &TEST_RET_DEF,
+    ] {
+        ctx.register_op(def);
+    }
+    let text = r#"
+"func.func"() ({
+  "test.first"() : () -> ()
+  %0 = "test.counted"() : () -> index
+  %1 = "test.counted"() : () -> index
+  "test.counted"(%0, %1) : (index, index) -> ()
+  "test.ret"() : () -> ()
+}) {sym_name = "f"} : () -> ()
+"#;
+    let m = crate::parser::parse_source(
+        ctx,
+        "reorder.mlir",
+        text.as_bytes(),
+        &crate::parser::ParseOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{}", e.message));
+    crate::verify::verify(ctx, m).unwrap_or_else(|e| panic!("{}", e[0].message));
+    m
+}
+
+/// Runs `test-pm-reorder{move=MOVE}` on the function of [`reorder_body`]: the pass manager's
+/// diagnostics, the full verifier's on the IR it left, and the calls of the `test.counted`
+/// and `test.first` verifiers during the run.
+fn run_reorder(mv: &str) -> (Vec<String>, Vec<String>, (usize, usize)) {
+    let mut ctx = Context::new();
+    let m = reorder_body(&mut ctx);
+    let mut pm = PassManager::from_pipeline(
+        parse_pipeline(&format!(
+            "builtin.module(func.func(test-pm-reorder{{move={mv}}}))"
+        ))
+        .unwrap(),
+    );
+    VERIFIED.with(|v| v.set((0, 0)));
+    let got = pm.run(&mut ctx, m).err().unwrap_or_default();
+    let calls = VERIFIED.with(|v| v.get());
+    let body = ctx.region_blocks(ctx.op_regions(m)[0])[0];
+    let f = ctx.block_first(body).unwrap();
+    let full = crate::verify::verify(&ctx, f).err().unwrap_or_default();
+    let render = |ds: Vec<Diagnostic>| ds.iter().map(|d| format!("{d:?}")).collect();
+    (render(got), render(full), calls)
+}
+
+#[test]
+fn a_valid_reorder_is_verified_by_order_checks_only() {
+    let (got, full, calls) = run_reorder("swap");
+    assert!(got.is_empty() && full.is_empty(), "{got:?} {full:?}");
+    // Only the order-sensitive op's verifier ran.
+    assert_eq!(calls, (0, 1));
+}
+
+#[test]
+fn a_reorder_breaking_dominance_gets_the_full_verifiers_error() {
+    let (got, full, _) = run_reorder("use-early");
+    assert!(
+        got[0].contains("operand #0 does not dominate this use"),
+        "{got:?}"
+    );
+    assert_eq!(got, full);
+}
+
+#[test]
+fn a_reorder_moving_a_terminator_gets_the_full_verifiers_errors() {
+    let (got, full, _) = run_reorder("ret-early");
+    // The function's block ends with a non-terminator, and the terminator is not last.
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(got[0].contains("block with no terminator"), "{got:?}");
+    assert!(got[1].contains("must be the last operation"), "{got:?}");
+    assert_eq!(got, full);
+}
+
+#[test]
+fn an_order_sensitive_op_is_fully_verified_after_a_reorder() {
+    let (got, full, calls) = run_reorder("first-last");
+    assert!(got[0].contains("must come first in its block"), "{got:?}");
+    assert_eq!(got, full);
+    assert_eq!(calls, (0, 1));
+}
+
+#[test]
+fn unchanged_takes_precedence_over_reordered_only() {
+    let mut ctx = Context::new();
+    let m = reorder_body(&mut ctx);
+    let log = Rc::new(RefCell::new(Vec::new()));
+    let mut pm = PassManager::from_pipeline(
+        parse_pipeline("builtin.module(func.func(test-pm-reorder{move=none}))").unwrap(),
+    );
+    pm.add_instrumentation(Box::new(Recorder(log.clone())));
+    pm.run(&mut ctx, m).unwrap();
+    assert!(!log.borrow().iter().any(|e| e == "verify"), "{log:?}");
+}
+
+#[cfg(debug_assertions)]
+#[test]
+#[should_panic(expected = "pass 'test-pm-reorder' marked the IR reordered-only but changed it")]
+fn a_false_reordered_only_claim_is_caught_in_debug_builds() {
+    run_reorder("lie");
+}
+
+#[test]
+fn unordered_fingerprint_sees_changes_but_not_moves() {
+    let mut ctx = Context::new();
+    let m = module_with_funcs(&mut ctx, &["a", "b"]);
+    let fp0 = fingerprint::unordered_fingerprint(&ctx, m);
+    let body = ctx.region_blocks(ctx.op_regions(m)[0])[0];
+    let first = ctx.block_first(body).unwrap();
+    let last = ctx.block_last(body).unwrap();
+    ctx.move_after(first, last);
+    assert_eq!(fp0, fingerprint::unordered_fingerprint(&ctx, m));
+    // Moving a function's terminator into the other function changes block membership.
+    let f_body = |ctx: &Context, f| ctx.region_blocks(ctx.op_regions(f)[0])[0];
+    let ret = ctx.block_first(f_body(&ctx, first)).unwrap();
+    let other = ctx.block_first(f_body(&ctx, last)).unwrap();
+    ctx.move_before(ret, other);
+    assert_ne!(fp0, fingerprint::unordered_fingerprint(&ctx, m));
+}
