@@ -172,6 +172,8 @@ unsafe fn rank_run(
 ) -> Result<Vec<BaselineRow>, String> {
     let mut d = 0;
     cu_check("cuDeviceGet", cu::cuDeviceGet(&mut d, dev))?;
+    // Pinned as a program's rank threads are (like for like); a failure only means unpinned.
+    let _ = super::affinity::pin_to_device(d);
     let mut ctx = std::ptr::null_mut();
     cu_check(
         "cuDevicePrimaryCtxRetain",

@@ -22,6 +22,7 @@
 //! host-time breakdown of the timed loops, `COMMLIR_HOST_PROFILE=1`).
 
 pub mod abi;
+pub mod affinity;
 pub mod artifact;
 pub mod baseline;
 pub mod check;
@@ -599,6 +600,10 @@ fn rank_body(
     unsafe {
         let mut dev = 0;
         cu_check("cuDeviceGet", cu::cuDeviceGet(&mut dev, st.device))?;
+        // Before anything is enqueued: this thread issues all of the rank's GPU work.
+        if let Some(n) = affinity::pin_to_device(dev) {
+            st.notes.push(n);
+        }
         cu_check(
             "cuDevicePrimaryCtxRetain",
             cu::cuDevicePrimaryCtxRetain(&mut st.ctx, dev),

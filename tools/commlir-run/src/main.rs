@@ -93,6 +93,18 @@ struct Args {
     /// a compiled program adds for the wait of each collective).
     #[arg(long)]
     baseline_events: bool,
+    /// cuda: `gpu` pins each rank's host thread to the CPUs local to its GPU (its NUMA node,
+    /// from sysfs, within the process's cpuset), as NCCL pins its proxy threads; `none`
+    /// leaves thread placement to the OS (e.g. under a launcher that binds).
+    #[arg(long, value_enum, default_value_t = Affinity::Gpu)]
+    cpu_affinity: Affinity,
+}
+
+/// `--cpu-affinity`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Affinity {
+    Gpu,
+    None,
 }
 
 /// Parses and verifies `text`; errors are rendered diagnostics.
@@ -246,6 +258,7 @@ fn run_baseline(args: &Args, ops: &str) -> Result<String, String> {
 
 /// Runs the tool; `Err` holds the rendered diagnostics.
 fn run(args: &Args) -> Result<String, String> {
+    cuda::affinity::set_enabled(args.cpu_affinity == Affinity::Gpu);
     if args.cuda_graph && args.nccl_baseline.is_some() {
         return Err("error: --cuda-graph applies to programs, not to --nccl-baseline\n".into());
     }
