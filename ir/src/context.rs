@@ -1386,8 +1386,13 @@ fn prefetch_bytes(p: *const u8, len: usize) {
         let mut line = first;
         while line <= last {
             // SAFETY: a prefetch is a hint that neither faults nor writes, for any address;
-            // `wrapping_add` keeps the address arithmetic defined.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(line - p as usize) as *const i8) };
+            // wrapping arithmetic keeps the address computation defined (the first line
+            // starts before `p`).
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(
+                    p.wrapping_add(line.wrapping_sub(p as usize)) as *const i8
+                )
+            };
             line += 64;
         }
     }

@@ -297,7 +297,13 @@ pub(crate) fn run_iterative(
     plan: Planner,
 ) -> Result<(), Diagnostic> {
     let (infos, reverted) = if opts.revert_if_slower {
-        crate::schedule::guard::keep_if_not_slower(ctx, op, |ctx, costs| plan(ctx, op, opts, costs))
+        crate::schedule::guard::keep_if_not_slower(
+            ctx,
+            op,
+            Some(&mut *env),
+            !opts.annotate,
+            |ctx, costs| plan(ctx, op, opts, costs),
+        )
     } else {
         let (infos, order) = plan(ctx, op, opts, None);
         if let Some(order) = order {
@@ -313,9 +319,15 @@ pub(crate) fn run_iterative(
         }
     }
     let annotated = opts.annotate && !reverted && !infos.is_empty();
-    // Undone, or nothing moved: the body holds its ops in the input order, untouched.
-    if !annotated && (reverted || infos.iter().all(|i| i.moves == 0)) {
-        env.mark_unchanged();
+    if !annotated {
+        // Undone, or nothing moved: the body holds its ops in the input order, untouched.
+        // Otherwise the pass only moved ops within the body, which the pass manager then
+        // verifies for order alone (dominance, terminators).
+        if reverted || infos.iter().all(|i| i.moves == 0) {
+            env.mark_unchanged();
+        } else {
+            env.mark_reordered_only();
+        }
     }
     Ok(())
 }

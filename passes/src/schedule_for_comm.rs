@@ -267,6 +267,13 @@ impl Pass for Greedy {
         let s = run_on_func(ctx, op, self.mode, self.opts);
         env.add_stat("ops-moved", s.ops_moved);
         env.add_stat("rejected-for-memory", s.rejected_for_memory);
+        // A schedule only permutes the body: verified for order alone (or not at all when
+        // no op changed position).
+        if s.ops_moved == 0 {
+            env.mark_unchanged();
+        } else {
+            env.mark_reordered_only();
+        }
         Ok(())
     }
 }

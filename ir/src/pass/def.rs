@@ -2,11 +2,13 @@
 //! options, statistics, the op it anchors on, a constructor), the [`Pass`] trait its instances
 //! implement, and the [`PassEnv`] a running pass reports statistics and diagnostics through.
 
+use super::analysis::AnalysisCache;
 use super::options::{OptionDef, PassOptions};
 use super::statistics::{StatisticDef, Statistics};
 use crate::context::Context;
 use crate::diag::Diagnostic;
 use crate::entity::OpId;
+use std::any::Any;
 
 /// The op a pass runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +77,8 @@ pub struct PassEnv<'a> {
     pub(crate) unchanged: bool,
     /// Set by [`PassEnv::mark_reordered_only`].
     pub(crate) reordered_only: bool,
+    /// The run's analysis cache (`None` for a pass run by hand: nothing is cached).
+    pub(crate) analyses: Option<&'a mut AnalysisCache>,
 }
 
 impl<'a> PassEnv<'a> {
@@ -91,6 +95,7 @@ impl<'a> PassEnv<'a> {
             root,
             unchanged: false,
             reordered_only: false,
+            analyses: None,
         }
     }
 
@@ -132,6 +137,27 @@ impl<'a> PassEnv<'a> {
     /// Whether [`PassEnv::mark_reordered_only`] was called in this run.
     pub fn is_marked_reordered_only(&self) -> bool {
         self.reordered_only
+    }
+
+    /// An analysis of `op` a previous pass of this run stored and nothing has invalidated
+    /// since ([`AnalysisCache`]); it describes the IR as it is now.
+    pub fn cached_analysis<T: Any>(&self, op: OpId) -> Option<&T> {
+        self.analyses.as_deref().and_then(|a| a.get(op))
+    }
+
+    /// Takes a cached analysis out (see [`PassEnv::cached_analysis`]), to use by value and
+    /// store back with [`PassEnv::cache_analysis`] if it still holds after the pass.
+    pub fn take_cached_analysis<T: Any>(&mut self, op: OpId) -> Option<T> {
+        self.analyses.as_deref_mut().and_then(|a| a.take(op))
+    }
+
+    /// Stores an analysis of `op` for later passes. The pass promises it describes the IR as
+    /// the pass leaves it (store it after the last change); the pass manager drops it when a
+    /// later pass changes `op`, an op nested in it or one enclosing it.
+    pub fn cache_analysis<T: Any>(&mut self, op: OpId, value: T) {
+        if let Some(a) = self.analyses.as_deref_mut() {
+            a.insert(op, value);
+        }
     }
 
     /// The top-level op the whole pipeline runs on (usually the module).

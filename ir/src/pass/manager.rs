@@ -207,6 +207,8 @@ struct RunState<'a> {
     verify_each: bool,
     root: OpId,
     diagnostics: Vec<Diagnostic>,
+    /// What passes of this run computed for later ones (`analysis.rs`).
+    analyses: super::analysis::AnalysisCache,
 }
 
 /// The top-level pass manager: a root pipeline plus run-wide settings and instrumentations.
@@ -271,6 +273,7 @@ impl PassManager {
             verify_each: self.verify_each,
             root: op,
             diagnostics: Vec::new(),
+            analyses: Default::default(),
         };
         let ok = run_pipeline(&mut self.root, ctx, op, &mut st);
         if ok {
@@ -360,6 +363,7 @@ fn run_pass(entry: &mut PassEntry, ctx: &mut Context, op: OpId, st: &mut RunStat
         super::fingerprint::fingerprint(ctx, op),
         super::fingerprint::unordered_fingerprint(ctx, op),
     );
+    st.analyses.begin_pass();
     let (result, unchanged, reordered_only) = {
         let mut env = PassEnv {
             stats,
@@ -367,10 +371,12 @@ fn run_pass(entry: &mut PassEntry, ctx: &mut Context, op: OpId, st: &mut RunStat
             root: st.root,
             unchanged: false,
             reordered_only: false,
+            analyses: Some(&mut st.analyses),
         };
         let r = pass.run(ctx, op, &mut env);
         (r, env.unchanged, env.reordered_only)
     };
+    st.analyses.end_pass(ctx, op, !unchanged);
     #[cfg(debug_assertions)]
     if result.is_ok() {
         if unchanged {

@@ -11,6 +11,7 @@
 //! - [`instrumentation`], [`timing`], [`fingerprint`]: IR printing, timing reports and
 //!   change detection.
 
+pub mod analysis;
 pub mod def;
 pub mod fingerprint;
 pub mod instrumentation;
@@ -21,6 +22,7 @@ pub mod registry;
 pub mod statistics;
 pub mod timing;
 
+pub use analysis::AnalysisCache;
 pub use def::{Anchor, Pass, PassCtor, PassEnv, PassInfo};
 pub use instrumentation::{IrPrintConfig, IrPrinter, PassInstrumentation, PassRef};
 pub use manager::{OpPassManager, PassEntry, PassManager, PipelineElement};

@@ -832,3 +832,154 @@ fn unordered_fingerprint_sees_changes_but_not_moves() {
     ctx.move_before(ret, other);
     assert_ne!(fp0, fingerprint::unordered_fingerprint(&ctx, m));
 }
+
+// ----- the analysis cache ---------------------------------------------------------------
+
+crate::register_pass!(
+    TEST_ANALYSIS = PassInfo {
+        argument: "test-pm-analysis",
+        name: "TestPmAnalysis",
+        summary: "stores, reads or invalidates a cached analysis",
+        description: "",
+        anchor: Anchor::Any,
+        options: &[OptionDef::new(
+            "mode",
+            OptionKind::Enum(&["store", "read", "touch", "touch-store", "touch-a"]),
+            "read",
+            "what to do"
+        )],
+        statistics: &[
+            StatisticDef::new("hit", "Cached analyses found"),
+            StatisticDef::new("miss", "Cached analyses missing")
+        ],
+        create: |o| Ok(Box::new(AnalysisPass(o.get_str("mode").to_string()))),
+    }
+);
+
+/// A cached analysis of a test op: the op it was computed for.
+struct Seen(OpId);
+
+/// `store`: caches `Seen` without changing the IR; `read`: counts hits (checking the value)
+/// and misses; `touch`: changes the op (an attribute); `touch-store`: changes it, then
+/// stores; `touch-a`: changes only the function named `a`.
+struct AnalysisPass(String);
+impl Pass for AnalysisPass {
+    fn info(&self) -> &'static PassInfo {
+        &TEST_ANALYSIS
+    }
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
+        let touch = |ctx: &mut Context| {
+            let n = ctx.int_attr(1, 64);
+            ctx.set_attr(op, "test.touched", n);
+        };
+        match self.0.as_str() {
+            "store" => {
+                env.cache_analysis(op, Seen(op));
+                env.mark_unchanged();
+            }
+            "read" => {
+                match env.cached_analysis::<Seen>(op) {
+                    Some(s) => {
+                        assert_eq!(s.0, op);
+                        env.add_stat("hit", 1);
+                    }
+                    None => env.add_stat("miss", 1),
+                }
+                env.mark_unchanged();
+            }
+            "touch" => touch(ctx),
+            "touch-store" => {
+                touch(ctx);
+                env.cache_analysis(op, Seen(op));
+            }
+            "touch-a" => {
+                if ctx.symbol_name(op) == Some("a") {
+                    touch(ctx);
+                } else {
+                    env.mark_unchanged();
+                }
+            }
+            m => unreachable!("mode {m}"),
+        }
+        Ok(())
+    }
+}
+
+/// Runs `pipeline` on a module of functions `a` and `b`; returns (hits, misses).
+fn analysis_hits(pipeline: &str) -> (u64, u64) {
+    let mut ctx = Context::new();
+    let m = module_with_funcs(&mut ctx, &["a", "b"]);
+    let mut pm = PassManager::from_pipeline(parse_pipeline(pipeline).unwrap());
+    pm.run(&mut ctx, m).unwrap();
+    // Sums the `(S) N hit` / `(S) N miss` lines of every instance.
+    let (mut hit, mut miss) = (0, 0);
+    for line in pm.statistics_report().lines() {
+        let mut w = line.split_whitespace();
+        if w.next() != Some("(S)") {
+            continue;
+        }
+        let n: u64 = w.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        match w.next() {
+            Some("hit") => hit += n,
+            Some("miss") => miss += n,
+            _ => {}
+        }
+    }
+    (hit, miss)
+}
+
+#[test]
+fn cached_analyses_reach_later_passes_until_invalidated() {
+    let f = |p: &str| analysis_hits(&format!("builtin.module(func.func({p}))"));
+    // Stored by one pass, found by the next (each function its own).
+    assert_eq!(f("test-pm-analysis{mode=store},test-pm-analysis"), (2, 0));
+    // Nothing stored.
+    assert_eq!(f("test-pm-analysis"), (0, 2));
+    // A pass that changed the function in between drops it...
+    assert_eq!(
+        f("test-pm-analysis{mode=store},test-pm-analysis{mode=touch},test-pm-analysis"),
+        (0, 2)
+    );
+    // ...unless it stored it itself after its change...
+    assert_eq!(
+        f("test-pm-analysis{mode=touch-store},test-pm-analysis"),
+        (2, 0)
+    );
+    // ...and a change to one function leaves the other's.
+    assert_eq!(
+        f("test-pm-analysis{mode=store},test-pm-analysis{mode=touch-a},test-pm-analysis"),
+        (1, 1)
+    );
+    // A change to the enclosing module drops the functions' analyses too.
+    assert_eq!(
+        analysis_hits(
+            "builtin.module(func.func(test-pm-analysis{mode=store}),test-pm-analysis{mode=touch},\
+             func.func(test-pm-analysis))"
+        ),
+        (0, 2)
+    );
+    // A module analysis goes when a function inside changes.
+    assert_eq!(
+        analysis_hits(
+            "builtin.module(test-pm-analysis{mode=store},func.func(test-pm-analysis{mode=touch-a}),\
+             test-pm-analysis)"
+        ),
+        (0, 1)
+    );
+}
+
+#[test]
+fn a_pass_run_by_hand_caches_nothing() {
+    let mut ctx = Context::new();
+    let m = module_with_funcs(&mut ctx, &["a"]);
+    let mut stats = Statistics::new(TEST_ANALYSIS.statistics);
+    let mut diags = Vec::new();
+    let mut env = PassEnv::new(&mut stats, &mut diags, m);
+    env.cache_analysis(m, Seen(m));
+    assert!(env.cached_analysis::<Seen>(m).is_none());
+}

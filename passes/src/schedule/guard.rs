@@ -4,11 +4,20 @@
 //! one `--comm-report` uses) compares the new order with the old; an order that makes the
 //! function slower is dropped. The scheduler hands over its order instead of writing it, so the
 //! guard simulates it first and writes it into the block only when it keeps it: O(n), two
-//! simulations and at most one relink.
+//! simulations and at most one relink. The op costs and the makespan of the order it leaves
+//! go into the pass manager's analysis cache, so that the next guarded pass on the function
+//! neither costs its ops nor simulates its input again.
 
 use super::{apply_op_order, CostTable};
 use crate::analysis::timeline::simulate_ops;
+use commlir_ir::pass::PassEnv;
 use commlir_ir::{BlockId, Context, OpId};
+
+/// The simulated makespan (ns) of a function body in its current order, with the costs of
+/// its [`CostTable`]: what the next guarded pass compares against, kept in the pass manager's
+/// analysis cache so that it is not simulated again.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Makespan(pub f64);
 
 /// Runs `schedule` on `func`'s body and keeps its order unless the simulated makespan grew.
 /// Returns the scheduler's result and whether the order was dropped (reverted).
@@ -18,9 +27,16 @@ use commlir_ir::{BlockId, Context, OpId};
 /// (every op of the body, once), or `None` when it has nothing to reorder. It must leave the
 /// body in its input order or in any order that `apply_op_order` may overwrite (the
 /// `verify-memory` checks write intermediate orders).
+///
+/// With `env`, the cost table and the input's makespan come from the analysis cache when a
+/// previous pass left them there, and both go back for the next pass, valid for the order
+/// written (a reordering changes no op, so no op's cost; `keep_costs` false when the
+/// scheduler changed ops otherwise, e.g. annotated them).
 pub fn keep_if_not_slower<R>(
     ctx: &mut Context,
     func: OpId,
+    mut env: Option<&mut PassEnv<'_>>,
+    keep_costs: bool,
     schedule: impl FnOnce(&mut Context, Option<&CostTable>) -> (R, Option<Vec<OpId>>),
 ) -> (R, bool) {
     let Some(body) = body(ctx, func) else {
@@ -31,21 +47,41 @@ pub fn keep_if_not_slower<R>(
         return (r, false);
     };
     let before_order: Vec<OpId> = ctx.block_op_list(body);
-    let costs = CostTable::of_ops(ctx, ctx.prefetched(&before_order));
-    let before = simulate_ops(ctx, ctx.prefetched(&before_order), |op| costs.get(op)).makespan_ns;
-    let (r, order) = schedule(ctx, Some(&costs));
-    let Some(order) = order else {
-        return (r, false);
+    let cached = env.as_deref_mut().and_then(|e| {
+        let m = e.cached_analysis::<Makespan>(func).copied();
+        e.take_cached_analysis::<CostTable>(func).map(|c| (c, m))
+    });
+    let (costs, cached_before) = match cached {
+        Some((c, m)) => (c, m),
+        None => (CostTable::of_ops(ctx, ctx.prefetched(&before_order)), None),
     };
-    let after = simulate_ops(ctx, ctx.prefetched(&order), |op| costs.get(op)).makespan_ns;
-    // A relative tolerance keeps float noise from undoing an equal-time reorder.
-    if after > before * (1.0 + 1e-9) {
-        // Nothing to relink unless `verify-memory` wrote intermediate orders.
-        apply_op_order(ctx, before_order);
-        return (r, true);
+    let before = match cached_before {
+        Some(Makespan(m)) => m,
+        None => simulate_ops(ctx, ctx.prefetched(&before_order), |op| costs.get(op)).makespan_ns,
+    };
+    let (r, order) = schedule(ctx, Some(&costs));
+    let (kept, reverted) = match order {
+        None => (before, false),
+        Some(order) => {
+            let after = simulate_ops(ctx, ctx.prefetched(&order), |op| costs.get(op)).makespan_ns;
+            // A relative tolerance keeps float noise from undoing an equal-time reorder.
+            if after > before * (1.0 + 1e-9) {
+                // Nothing to relink unless `verify-memory` wrote intermediate orders.
+                apply_op_order(ctx, before_order);
+                (before, true)
+            } else {
+                apply_op_order(ctx, order);
+                (after, false)
+            }
+        }
+    };
+    if let Some(e) = env {
+        if keep_costs {
+            e.cache_analysis(func, costs);
+            e.cache_analysis(func, Makespan(kept));
+        }
     }
-    apply_op_order(ctx, order);
-    (r, false)
+    (r, reverted)
 }
 
 fn body(ctx: &Context, func: OpId) -> Option<BlockId> {
