@@ -115,10 +115,18 @@ pub(crate) struct OpData {
     pub results: ValueList,
     pub properties: Option<Attr>,
     pub attrs: Vec<(Ident, Attr)>,
-    pub regions: Vec<RegionId>,
-    pub successors: Vec<BlockId>,
+    /// Regions and successors, which few ops have: boxed apart so that the record every walk
+    /// reads stays two cache lines rather than three.
+    pub nested: Option<Box<Nested>>,
     pub loc: Loc,
     pub erased: bool,
+}
+
+/// The regions and successors of an op that has any (see [`OpData::nested`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Nested {
+    pub regions: Vec<RegionId>,
+    pub successors: Vec<BlockId>,
 }
 
 /// Where an op sits: its block and neighbours. Kept apart from [`OpData`], in an arena of
@@ -634,8 +642,12 @@ impl Context {
             results: ValueList::default(),
             properties: st.properties,
             attrs,
-            regions: Vec::new(),
-            successors: st.successors,
+            nested: (st.num_regions > 0 || !st.successors.is_empty()).then(|| {
+                Box::new(Nested {
+                    regions: Vec::with_capacity(st.num_regions),
+                    successors: st.successors,
+                })
+            }),
             loc: st.loc,
             erased: false,
         });
@@ -666,7 +678,9 @@ impl Context {
         for _ in 0..st.num_regions {
             let r = self.new_region();
             self.regions[r.index()].parent = Some(id);
-            self.ops[id.index()].regions.push(r);
+            if let Some(n) = self.ops[id.index()].nested.as_mut() {
+                n.regions.push(r);
+            }
         }
         id
     }
@@ -827,11 +841,17 @@ impl Context {
     /// The op's regions.
     #[inline]
     pub fn op_regions(&self, op: OpId) -> &[RegionId] {
-        &self.ops[op.index()].regions
+        self.ops[op.index()]
+            .nested
+            .as_deref()
+            .map_or(&[], |n| &n.regions)
     }
     /// The op's successor blocks.
     pub fn successors(&self, op: OpId) -> &[BlockId] {
-        &self.ops[op.index()].successors
+        self.ops[op.index()]
+            .nested
+            .as_deref()
+            .map_or(&[], |n| &n.successors)
     }
     /// The op's location.
     #[inline]
@@ -1152,7 +1172,7 @@ impl Context {
                 );
             }
             self.ops[o.index()].erased = true;
-            let regions = self.ops[o.index()].regions.clone();
+            let regions = self.op_regions(o).to_vec();
             for r in regions {
                 for &b in &self.regions[r.index()].blocks.clone() {
                     let mut cur = self.blocks[b.index()].first;
@@ -1398,4 +1418,18 @@ fn prefetch_bytes(p: *const u8, len: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (p, len);
+}
+
+#[cfg(test)]
+mod layout_tests {
+    /// Every walk reads one op record per op: keep it within two cache lines (regions and
+    /// successors live in `nested`, up to two operands and results inline).
+    #[test]
+    fn an_op_record_fits_two_cache_lines() {
+        assert!(
+            std::mem::size_of::<super::OpData>() <= 128,
+            "{}",
+            std::mem::size_of::<super::OpData>()
+        );
+    }
 }
