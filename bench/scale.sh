@@ -6,7 +6,7 @@
 #   - commlir-opt running the full scheduling pipeline (parse, five passes with the default
 #     verification after each, print), and
 #   - mlir-opt-22 merely parsing and printing the same generic file,
-# each RUNS times (hyperfine when installed, else a loop), and prints the medians with the two
+# each RUNS times, interleaved round by round, and prints the medians with the two
 # ratios the scheduling issue sets goals for: pipeline / mlir-opt at each size (goal < 1) and
 # t(100k) / t(10k) of the pipeline (goal <= 12).
 #
@@ -30,42 +30,52 @@ GEN=target/release/examples/gen_fsdp
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# median_of CMD...: median wall time in seconds of RUNS runs of CMD (output discarded).
-median_of() {
-    if command -v hyperfine >/dev/null; then
-        hyperfine -N --style none --warmup 1 --runs "$RUNS" \
-            --export-csv "$work/h.csv" "$(printf '%q ' "$@")" >/dev/null
-        # Columns: command,mean,stddev,median,user,system,min,max; the command (a quoted
-        # pipeline) may hold commas, so count from the end.
-        awk -F, 'NR == 2 { printf "%.3f\n", $(NF - 4) }' "$work/h.csv"
-    else
-        "$@" >/dev/null # warm-up
-        for _ in $(seq "$RUNS"); do
-            local t0 t1
-            t0=$(date +%s%N)
-            "$@" >/dev/null
-            t1=$(date +%s%N)
-            echo $(((t1 - t0) / 1000))
-        done | sort -n | awk '{ t[NR] = $1 } END { printf "%.3f\n", t[int((NR + 1) / 2)] / 1e6 }'
-    fi
+# wall CMD...: wall seconds of one run of CMD (output discarded).
+wall() {
+    local t0 t1
+    t0=$(date +%s%N)
+    "$@" >/dev/null
+    t1=$(date +%s%N)
+    awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.4f\n", ns / 1e9 }'
 }
 
-declare -A pipe mlir
+# median FILE: the median of the numbers in FILE, one per line.
+median() {
+    sort -g "$1" | awk '{ t[NR] = $1 } END { printf "%.3f\n", (t[int((NR + 1) / 2)] + t[int(NR / 2) + 1]) / 2 }'
+}
+
 for n in $SIZES; do
     "$GEN" "$n" >"$work/f$n.mlir"
     "$OPT" "$work/f$n.mlir" --mlir-print-op-generic -o "$work/f$n.gen.mlir"
-    pipe[$n]=$(median_of "$OPT" "$work/f$n.gen.mlir" --pass-pipeline="$PIPELINE" -o /dev/null)
-    mlir[$n]=$(median_of "$MLIR_OPT" --allow-unregistered-dialect --mlir-print-op-generic \
-        "$work/f$n.gen.mlir" -o /dev/null)
+done
+# Interleaved: every round times each command once, in the same order, so that the VM's load
+# drifts alike over both tools (timing one tool's runs, then the other's, showed swings of
+# ±30% between the two blocks); one warm-up round first.
+for r in $(seq 0 "$RUNS"); do
+    for n in $SIZES; do
+        p=$(wall "$OPT" "$work/f$n.gen.mlir" --pass-pipeline="$PIPELINE" -o /dev/null)
+        m=$(wall "$MLIR_OPT" --allow-unregistered-dialect --mlir-print-op-generic "$work/f$n.gen.mlir" -o /dev/null)
+        if [ "$r" -gt 0 ]; then
+            echo "$p" >>"$work/pipe$n"
+            echo "$m" >>"$work/mlir$n"
+            awk -v p="$p" -v m="$m" 'BEGIN { printf "%.4f\n", p / m }' >>"$work/ratio$n"
+        fi
+    done
+done
+declare -A pipe mlir ratio
+for n in $SIZES; do
+    pipe[$n]=$(median "$work/pipe$n")
+    mlir[$n]=$(median "$work/mlir$n")
+    ratio[$n]=$(median "$work/ratio$n")
 done
 
-echo "median of $RUNS runs, wall time ($(command -v hyperfine >/dev/null && echo hyperfine || echo loop))"
+echo "medians of $RUNS interleaved rounds, wall time"
 echo
-echo "| ops | commlir-opt pipeline | $MLIR_OPT parse + print only | pipeline / mlir-opt |"
-echo "|---|---|---|---|"
+echo "| ops | commlir-opt pipeline | $MLIR_OPT parse + print only | ratio of medians | median of per-round ratios |"
+echo "|---|---|---|---|---|"
 for n in $SIZES; do
-    awk -v n="$n" -v p="${pipe[$n]}" -v m="${mlir[$n]}" \
-        'BEGIN { printf "| %d | %.3f s | %.3f s | %.2f |\n", n, p, m, p / m }'
+    awk -v n="$n" -v p="${pipe[$n]}" -v m="${mlir[$n]}" -v r="${ratio[$n]}" \
+        'BEGIN { printf "| %d | %.3f s | %.3f s | %.2f | %.2f |\n", n, p, m, p / m, r }'
 done
 set -- $SIZES
 if [ $# -ge 2 ]; then
