@@ -142,3 +142,17 @@ fn cuda_graph_needs_the_cuda_backend() {
     assert!(!e.contains("--cuda-graph"), "{e}");
     assert!(e.contains("not a commlir artifact"), "{e}");
 }
+
+#[test]
+fn cpu_affinity_takes_gpu_or_none() {
+    // Both values accepted (the sim backend ignores placement); anything else is a usage
+    // error naming the choices.
+    for v in ["gpu", "none"] {
+        let o = run(&[&input("mlp.mlir"), "--ranks", "2", "--cpu-affinity", v]);
+        assert_eq!(o.status.code(), Some(0), "{v}: {}", stderr(&o));
+    }
+    let o = run(&[&input("mlp.mlir"), "--cpu-affinity", "numa"]);
+    assert_ne!(o.status.code(), Some(0));
+    let e = stderr(&o);
+    assert!(e.contains("gpu") && e.contains("none"), "{e}");
+}
