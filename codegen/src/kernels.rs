@@ -25,6 +25,13 @@
 //! here as range reduction + polynomial (within ~2 ulp of f32; f64 transcendental ops are
 //! rejected). A module with the unit attribute `commlir.approx_tanh` opts bf16-result
 //! tanh/gelu into the hardware `tanh.approx.f32` (error below bf16's rounding per op).
+//!
+//! Integer tensors (8/16/32/64 bits) compute at their own width with the sim's semantics,
+//! bit for bit: wrapping arithmetic, signed or unsigned compares and division by the type
+//! (`MIN / -1` wraps; division by zero, a sim error, yields 0), casts that extend by the
+//! source's signedness, int→float through f64, saturating float→int (NaN → 0), wrapping
+//! `reduce_sum` one thread per lane, and data movement by element size. [`int_op_support`]
+//! says which ops; `comm-to-rt` rejects the others with that diagnostic.
 
 use crate::lower_to_rt::module_block;
 use commlir_dialects::shape::value_tensor;
@@ -2246,7 +2253,8 @@ pub const ROW_REG_VECTORS: u64 = 8;
 
 /// Elements one thread of a fused elementwise kernel over `ops` handles per iteration of its
 /// vector loop: one 16-byte vector of the narrowest element type the chain reads or writes
-/// (8 for f16/bf16, 4 for f32, 2 for f64). `rt.launch` sizes the grid by `numel / width`.
+/// (16 for i8, 8 for f16/bf16/i16, 4 for f32/i32, 2 for f64/i64). `rt.launch` sizes the
+/// grid by `numel / width`.
 pub fn elementwise_vector_width(ctx: &IrContext, ops: &[OpId]) -> u64 {
     let mut bits = 64;
     for &op in ops {
