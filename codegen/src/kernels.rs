@@ -25,10 +25,19 @@
 //! here as range reduction + polynomial (within ~2 ulp of f32; f64 transcendental ops are
 //! rejected). A module with the unit attribute `commlir.approx_tanh` opts bf16-result
 //! tanh/gelu into the hardware `tanh.approx.f32` (error below bf16's rounding per op).
+//!
+//! Integer tensors (8/16/32/64 bits) compute at their own width with the sim's semantics,
+//! bit for bit: wrapping arithmetic, signed or unsigned compares and division by the type
+//! (`MIN / -1` wraps; division by zero, a sim error, yields 0), casts that extend by the
+//! source's signedness, int→float through f64, saturating float→int (NaN → 0), wrapping
+//! `reduce_sum` one thread per lane, and data movement by element size. [`int_op_support`]
+//! says which ops; `comm-to-rt` rejects the others with that diagnostic.
 
 use crate::lower_to_rt::module_block;
 use commlir_dialects::shape::value_tensor;
-use commlir_ir::{Context as IrContext, Diagnostic, FloatKind, OpId, Type, TypeKind, Value};
+use commlir_ir::{
+    Context as IrContext, Diagnostic, FloatKind, OpId, Signedness, Type, TypeKind, Value,
+};
 use inkwell::builder::Builder;
 use inkwell::context::Context;
 use inkwell::intrinsics::Intrinsic;
@@ -36,8 +45,10 @@ use inkwell::module::{Linkage, Module};
 use inkwell::targets::{
     CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
 };
-use inkwell::types::{BasicTypeEnum, FloatType};
-use inkwell::values::{BasicValue, FloatValue, FunctionValue, IntValue, PointerValue};
+use inkwell::types::{BasicTypeEnum, FloatType, VectorType};
+use inkwell::values::{
+    BasicValue, BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue,
+};
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate, OptimizationLevel};
 use std::collections::HashMap;
 
@@ -86,6 +97,106 @@ impl Elem {
             Elem::F32 => 32,
             Elem::F64 => 64,
         }
+    }
+}
+
+/// An integer element type as kernels see it: `bits` ∈ {8, 16, 32, 64}. The sim backend
+/// holds integers as `i64`, sign-extended for signless and `si*` types and zero-extended for
+/// `ui*` types (`ElemType::wrap`), so `signed` decides how values extend, compare and
+/// divide. `ui64` is held as its bit pattern there, which makes its comparisons and division
+/// signed; those ops are rejected for `ui64` rather than reproduced (see [`int_op_support`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct IntElem {
+    bits: u32,
+    signed: bool,
+}
+
+impl IntElem {
+    fn of(ctx: &IrContext, t: Type) -> Option<IntElem> {
+        match ctx.type_kind(t) {
+            TypeKind::Integer { width, signedness } if matches!(width, 8 | 16 | 32 | 64) => {
+                Some(IntElem {
+                    bits: *width,
+                    signed: *signedness != Signedness::Unsigned,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// `ui64`, whose sim representation is its bit pattern in an `i64`.
+    fn is_u64(self) -> bool {
+        self.bits == 64 && !self.signed
+    }
+
+    /// The sim's `float_to_int` bounds: the type's range as `f64`.
+    fn range(self) -> (f64, f64) {
+        if self.signed {
+            let h = 2f64.powi(self.bits as i32 - 1);
+            (-h, h - 1.0)
+        } else {
+            (0.0, 2f64.powi(self.bits as i32) - 1.0)
+        }
+    }
+
+    /// A float constant as the sim converts it (`compute.fill`): truncated toward zero,
+    /// saturated to the type's range, NaN → 0; returned as the type's bit pattern.
+    fn element_of_f64(self, v: f64) -> u64 {
+        if v.is_nan() {
+            return 0;
+        }
+        let (lo, hi) = self.range();
+        // `as i64` saturates like the sim's; the low `bits` bits are the element.
+        let x = v.trunc().clamp(lo, hi) as i64;
+        let mask = if self.bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.bits) - 1
+        };
+        x as u64 & mask
+    }
+}
+
+/// Any element type a kernel handles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Float(Elem),
+    Int(IntElem),
+}
+
+impl Kind {
+    fn of(ctx: &IrContext, t: Type) -> Option<Kind> {
+        Elem::of(ctx, t)
+            .map(Kind::Float)
+            .or_else(|| IntElem::of(ctx, t).map(Kind::Int))
+    }
+    fn bits(self) -> u32 {
+        match self {
+            Kind::Float(e) => e.bits(),
+            Kind::Int(i) => i.bits,
+        }
+    }
+}
+
+/// Compute ops a kernel evaluates on integer tensors, with the sim's semantics: two's
+/// complement wrapping `add`/`sub`/`mul`/`neg`, `div` truncating toward zero (signed or
+/// unsigned by the type), `maximum`/`minimum`/`relu` comparing by the type's signedness,
+/// `reduce_sum` wrapping, `cast` and `fill`, and data movement. `Err` names why not: the
+/// float-only ops (the sim has no integer semantics for them; matmul has no cuBLAS integer
+/// path here) and the `ui64` comparisons and division, which the sim computes as signed.
+pub fn int_op_support(name: &str, ty: &str, unsigned64: bool) -> Result<(), String> {
+    let short = name.trim_start_matches("compute.");
+    match short {
+        "add" | "sub" | "mul" | "neg" | "clone" | "reshape" | "cast" | "fill" | "reduce_sum"
+        | "transpose" | "slice" | "concat" => Ok(()),
+        _ if name.starts_with("rt.") => Ok(()),
+        "div" | "maximum" | "minimum" | "relu" if !unsigned64 => Ok(()),
+        "div" | "maximum" | "minimum" | "relu" => Err(format!(
+            "kernels do not support {name} on {ty} tensors (the sim backend divides and compares ui64 as signed)"
+        )),
+        _ => Err(format!(
+            "kernels support {name} on f16, bf16, f32 and f64 tensors only, not {ty}"
+        )),
     }
 }
 
@@ -340,13 +451,16 @@ impl<'a, 'c> Gen<'a, 'c> {
     }
 
     /// Emits `acc = init; for k in 0..n { acc = body(k, acc) }` and returns the final `acc`.
-    fn fold(
+    fn fold<V>(
         &self,
         f: FunctionValue<'c>,
         n: u64,
-        init: FloatValue<'c>,
-        mut body: impl FnMut(&Self, IntValue<'c>, FloatValue<'c>) -> R<FloatValue<'c>>,
-    ) -> R<FloatValue<'c>> {
+        init: V,
+        mut body: impl FnMut(&Self, IntValue<'c>, V) -> R<V>,
+    ) -> R<V>
+    where
+        V: BasicValue<'c> + TryFrom<BasicValueEnum<'c>> + Copy,
+    {
         let pre = self.b.get_insert_block().ok_or("no insert block")?;
         let head = self.cx.append_basic_block(f, "fhead");
         let bb = self.cx.append_basic_block(f, "fbody");
@@ -354,11 +468,13 @@ impl<'a, 'c> Gen<'a, 'c> {
         b!(self.b.build_unconditional_branch(head));
         self.b.position_at_end(head);
         let k = b!(self.b.build_phi(self.cx.i64_type(), "k"));
-        let acc = b!(self.b.build_phi(init.get_type(), "acc"));
+        let acc = b!(self
+            .b
+            .build_phi(init.as_basic_value_enum().get_type(), "acc"));
         k.add_incoming(&[(&self.i64(0), pre)]);
         acc.add_incoming(&[(&init, pre)]);
         let kv = k.as_basic_value().into_int_value();
-        let av = acc.as_basic_value().into_float_value();
+        let av = V::try_from(acc.as_basic_value()).map_err(|_| "fold accumulator type")?;
         let c = b!(self
             .b
             .build_int_compare(IntPredicate::ULT, kv, self.i64(n), "c"));
@@ -410,8 +526,8 @@ impl<'a, 'c> Gen<'a, 'c> {
         self.b.position_at_end(entry);
         let gen = match inner {
             [single] if is_plain_copy(ctx, *single, &args) => {
-                self.elem_of(ctx, result).and_then(|(e, shape)| {
-                    self.copy(f, e, shape.iter().product::<i64>().max(0) as u64)
+                self.kind_of(ctx, result).and_then(|(k, shape)| {
+                    self.copy(f, k.bits(), shape.iter().product::<i64>().max(0) as u64)
                 })
             }
             [single]
@@ -432,9 +548,10 @@ impl<'a, 'c> Gen<'a, 'c> {
         })
     }
 
-    /// The integer type of `e`'s width (data movement copies bits).
-    fn int_ty(&self, e: Elem) -> inkwell::types::IntType<'c> {
-        match e.bits() {
+    /// The integer type of `bits` (data movement copies bits; integer elements).
+    fn int_ty(&self, bits: u32) -> inkwell::types::IntType<'c> {
+        match bits {
+            8 => self.cx.i8_type(),
             16 => self.cx.i16_type(),
             32 => self.cx.i32_type(),
             _ => self.cx.i64_type(),
@@ -447,10 +564,59 @@ impl<'a, 'c> Gen<'a, 'c> {
             .into_pointer_value())
     }
 
-    fn elem_of(&self, ctx: &IrContext, v: Value) -> R<(Elem, Vec<i64>)> {
+    fn kind_of(&self, ctx: &IrContext, v: Value) -> R<(Kind, Vec<i64>)> {
         let t = value_tensor(ctx, v).ok_or("expects tensors")?;
-        let e = Elem::of(ctx, t.elem).ok_or("element type must be f16, bf16, f32 or f64")?;
-        Ok((e, t.shape))
+        let k = Kind::of(ctx, t.elem).ok_or(
+            "element type must be f16, bf16, f32, f64 or an integer of 8, 16, 32 or 64 bits",
+        )?;
+        Ok((k, t.shape))
+    }
+
+    /// The type `k` is stored as.
+    fn storage_any(&self, k: Kind) -> BasicTypeEnum<'c> {
+        match k {
+            Kind::Float(e) => self.storage_ty(e).into(),
+            Kind::Int(i) => self.int_ty(i.bits).into(),
+        }
+    }
+
+    /// A vector of `w` stored elements of `k`.
+    fn vec_ty(&self, k: Kind, w: u32) -> VectorType<'c> {
+        match k {
+            Kind::Float(e) => self.storage_ty(e).vec_type(w),
+            Kind::Int(i) => self.int_ty(i.bits).vec_type(w),
+        }
+    }
+
+    /// Loads element `idx` of `ptr` as a compute value (floats widened, integers as stored).
+    fn load_any(&self, k: Kind, ptr: PointerValue<'c>, idx: IntValue<'c>) -> R<BasicValueEnum<'c>> {
+        match k {
+            Kind::Float(e) => Ok(self.load(e, ptr, idx)?.into()),
+            Kind::Int(i) => {
+                let it = self.int_ty(i.bits);
+                let p = unsafe { b!(self.b.build_in_bounds_gep(it, ptr, &[idx], "p")) };
+                Ok(b!(self.b.build_load(it, p, "ld")))
+            }
+        }
+    }
+
+    /// Stores compute value `v` as element `idx` of `ptr` (floats rounded once).
+    fn store_any(
+        &self,
+        k: Kind,
+        ptr: PointerValue<'c>,
+        idx: IntValue<'c>,
+        v: BasicValueEnum<'c>,
+    ) -> R<()> {
+        match k {
+            Kind::Float(e) => self.store(e, ptr, idx, v.into_float_value()),
+            Kind::Int(i) => {
+                let it = self.int_ty(i.bits);
+                let p = unsafe { b!(self.b.build_in_bounds_gep(it, ptr, &[idx], "p")) };
+                b!(self.b.build_store(p, v));
+                Ok(())
+            }
+        }
     }
 
     /// A fused chain of elementwise ops. When every pointer is 16-byte aligned, each thread
@@ -475,7 +641,7 @@ impl<'a, 'c> Gen<'a, 'c> {
                 ));
             }
         }
-        let (re, shape) = self.elem_of(ctx, result)?;
+        let (re, shape) = self.kind_of(ctx, result)?;
         let n = shape.iter().product::<i64>().max(0) as u64;
         if transcendental_used(ctx, ops) {
             self.helper_exp()?;
@@ -494,9 +660,9 @@ impl<'a, 'c> Gen<'a, 'c> {
             let start = b!(g.b.build_int_add(gid, g.i64(from), "start"));
             g.counted(f, start, g.i64(n), stride, |g, i| {
                 let v = g.chain(ctx, ops, args, result, &mut |g, k, e| {
-                    g.load(e, g.param(f, k)?, i)
+                    g.load_any(e, g.param(f, k)?, i)
                 })?;
-                g.store(re, out, i, v)
+                g.store_any(re, out, i, v)
             })
         };
         if nv == 0 {
@@ -522,7 +688,7 @@ impl<'a, 'c> Gen<'a, 'c> {
             let w = width as u32;
             let first = b!(g.b.build_int_mul(j, g.i64(width), "first"));
             let mut loaded: HashMap<usize, inkwell::values::VectorValue<'c>> = HashMap::new();
-            let ot = g.storage_ty(re).vec_type(w);
+            let ot = g.vec_ty(re, w);
             let mut acc = ot.get_poison();
             for l in 0..w {
                 let lane = g.cx.i32_type().const_int(u64::from(l), false);
@@ -530,10 +696,10 @@ impl<'a, 'c> Gen<'a, 'c> {
                     let vec = match loaded.get(&k) {
                         Some(v) => *v,
                         None => {
-                            let vt = g.storage_ty(e).vec_type(w);
+                            let vt = g.vec_ty(e, w);
                             let p = unsafe {
                                 b!(g.b.build_in_bounds_gep(
-                                    g.storage_ty(e),
+                                    g.storage_any(e),
                                     g.param(f, k)?,
                                     &[first],
                                     "vp"
@@ -549,14 +715,22 @@ impl<'a, 'c> Gen<'a, 'c> {
                             v
                         }
                     };
-                    let x = b!(g.b.build_extract_element(vec, lane, "x")).into_float_value();
-                    g.convert(x, g.compute_ty(e))
+                    let x = b!(g.b.build_extract_element(vec, lane, "x"));
+                    match e {
+                        Kind::Float(e) => {
+                            Ok(g.convert(x.into_float_value(), g.compute_ty(e))?.into())
+                        }
+                        Kind::Int(_) => Ok(x),
+                    }
                 })?;
-                let v = g.convert(v, g.storage_ty(re))?;
+                let v: BasicValueEnum<'c> = match re {
+                    Kind::Float(e) => g.convert(v.into_float_value(), g.storage_ty(e))?.into(),
+                    Kind::Int(_) => v,
+                };
                 acc = b!(g.b.build_insert_element(acc, v, lane, "acc"));
             }
             let p = unsafe {
-                b!(g.b.build_in_bounds_gep(g.storage_ty(re), out, &[first], "vo"))
+                b!(g.b.build_in_bounds_gep(g.storage_any(re), out, &[first], "vo"))
             };
             let st = b!(g.b.build_store(p, acc));
             st.set_alignment(VECTOR_BYTES as u32)
@@ -596,9 +770,9 @@ impl<'a, 'c> Gen<'a, 'c> {
         ops: &[OpId],
         args: &[Value],
         result: Value,
-        load: &mut dyn FnMut(&Self, usize, Elem) -> R<FloatValue<'c>>,
-    ) -> R<FloatValue<'c>> {
-        let mut vals: HashMap<Value, FloatValue<'c>> = HashMap::new();
+        load: &mut dyn FnMut(&Self, usize, Kind) -> R<BasicValueEnum<'c>>,
+    ) -> R<BasicValueEnum<'c>> {
+        let mut vals: HashMap<Value, BasicValueEnum<'c>> = HashMap::new();
         for &op in ops {
             let mut ins = Vec::new();
             for &v in ctx.operands(op) {
@@ -609,15 +783,47 @@ impl<'a, 'c> Gen<'a, 'c> {
                         .iter()
                         .position(|a| *a == v)
                         .ok_or("operand not in kernel")?;
-                    let (e, _) = self.elem_of(ctx, v)?;
+                    let (e, _) = self.kind_of(ctx, v)?;
                     let x = load(self, k, e)?;
                     vals.insert(v, x);
                     ins.push(x);
                 }
             }
-            let (e, _) = self.elem_of(ctx, ctx.result(op, 0))?;
-            let v = self.scalar_op(ctx, op, e, &ins)?;
-            let v = self.round(e, v)?;
+            let (k, _) = self.kind_of(ctx, ctx.result(op, 0))?;
+            let v = match k {
+                Kind::Float(e) => {
+                    let v = match ins.first() {
+                        // An integer → float cast: exactly in f64 (the sim's `int_to_f64`).
+                        Some(BasicValueEnum::IntValue(x)) if ctx.op_name(op) == "compute.cast" => {
+                            let (Kind::Int(from), _) = self.kind_of(ctx, ctx.operand(op, 0))?
+                            else {
+                                return Err("integer operand of a float kernel".into());
+                            };
+                            self.int_to_f64(*x, from)?
+                        }
+                        _ => {
+                            let fins = ins
+                                .iter()
+                                .map(|x| match x {
+                                    BasicValueEnum::FloatValue(v) => Ok(*v),
+                                    _ => Err("integer operand of a float op".to_string()),
+                                })
+                                .collect::<R<Vec<_>>>()?;
+                            self.scalar_op(ctx, op, e, &fins)?
+                        }
+                    };
+                    // One rounding to the result type (from f64 for a cast of an integer).
+                    self.round(e, v)?.into()
+                }
+                Kind::Int(t) => {
+                    let from = ctx
+                        .operands(op)
+                        .first()
+                        .and_then(|v| self.kind_of(ctx, *v).ok())
+                        .map(|(k, _)| k);
+                    self.int_op(ctx, op, t, from, &ins)?.into()
+                }
+            };
             vals.insert(ctx.result(op, 0), v);
         }
         vals.get(&result)
@@ -722,6 +928,141 @@ impl<'a, 'c> Gen<'a, 'c> {
         })
     }
 
+    /// Integer `v` of type `from` as an f64 value: `sitofp` / `uitofp` by the
+    /// sim's representation (ui* zero-extended, the others sign-extended), rounding to
+    /// nearest even only for 64-bit values beyond 2^53, as the sim's `as f64` does.
+    fn int_to_f64(&self, v: IntValue<'c>, from: IntElem) -> R<FloatValue<'c>> {
+        let t = self.cx.f64_type();
+        Ok(if from.signed {
+            b!(self.b.build_signed_int_to_float(v, t, "itof"))
+        } else {
+            b!(self.b.build_unsigned_int_to_float(v, t, "itof"))
+        })
+    }
+
+    /// One elementwise op with integer result `t` on compute values (integers as stored,
+    /// floats in their compute type); `from` is the first operand's element type. The
+    /// result is already the element (two's complement at `t.bits`, as the sim's `wrap`).
+    fn int_op(
+        &self,
+        ctx: &IrContext,
+        op: OpId,
+        t: IntElem,
+        from: Option<Kind>,
+        ins: &[BasicValueEnum<'c>],
+    ) -> R<IntValue<'c>> {
+        let it = self.int_ty(t.bits);
+        let name = ctx.op_name(op);
+        int_op_support(name, &int_name(t), t.is_u64())?;
+        let short = name.trim_start_matches("compute.");
+        let arg = |i: usize| -> R<IntValue<'c>> {
+            match ins.get(i) {
+                Some(BasicValueEnum::IntValue(v)) => Ok(*v),
+                _ => Err(format!("{name}: expects integer operands")),
+            }
+        };
+        let zero = it.const_zero();
+        let cmp = |p: IntPredicate, a: IntValue<'c>, b: IntValue<'c>| -> R<IntValue<'c>> {
+            let c = b!(self.b.build_int_compare(p, a, b, "c"));
+            Ok(b!(self.b.build_select(c, a, b, "sel")).into_int_value())
+        };
+        let (gt, lt) = if t.signed {
+            (IntPredicate::SGT, IntPredicate::SLT)
+        } else {
+            (IntPredicate::UGT, IntPredicate::ULT)
+        };
+        Ok(match short {
+            // No nsw/nuw flags: overflow wraps, as the sim's `wrapping_*` then `wrap`.
+            "add" => b!(self.b.build_int_add(arg(0)?, arg(1)?, "add")),
+            "sub" => b!(self.b.build_int_sub(arg(0)?, arg(1)?, "sub")),
+            "mul" => b!(self.b.build_int_mul(arg(0)?, arg(1)?, "mul")),
+            "neg" => b!(self.b.build_int_sub(zero, arg(0)?, "neg")),
+            "maximum" => cmp(gt, arg(0)?, arg(1)?)?,
+            "minimum" => cmp(lt, arg(0)?, arg(1)?)?,
+            "relu" if t.signed => cmp(gt, arg(0)?, zero)?,
+            "relu" => arg(0)?,
+            "div" => {
+                // The sim rejects a division by zero; here it yields 0 instead of undefined
+                // behaviour. MIN / -1 wraps to MIN (the sim's i64 `wrapping_div`, then
+                // `wrap`), which `sdiv` leaves undefined: it is computed as `0 - a`.
+                let (a, b) = (arg(0)?, arg(1)?);
+                let one = it.const_int(1, false);
+                let is0 = b!(self.b.build_int_compare(IntPredicate::EQ, b, zero, "z"));
+                if t.signed {
+                    let m1 = it.const_all_ones();
+                    let ism1 = b!(self.b.build_int_compare(IntPredicate::EQ, b, m1, "m1"));
+                    let odd = b!(self.b.build_or(is0, ism1, "odd"));
+                    let d = b!(self.b.build_select(odd, one, b, "d")).into_int_value();
+                    let q = b!(self.b.build_int_signed_div(a, d, "q"));
+                    let na = b!(self.b.build_int_sub(zero, a, "na"));
+                    let q = b!(self.b.build_select(ism1, na, q, "q")).into_int_value();
+                    b!(self.b.build_select(is0, zero, q, "div")).into_int_value()
+                } else {
+                    let d = b!(self.b.build_select(is0, one, b, "d")).into_int_value();
+                    let q = b!(self.b.build_int_unsigned_div(a, d, "q"));
+                    b!(self.b.build_select(is0, zero, q, "div")).into_int_value()
+                }
+            }
+            "fill" => {
+                let v = ctx
+                    .inherent_attr(op, "value")
+                    .and_then(|a| ctx.attr_as_f64(a))
+                    .ok_or("requires 'value'")?;
+                it.const_int(t.element_of_f64(v), false)
+            }
+            "clone" | "reshape" => arg(0)?,
+            "cast" => match (from, ins.first()) {
+                (Some(Kind::Int(f)), Some(BasicValueEnum::IntValue(x))) => {
+                    // Extend by the source's representation, or keep the low bits.
+                    if f.bits < t.bits && f.signed {
+                        b!(self.b.build_int_s_extend(*x, it, "sext"))
+                    } else if f.bits < t.bits {
+                        b!(self.b.build_int_z_extend(*x, it, "zext"))
+                    } else if f.bits > t.bits {
+                        b!(self.b.build_int_truncate(*x, it, "trunc"))
+                    } else {
+                        *x
+                    }
+                }
+                (Some(Kind::Float(_)), Some(BasicValueEnum::FloatValue(x))) => {
+                    self.float_to_int(*x, t)?
+                }
+                _ => return Err("cast of an unexpected operand".into()),
+            },
+            other => return Err(format!("no kernel code for compute.{other} on integers")),
+        })
+    }
+
+    /// The sim's `float_to_int`: truncation toward zero, saturated to the type's range, NaN
+    /// → 0 (`llvm.fpto[su]i.sat`, exact for every f16/bf16/f32/f64 input). `ui64` saturates
+    /// at 2^63 − 1 like the sim's `as i64` of the clamped value.
+    fn float_to_int(&self, x: FloatValue<'c>, t: IntElem) -> R<IntValue<'c>> {
+        let it = self.int_ty(t.bits);
+        let signed = t.signed || t.is_u64();
+        let name = if signed {
+            "llvm.fptosi.sat"
+        } else {
+            "llvm.fptoui.sat"
+        };
+        let i = Intrinsic::find(name).ok_or_else(|| format!("no intrinsic {name}"))?;
+        let d = i
+            .get_declaration(self.m, &[it.into(), x.get_type().into()])
+            .ok_or_else(|| format!("cannot declare {name}"))?;
+        let c = b!(self.b.build_call(d, &[x.into()], "ftoi"));
+        let v = c
+            .try_as_basic_value()
+            .basic()
+            .ok_or("call without value")?
+            .into_int_value();
+        if !t.is_u64() {
+            return Ok(v);
+        }
+        let neg = b!(self
+            .b
+            .build_int_compare(IntPredicate::SLT, v, it.const_zero(), "neg"));
+        Ok(b!(self.b.build_select(neg, it.const_zero(), v, "ftou")).into_int_value())
+    }
+
     /// tanh of an f32 compute value whose op result is `e`: for bf16 results, when the module
     /// opts in, the hardware approximation (`llvm.tanh` with `afn`, which NVPTX selects as
     /// `tanh.approx.f32`, max relative error 2^-10.987); otherwise `__commlir_tanhf_fast`
@@ -762,8 +1103,8 @@ impl<'a, 'c> Gen<'a, 'c> {
             self.b
                 .position_at_end(f.get_first_basic_block().ok_or("no entry")?);
         }
-        let (ie, ishape) = self.elem_of(ctx, ctx.operand(op, 0))?;
-        let (oe, oshape) = self.elem_of(ctx, ctx.result(op, 0))?;
+        let (ik, ishape) = self.kind_of(ctx, ctx.operand(op, 0))?;
+        let (ok, oshape) = self.kind_of(ctx, ctx.result(op, 0))?;
         let out = self.param(f, args.len())?;
         let input = |i: usize| -> R<PointerValue<'c>> {
             let v = ctx.operand(op, i);
@@ -781,7 +1122,37 @@ impl<'a, 'c> Gen<'a, 'c> {
         let prod = |s: &[i64]| s.iter().product::<i64>().max(0) as u64;
         let onumel = prod(&oshape);
         match name {
+            "reduce_sum" if matches!(ik, Kind::Int(_)) => {
+                // One thread per lane, in order; wrapping adds at the element's width equal
+                // the sim's i64 `wrapping_add` followed by `wrap`, in any order.
+                let (Kind::Int(t), true) = (ik, ik == ok) else {
+                    return Err("reduce_sum must keep its integer element type".into());
+                };
+                let it = self.int_ty(t.bits);
+                let outer = prod(&ishape[..dim]);
+                let len = ishape[dim].max(0) as u64;
+                let inner = prod(&ishape[dim + 1..]);
+                let x = input(0)?;
+                self.grid_loop(f, outer * inner, |g, l| {
+                    let o = b!(g.b.build_int_unsigned_div(l, g.i64(inner.max(1)), "o"));
+                    let inn = b!(g.b.build_int_unsigned_rem(l, g.i64(inner.max(1)), "in"));
+                    let base = b!(g.b.build_int_mul(o, g.i64(len * inner), "b"));
+                    let base = b!(g.b.build_int_add(base, inn, "b"));
+                    let sum = g.fold(f, len, it.const_zero(), |g, k, acc| {
+                        let s = b!(g.b.build_int_mul(k, g.i64(inner), "s"));
+                        let at = b!(g.b.build_int_add(base, s, "at"));
+                        let v = g.load_any(ik, x, at)?.into_int_value();
+                        Ok(b!(g.b.build_int_add(acc, v, "acc")))
+                    })?;
+                    g.store_any(ok, out, l, sum.into())
+                })
+            }
             "softmax" | "reduce_sum" => {
+                let (Kind::Float(ie), Kind::Float(oe)) = (ik, ok) else {
+                    return Err(format!(
+                        "compute.{name} supports f16, bf16, f32 and f64 tensors only"
+                    ));
+                };
                 let outer = prod(&ishape[..dim]);
                 let len = ishape[dim].max(0) as u64;
                 let inner = prod(&ishape[dim + 1..]);
@@ -834,7 +1205,7 @@ impl<'a, 'c> Gen<'a, 'c> {
                 let r = ishape.len();
                 let (mm, nn) = (ishape[r - 2].max(0) as u64, ishape[r - 1].max(0) as u64);
                 let x = input(0)?;
-                let it = self.int_ty(ie);
+                let it = self.int_ty(ik.bits());
                 self.grid_loop(f, onumel, |g, j| {
                     let per = g.i64((mm * nn).max(1));
                     let bt = b!(g.b.build_int_unsigned_div(j, per, "b"));
@@ -858,7 +1229,7 @@ impl<'a, 'c> Gen<'a, 'c> {
                 let isz = ishape[dim].max(0) as u64;
                 let inner = prod(&ishape[dim + 1..]);
                 let x = input(0)?;
-                let it = self.int_ty(ie);
+                let it = self.int_ty(ik.bits());
                 self.grid_loop(f, onumel, |g, j| {
                     let blk = g.i64((size * inner).max(1));
                     let o = b!(g.b.build_int_unsigned_div(j, blk, "o"));
@@ -875,12 +1246,12 @@ impl<'a, 'c> Gen<'a, 'c> {
                 let mut parts = Vec::new();
                 let mut off = 0u64;
                 for i in 0..ctx.operands(op).len() {
-                    let (_, s) = self.elem_of(ctx, ctx.operand(op, i))?;
+                    let (_, s) = self.kind_of(ctx, ctx.operand(op, i))?;
                     let d = s[dim].max(0) as u64;
                     parts.push((input(i)?, off, d));
                     off += d;
                 }
-                let it = self.int_ty(oe);
+                let it = self.int_ty(ok.bits());
                 self.grid_loop(f, onumel, |g, j| {
                     let blk = g.i64((total * inner).max(1));
                     let o = b!(g.b.build_int_unsigned_div(j, blk, "o"));
@@ -1347,8 +1718,8 @@ impl<'a, 'c> Gen<'a, 'c> {
     /// `rt.pack_chunks` / `rt.unpack_chunks`: pure index permutations, one thread per output
     /// element, source index by mixed-radix arithmetic on compile-time shapes.
     fn chunks(&mut self, ctx: &IrContext, f: FunctionValue<'c>, op: OpId, args: &[Value]) -> R<()> {
-        let (e, ishape) = self.elem_of(ctx, ctx.operand(op, 0))?;
-        let (_, oshape) = self.elem_of(ctx, ctx.result(op, 0))?;
+        let (e, ishape) = self.kind_of(ctx, ctx.operand(op, 0))?;
+        let (_, oshape) = self.kind_of(ctx, ctx.result(op, 0))?;
         let dim = ctx
             .inherent_attr(op, "dim")
             .and_then(|a| ctx.attr_as_i64(a))
@@ -1362,7 +1733,7 @@ impl<'a, 'c> Gen<'a, 'c> {
                 .ok_or("operand not in kernel")?,
         )?;
         let out = self.param(f, args.len())?;
-        let it = self.int_ty(e);
+        let it = self.int_ty(e.bits());
         let n: i64 = oshape.iter().product();
         let u = |v: i64| v.max(0) as u64;
         // The chunk shape: the packed layout is [G, chunk...].
@@ -1438,10 +1809,10 @@ impl<'a, 'c> Gen<'a, 'c> {
     /// (`ld.global.v4.u32` / `st.global.v4.u32`) and a grid-stride tail of single elements;
     /// otherwise one element per iteration. Any grid is correct; `rt.launch` sizes it for
     /// one 16-byte vector per thread ([`COPY_VECTOR_BYTES`]).
-    fn copy(&self, f: FunctionValue<'c>, e: Elem, n: u64) -> R<()> {
+    fn copy(&self, f: FunctionValue<'c>, bits: u32, n: u64) -> R<()> {
         let (src, dst) = (self.param(f, 0)?, self.param(f, 1)?);
-        let it = self.int_ty(e);
-        let per = COPY_VECTOR_BYTES / (e.bits() as u64 / 8);
+        let it = self.int_ty(bits);
+        let per = COPY_VECTOR_BYTES / (u64::from(bits) / 8);
         let nv = n / per;
         let i64t = self.cx.i64_type();
         let si = b!(self.b.build_ptr_to_int(src, i64t, "si"));
@@ -1882,13 +2253,14 @@ pub const ROW_REG_VECTORS: u64 = 8;
 
 /// Elements one thread of a fused elementwise kernel over `ops` handles per iteration of its
 /// vector loop: one 16-byte vector of the narrowest element type the chain reads or writes
-/// (8 for f16/bf16, 4 for f32, 2 for f64). `rt.launch` sizes the grid by `numel / width`.
+/// (16 for i8, 8 for f16/bf16/i16, 4 for f32/i32, 2 for f64/i64). `rt.launch` sizes the
+/// grid by `numel / width`.
 pub fn elementwise_vector_width(ctx: &IrContext, ops: &[OpId]) -> u64 {
     let mut bits = 64;
     for &op in ops {
         let vals = ctx.operands(op).iter().copied().chain([ctx.result(op, 0)]);
         for v in vals {
-            if let Some(e) = value_tensor(ctx, v).and_then(|t| Elem::of(ctx, t.elem)) {
+            if let Some(e) = value_tensor(ctx, v).and_then(|t| Kind::of(ctx, t.elem)) {
                 bits = bits.min(e.bits());
             }
         }
@@ -1908,7 +2280,10 @@ pub fn is_row_block(ctx: &IrContext, op: OpId) -> bool {
         .unwrap_or(0)
         .max(0) as usize;
     let last = t.shape[dim + 1..].iter().product::<i64>() == 1;
-    last && matches!(Elem::of(ctx, t.elem), Some(e) if e != Elem::F64)
+    last && matches!(
+        Elem::of(ctx, t.elem),
+        Some(Elem::F16 | Elem::BF16 | Elem::F32)
+    )
 }
 
 /// Whether a kernel's single op is a plain copy of its single argument (`compute.clone`, or
@@ -1926,7 +2301,7 @@ pub fn is_plain_copy(ctx: &IrContext, op: OpId, args: &[Value]) -> bool {
     }
     match (value_tensor(ctx, x), value_tensor(ctx, ctx.result(op, 0))) {
         (Some(a), Some(r)) => {
-            a.elem == r.elem && a.numel() == r.numel() && Elem::of(ctx, a.elem).is_some()
+            a.elem == r.elem && a.numel() == r.numel() && Kind::of(ctx, a.elem).is_some()
         }
         _ => false,
     }
@@ -1949,4 +2324,9 @@ fn float_width(cx: &Context, t: FloatType<'_>) -> u32 {
     } else {
         64
     }
+}
+
+/// The MLIR spelling of an integer element type (for diagnostics).
+fn int_name(t: IntElem) -> String {
+    format!("{}{}", if t.signed { "i" } else { "ui" }, t.bits)
 }

@@ -184,7 +184,22 @@ fn kernel_elem_ok(ctx: &Context, elem: Type) -> bool {
     matches!(
         ctx.type_kind(elem),
         TypeKind::Float(FloatKind::F16 | FloatKind::BF16 | FloatKind::F32 | FloatKind::F64)
+            | TypeKind::Integer {
+                width: 8 | 16 | 32 | 64,
+                ..
+            }
     )
+}
+
+/// Whether kernels compute `op` on integer tensor type `elem` (`kernels::int_op_support`);
+/// `Ok` for float types.
+fn kernel_int_op_ok(ctx: &Context, op: OpId, elem: Type) -> Result<(), String> {
+    let TypeKind::Integer { width, signedness } = ctx.type_kind(elem) else {
+        return Ok(());
+    };
+    let unsigned64 = *width == 64 && *signedness == Signedness::Unsigned;
+    let ty = commlir_ir::printer::type_to_string(ctx, elem);
+    crate::kernels::int_op_support(ctx.op_name(op), &ty, unsigned64)
 }
 
 /// Per-function lowering state.
@@ -658,6 +673,8 @@ fn lower_matmul(ctx: &mut Context, op: OpId, st: &mut Lowering) -> Result<(), Di
         ([bb, m, k], [_, _, n]) => (*bb, *m, *k, *n),
         _ => return Err(err(ctx, op, "comm-to-rt: matmul of unexpected rank")),
     };
+    // cuBLAS GEMM here is float-only; integer matmul has no kernel either.
+    kernel_int_op_ok(ctx, op, ta.elem).map_err(|m| err(ctx, op, format!("comm-to-rt: {m}")))?;
     let dtype = dtype_of(ctx, op, a)?;
     let ba = buffer(ctx, st, op, a)?;
     let bb = buffer(ctx, st, op, b)?;
@@ -844,7 +861,7 @@ fn lower_shard_dim_alltoall(
         return Err(err(
             ctx,
             op,
-            "comm-to-rt: kernels support f16, bf16, f32 and f64 tensors only",
+            "comm-to-rt: kernels support f16, bf16, f32, f64 and 8/16/32/64-bit integer tensors only",
         ));
     }
     let plain_x = ctx.tensor_type(&xt.shape, xt.elem);
@@ -996,8 +1013,12 @@ fn kernel_symbol(
                 return Err(err(
                     ctx,
                     m,
-                    "comm-to-rt: kernels support f16, bf16, f32 and f64 tensors only",
+                    "comm-to-rt: kernels support f16, bf16, f32, f64 and 8/16/32/64-bit integer tensors only",
                 ));
+            }
+            if let Some(t) = value_tensor(ctx, v) {
+                kernel_int_op_ok(ctx, m, t.elem)
+                    .map_err(|msg| err(ctx, m, format!("comm-to-rt: {msg}")))?;
             }
         }
     }
