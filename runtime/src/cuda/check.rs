@@ -12,7 +12,7 @@
 //! values near zero. Integers must match exactly.
 
 use crate::output::RankResults;
-use crate::tensor::ElemType;
+use crate::tensor::{Data, ElemType};
 use std::fmt::Write as _;
 
 /// Tolerance for one element type: relative to the element, absolute, and relative to the
@@ -148,6 +148,25 @@ pub fn compare(gpu: &[RankResults], sim: &[RankResults]) -> CheckReport {
             let max_abs = if max_abs.is_finite() { max_abs } else { 0.0 };
             let floor = tol.abs + (tol.scale * max_abs).max(ulp(max_abs, a.ty.elem));
             let mut shown = 0;
+            // Integers compare exactly, as integers: through f64 an i64 above 2^53 would
+            // hide a difference in its low bits.
+            if let (Data::Int(xs), Data::Int(ys)) = (&a.data, &b.data) {
+                for (e, (x, y)) in xs.iter().zip(ys).enumerate() {
+                    rep.compared += 1;
+                    if x != y {
+                        rep.differing += 1;
+                        rep.mismatched += 1;
+                        if shown < 3 {
+                            shown += 1;
+                            rep.problems.push(format!(
+                                "rank {} result {i} element {e}: GPU {x}, sim {y} (integers compare exactly)",
+                                g.rank
+                            ));
+                        }
+                    }
+                }
+                continue;
+            }
             for e in 0..a.numel() {
                 let x = a.data.get_f64(e, a.ty.elem);
                 let y = b.data.get_f64(e, b.ty.elem);
@@ -244,6 +263,37 @@ mod tests {
         assert!(compare(&gpu, &sim).passed());
         let gpu = one(ElemType::BF16, &[-1.2e7 - 7.176192e6, 7.801405e8]);
         assert!(!compare(&gpu, &sim).passed());
+    }
+
+    #[test]
+    fn large_integers_compare_exactly() {
+        // 2^60 and 2^60 + 1 are the same f64: an f64 comparison would pass them.
+        let ty = TensorType {
+            elem: ElemType::Int {
+                width: 64,
+                signedness: commlir_ir::Signedness::Signless,
+            },
+            shape: vec![2],
+        };
+        let t = |v: Vec<i64>| {
+            vec![RankResults {
+                rank: 0,
+                results: vec![Tensor {
+                    ty: ty.clone(),
+                    data: Data::Int(v),
+                }],
+            }]
+        };
+        let big = 1i64 << 60;
+        let r = compare(&t(vec![big + 1, -7]), &t(vec![big, -7]));
+        assert!(!r.passed());
+        assert_eq!((r.compared, r.differing, r.mismatched), (2, 1, 1));
+        assert!(
+            r.problems[0].contains(&format!("GPU {}, sim {big}", big + 1)),
+            "{:?}",
+            r.problems
+        );
+        assert!(compare(&t(vec![big, -7]), &t(vec![big, -7])).passed());
     }
 
     #[test]
