@@ -103,8 +103,8 @@ impl Elem {
 /// An integer element type as kernels see it: `bits` ∈ {8, 16, 32, 64}. The sim backend
 /// holds integers as `i64`, sign-extended for signless and `si*` types and zero-extended for
 /// `ui*` types (`ElemType::wrap`), so `signed` decides how values extend, compare and
-/// divide. `ui64` is held as its bit pattern there, which makes its comparisons and division
-/// signed; those ops are rejected for `ui64` rather than reproduced (see [`int_op_support`]).
+/// divide. `ui64` is held as its bit pattern there, and the sim reads it as unsigned
+/// (`ElemType::is_u64`), as the kernels do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct IntElem {
     bits: u32,
@@ -124,11 +124,6 @@ impl IntElem {
         }
     }
 
-    /// `ui64`, whose sim representation is its bit pattern in an `i64`.
-    fn is_u64(self) -> bool {
-        self.bits == 64 && !self.signed
-    }
-
     /// The sim's `float_to_int` bounds: the type's range as `f64`.
     fn range(self) -> (f64, f64) {
         if self.signed {
@@ -146,8 +141,12 @@ impl IntElem {
             return 0;
         }
         let (lo, hi) = self.range();
-        // `as i64` saturates like the sim's; the low `bits` bits are the element.
-        let x = v.trunc().clamp(lo, hi) as i64;
+        let v = v.trunc().clamp(lo, hi);
+        if self.bits == 64 && !self.signed {
+            return v as u64;
+        }
+        // The low `bits` bits of the clamped value are the element.
+        let x = v as i64;
         let mask = if self.bits == 64 {
             u64::MAX
         } else {
@@ -183,17 +182,14 @@ impl Kind {
 /// unsigned by the type), `maximum`/`minimum`/`relu` comparing by the type's signedness,
 /// `reduce_sum` wrapping, `cast` and `fill`, and data movement. `Err` names why not: the
 /// float-only ops (the sim has no integer semantics for them; matmul has no cuBLAS integer
-/// path here) and the `ui64` comparisons and division, which the sim computes as signed.
-pub fn int_op_support(name: &str, ty: &str, unsigned64: bool) -> Result<(), String> {
+/// path here).
+pub fn int_op_support(name: &str, ty: &str) -> Result<(), String> {
     let short = name.trim_start_matches("compute.");
     match short {
         "add" | "sub" | "mul" | "neg" | "clone" | "reshape" | "cast" | "fill" | "reduce_sum"
         | "transpose" | "slice" | "concat" => Ok(()),
         _ if name.starts_with("rt.") => Ok(()),
-        "div" | "maximum" | "minimum" | "relu" if !unsigned64 => Ok(()),
-        "div" | "maximum" | "minimum" | "relu" => Err(format!(
-            "kernels do not support {name} on {ty} tensors (the sim backend divides and compares ui64 as signed)"
-        )),
+        "div" | "maximum" | "minimum" | "relu" => Ok(()),
         _ => Err(format!(
             "kernels support {name} on f16, bf16, f32 and f64 tensors only, not {ty}"
         )),
@@ -953,7 +949,7 @@ impl<'a, 'c> Gen<'a, 'c> {
     ) -> R<IntValue<'c>> {
         let it = self.int_ty(t.bits);
         let name = ctx.op_name(op);
-        int_op_support(name, &int_name(t), t.is_u64())?;
+        int_op_support(name, &int_name(t))?;
         let short = name.trim_start_matches("compute.");
         let arg = |i: usize| -> R<IntValue<'c>> {
             match ins.get(i) {
@@ -1034,12 +1030,10 @@ impl<'a, 'c> Gen<'a, 'c> {
     }
 
     /// The sim's `float_to_int`: truncation toward zero, saturated to the type's range, NaN
-    /// → 0 (`llvm.fpto[su]i.sat`, exact for every f16/bf16/f32/f64 input). `ui64` saturates
-    /// at 2^63 − 1 like the sim's `as i64` of the clamped value.
+    /// → 0 (`llvm.fpto[su]i.sat`, exact for every f16/bf16/f32/f64 input).
     fn float_to_int(&self, x: FloatValue<'c>, t: IntElem) -> R<IntValue<'c>> {
         let it = self.int_ty(t.bits);
-        let signed = t.signed || t.is_u64();
-        let name = if signed {
+        let name = if t.signed {
             "llvm.fptosi.sat"
         } else {
             "llvm.fptoui.sat"
@@ -1049,18 +1043,10 @@ impl<'a, 'c> Gen<'a, 'c> {
             .get_declaration(self.m, &[it.into(), x.get_type().into()])
             .ok_or_else(|| format!("cannot declare {name}"))?;
         let c = b!(self.b.build_call(d, &[x.into()], "ftoi"));
-        let v = c
-            .try_as_basic_value()
+        Ok(c.try_as_basic_value()
             .basic()
             .ok_or("call without value")?
-            .into_int_value();
-        if !t.is_u64() {
-            return Ok(v);
-        }
-        let neg = b!(self
-            .b
-            .build_int_compare(IntPredicate::SLT, v, it.const_zero(), "neg"));
-        Ok(b!(self.b.build_select(neg, it.const_zero(), v, "ftou")).into_int_value())
+            .into_int_value())
     }
 
     /// tanh of an f32 compute value whose op result is `e`: for bf16 results, when the module

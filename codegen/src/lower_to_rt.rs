@@ -194,12 +194,11 @@ fn kernel_elem_ok(ctx: &Context, elem: Type) -> bool {
 /// Whether kernels compute `op` on integer tensor type `elem` (`kernels::int_op_support`);
 /// `Ok` for float types.
 fn kernel_int_op_ok(ctx: &Context, op: OpId, elem: Type) -> Result<(), String> {
-    let TypeKind::Integer { width, signedness } = ctx.type_kind(elem) else {
+    let TypeKind::Integer { .. } = ctx.type_kind(elem) else {
         return Ok(());
     };
-    let unsigned64 = *width == 64 && *signedness == Signedness::Unsigned;
     let ty = commlir_ir::printer::type_to_string(ctx, elem);
-    crate::kernels::int_op_support(ctx.op_name(op), &ty, unsigned64)
+    crate::kernels::int_op_support(ctx.op_name(op), &ty)
 }
 
 /// Per-function lowering state.

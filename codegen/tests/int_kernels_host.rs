@@ -321,7 +321,9 @@ fn check(text: &str, rounds: u64) {
 
 #[test]
 fn arithmetic_wraps_and_compares_by_signedness() {
-    for t in ["i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "si32"] {
+    for t in [
+        "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "si32",
+    ] {
         check(
             &format!(
                 "func.func @f(%a: tensor<67x{t}>, %b: tensor<67x{t}>) -> (tensor<67x{t}>, tensor<67x{t}>, tensor<67x{t}>) {{
@@ -344,7 +346,7 @@ fn arithmetic_wraps_and_compares_by_signedness() {
 fn division_truncates_and_min_by_minus_one_wraps() {
     // Divisors `max(b, 1)` (never zero: the sim rejects that) and their negations, so
     // `MIN / -1` occurs (the special inputs put MIN in `a` and 1 in `b`).
-    for t in ["i8", "i16", "i32", "i64", "ui8", "ui16", "ui32"] {
+    for t in ["i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64"] {
         check(
             &format!(
                 "func.func @f(%a: tensor<67x{t}>, %b: tensor<67x{t}>) -> (tensor<67x{t}>, tensor<67x{t}>) {{

@@ -107,6 +107,19 @@ impl ElemType {
         }
     }
 
+    /// Whether this is `ui64`, the one integer type whose values do not all fit the `i64`
+    /// storage as non-negative numbers: its elements are stored as their bit patterns, and
+    /// division, comparisons and float conversions must read them as `u64`.
+    pub fn is_u64(self) -> bool {
+        matches!(
+            self,
+            ElemType::Int {
+                width: 64,
+                signedness: Signedness::Unsigned
+            }
+        )
+    }
+
     /// An integer element as `f64` (unsigned 64-bit values are read as unsigned).
     pub fn int_to_f64(self, x: i64) -> f64 {
         match self {
@@ -289,6 +302,9 @@ impl Tensor {
         let (lo, hi) = e.int_range();
         if value.is_nan() {
             0
+        } else if e.is_u64() {
+            // Through `i64` everything from 2^63 up would saturate at 2^63 - 1.
+            value.trunc().clamp(lo, hi) as u64 as i64
         } else {
             e.wrap(value.trunc().clamp(lo, hi) as i64)
         }

@@ -316,3 +316,41 @@ fn integer_arithmetic_and_errors() {
     let o = op(&mut p, "compute.frobnicate", &[]);
     assert!(execute(&p.ctx, o, &[&a], &ty).unwrap().is_none());
 }
+
+#[test]
+fn ui64_is_read_as_unsigned() {
+    // ui64 elements hold bit patterns in the i64 storage: 2^63 + 5 is stored negative and
+    // must still divide, compare and pass relu as the large unsigned number it is.
+    use commlir_runtime::tensor::Data;
+    let u64t = ElemType::Int {
+        width: 64,
+        signedness: commlir_ir::Signedness::Unsigned,
+    };
+    let ints = |v: Vec<i64>| Tensor {
+        ty: tt(u64t, &[v.len()]),
+        data: Data::Int(v),
+    };
+    let raw = |t: Tensor| match t.data {
+        Data::Int(v) => v.into_iter().map(|x| x as u64).collect::<Vec<u64>>(),
+        _ => unreachable!(),
+    };
+    let big = (1u64 << 63) + 5;
+    let a = ints(vec![big as i64, 7, u64::MAX as i64]);
+    let b = ints(vec![2, big as i64, 3]);
+    let ty = tt(u64t, &[3]);
+    let mut p = Prog::new();
+    let mut go = |name: &str, ins: &[&Tensor]| {
+        let o = op(&mut p, name, &[]);
+        raw(execute(&p.ctx, o, ins, &ty).unwrap().unwrap())
+    };
+    assert_eq!(go("compute.div", &[&a, &b]), vec![big / 2, 0, u64::MAX / 3]);
+    assert_eq!(go("compute.maximum", &[&a, &b]), vec![big, big, u64::MAX]);
+    assert_eq!(go("compute.minimum", &[&a, &b]), vec![2, 7, 3]);
+    assert_eq!(go("compute.relu", &[&a]), vec![big, 7, u64::MAX]);
+    // Floats convert to ui64 over its whole range (saturating at 2^64 - 1, not 2^63 - 1).
+    let f = t(ElemType::F64, &[3], &[1.5e19, 1e30, -3.0]);
+    assert_eq!(
+        raw(f.cast(u64t)),
+        vec![15_000_000_000_000_000_000, u64::MAX, 0]
+    );
+}

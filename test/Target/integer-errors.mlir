@@ -1,6 +1,5 @@
 // Integer tensors: ops without integer semantics in the sim backend are rejected by
-// comm-to-rt, naming the op and the type; so are ui64 compares/division (the sim treats
-// ui64 as signed there).
+// comm-to-rt, naming the op and the type.
 // REQUIRES: commlir-translate
 // RUN: not commlir-translate %s 2>&1 | FileCheck %s
 

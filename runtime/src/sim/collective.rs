@@ -114,15 +114,21 @@ pub fn reduce(op: ReduceOp, parts: &[&Tensor]) -> Tensor {
             |a, x| match op {
                 ReduceOp::Sum | ReduceOp::Avg => a.wrapping_add(x),
                 ReduceOp::Product => a.wrapping_mul(x),
+                // ui64 holds bit patterns: compare them unsigned, as NCCL does.
+                ReduceOp::Max if elem.is_u64() => (a as u64).max(x as u64) as i64,
+                ReduceOp::Min if elem.is_u64() => (a as u64).min(x as u64) as i64,
                 ReduceOp::Max => a.max(x),
                 ReduceOp::Min => a.min(x),
             },
             |a| {
-                elem.wrap(if op == ReduceOp::Avg {
-                    a.wrapping_div(n as i64)
-                } else {
-                    a
-                })
+                // NCCL's average of integers divides the sum as the type holds it (wrapped
+                // to its width), truncating toward zero (unsigned for unsigned types).
+                let sum = elem.wrap(a);
+                match op {
+                    ReduceOp::Avg if elem.is_u64() => (sum as u64 / n as u64) as i64,
+                    ReduceOp::Avg => elem.wrap(sum.wrapping_div(n as i64)),
+                    _ => sum,
+                }
             },
         )),
     };
@@ -356,6 +362,52 @@ mod tests {
         let b = t(ElemType::BF16, &[1], &[e]);
         let r = reduce(ReduceOp::Sum, &[&a, &b, &b]);
         assert_eq!(r.to_f64_vec(), vec![1.0 + 2.0 * e]);
+    }
+
+    #[test]
+    fn integer_reductions_follow_the_type() {
+        let int = |width, signedness| ElemType::Int { width, signedness };
+        let u64t = int(64, commlir_ir::Signedness::Unsigned);
+        let ints = |e: ElemType, v: Vec<i64>| Tensor {
+            ty: TensorType {
+                elem: e,
+                shape: vec![v.len()],
+            },
+            data: Data::Int(v),
+        };
+        // ui64 above 2^63 (stored as a negative i64) is the larger value.
+        let big = (1u64 << 63) as i64 + 5;
+        let a = ints(u64t, vec![big, 7]);
+        let b = ints(u64t, vec![3, big]);
+        let Data::Int(mx) = reduce(ReduceOp::Max, &[&a, &b]).data else {
+            unreachable!()
+        };
+        assert_eq!(mx, vec![big, big]);
+        let Data::Int(mn) = reduce(ReduceOp::Min, &[&a, &b]).data else {
+            unreachable!()
+        };
+        assert_eq!(mn, vec![3, 7]);
+        // i32 average: the sum wraps at 32 bits before the division (as in NCCL):
+        // 2^31 - 1 + 2^31 - 1 wraps to -2, and -2 / 2 = -1.
+        let i32t = int(32, commlir_ir::Signedness::Signless);
+        let m = i32::MAX as i64;
+        let Data::Int(avg) =
+            reduce(ReduceOp::Avg, &[&ints(i32t, vec![m]), &ints(i32t, vec![m])]).data
+        else {
+            unreachable!()
+        };
+        assert_eq!(avg, vec![-1]);
+        // ui64 average of two values near 2^64: the wrapped sum, divided unsigned.
+        let top = u64::MAX as i64; // 2^64 - 1
+        let Data::Int(avg) = reduce(
+            ReduceOp::Avg,
+            &[&ints(u64t, vec![top]), &ints(u64t, vec![2])],
+        )
+        .data
+        else {
+            unreachable!()
+        };
+        assert_eq!(avg, vec![0]); // (2^64 - 1 + 2) mod 2^64 = 1; 1 / 2 = 0
     }
 
     #[test]
