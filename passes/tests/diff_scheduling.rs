@@ -12,7 +12,7 @@ use common::bodies;
 use commlir_ir::Context;
 use commlir_passes::schedule::{self, check, DepGraph, GraphOptions};
 use commlir_passes::schedule_for_comm::{schedule_for_comm, Mode};
-use commlir_testgen::{random_program, GenConfig};
+use commlir_testgen::GenConfig;
 
 /// Runs `pass` (a `func.func` pass with its options) on the generated program and checks
 /// every invariant; returns the output text.
@@ -30,17 +30,8 @@ fn run_checked(
         with_costs,
         ..GenConfig::default()
     };
-    let text = random_program(seed, &cfg);
     let mut ctx = Context::new();
-    let m = common::parse(&mut ctx, &text);
-    if lower {
-        common::run_pipeline(
-            &mut ctx,
-            m,
-            "builtin.module(func.func(coll-to-comm))",
-            &text,
-        );
-    }
+    let m = common::generated(&mut ctx, seed, &cfg, lower);
     let sim_before = common::sim(&ctx, m, ranks, seed);
     assert!(
         !sim_before.starts_with("error"),
@@ -109,17 +100,8 @@ fn matrix(pass: &str, budget: f64, seeds: std::ops::Range<u64>) -> usize {
                 with_costs,
                 ..GenConfig::default()
             };
-            let text = random_program(seed, &cfg);
             let mut ctx = Context::new();
-            let m = common::parse(&mut ctx, &text);
-            if lower {
-                common::run_pipeline(
-                    &mut ctx,
-                    m,
-                    "builtin.module(func.func(coll-to-comm))",
-                    &text,
-                );
-            }
+            let m = common::generated(&mut ctx, seed, &cfg, lower);
             if common::print(&ctx, m) != a {
                 changed += 1;
             }
@@ -334,23 +316,16 @@ fn cached_analyses_change_nothing() {
                 with_costs: seed % 2 == 0,
                 ..GenConfig::default()
             };
-            let text = random_program(seed, &cfg);
-            let setup = |ctx: &mut Context| {
-                let m = common::parse(ctx, &text);
-                if lower {
-                    common::run_pipeline(ctx, m, "builtin.module(func.func(coll-to-comm))", &text);
-                }
-                m
-            };
             let mut one = Context::new();
-            let m1 = setup(&mut one);
+            let m1 = common::generated(&mut one, seed, &cfg, lower);
+            let input = common::print(&one, m1);
             let whole = format!("builtin.module({})", passes.join(","));
             let mut pm = commlir_ir::pass::PassManager::from_pipeline(
                 commlir_ir::pass::parse_pipeline(&whole).unwrap(),
             );
             pm.run(&mut one, m1).unwrap();
             let mut each = Context::new();
-            let m2 = setup(&mut each);
+            let m2 = common::generated(&mut each, seed, &cfg, lower);
             let mut stats = String::new();
             for p in passes {
                 let mut pm = commlir_ir::pass::PassManager::from_pipeline(
@@ -362,7 +337,7 @@ fn cached_analyses_change_nothing() {
             let what = format!("seed {seed} lowered {lower}");
             assert_eq!(common::print(&one, m1), common::print(&each, m2), "{what}");
             assert_eq!(stat_lines(&pm.statistics_report()), stats, "{what}");
-            reused += usize::from(common::print(&one, m1) != text);
+            reused += usize::from(common::print(&one, m1) != input);
         }
     }
     assert!(reused > 0, "the pipeline changed no program");

@@ -17,7 +17,7 @@ use common::bodies;
 
 use commlir_ir::{BlockId, Context};
 use commlir_passes::schedule::{DepGraph, GraphOptions, MemoryTracker, NodeKind};
-use commlir_testgen::{random_program, GenConfig, Rng};
+use commlir_testgen::{GenConfig, Rng};
 
 /// The definitional move of `x` across the run `seg` (after it when `after`, else before),
 /// within `limit`; returns whether it moved and the peak over the nodes involved.
@@ -165,17 +165,8 @@ fn run_moves_match_adjacent_swaps() {
                 with_costs: false,
                 ..GenConfig::default()
             };
-            let text = random_program(seed, &cfg);
             let mut ctx = Context::new();
-            let m = common::parse(&mut ctx, &text);
-            if lower {
-                common::run_pipeline(
-                    &mut ctx,
-                    m,
-                    "builtin.module(func.func(coll-to-comm))",
-                    &text,
-                );
-            }
+            let m = common::generated(&mut ctx, seed, &cfg, lower);
             let mut rng = Rng::new(seed * 2 + u64::from(lower));
             for b in bodies(&ctx, m) {
                 let (a, r) = exercise(&ctx, b, &mut rng, &format!("seed {seed} lower {lower}"));
@@ -221,17 +212,8 @@ fn pred_lists_are_sorted_and_keep_barriers() {
                 with_costs: seed % 2 == 0,
                 ..GenConfig::default()
             };
-            let text = random_program(seed, &cfg);
             let mut ctx = Context::new();
-            let m = common::parse(&mut ctx, &text);
-            if lower {
-                common::run_pipeline(
-                    &mut ctx,
-                    m,
-                    "builtin.module(func.func(coll-to-comm))",
-                    &text,
-                );
-            }
+            let m = common::generated(&mut ctx, seed, &cfg, lower);
             for b in bodies(&ctx, m) {
                 for collective_order in [false, true] {
                     let g = DepGraph::build(&ctx, b, GraphOptions { collective_order });

@@ -7,7 +7,7 @@ mod common;
 use commlir_ir::Context;
 use commlir_passes::analysis::buffers::alias_of;
 use commlir_passes::schedule::graph::AliasRule;
-use commlir_testgen::{random_program, GenConfig};
+use commlir_testgen::GenConfig;
 
 #[test]
 fn alias_rule_matches_alias_of() {
@@ -19,17 +19,8 @@ fn alias_rule_matches_alias_of() {
                 ops: 45,
                 ..GenConfig::default()
             };
-            let text = random_program(seed, &cfg);
             let mut ctx = Context::new();
-            let m = common::parse(&mut ctx, &text);
-            if lower {
-                common::run_pipeline(
-                    &mut ctx,
-                    m,
-                    "builtin.module(func.func(coll-to-comm))",
-                    &text,
-                );
-            }
+            let m = common::generated(&mut ctx, seed, &cfg, lower);
             let mut ops = Vec::new();
             ctx.walk(m, |op| ops.push(op));
             for op in ops {

@@ -70,3 +70,20 @@ pub fn bodies(ctx: &Context, module: OpId) -> Vec<BlockId> {
     });
     v
 }
+
+/// The generated program of `seed` under `cfg`, parsed into `ctx` and lowered by
+/// `coll-to-comm` first when `lower` is set: the comm-level variant the scheduling tests run
+/// on as well as the coll-level one.
+pub fn generated(
+    ctx: &mut Context,
+    seed: u64,
+    cfg: &commlir_testgen::GenConfig,
+    lower: bool,
+) -> OpId {
+    let text = commlir_testgen::random_program(seed, cfg);
+    let m = parse(ctx, &text);
+    if lower {
+        run_pipeline(ctx, m, "builtin.module(func.func(coll-to-comm))", &text);
+    }
+    m
+}
