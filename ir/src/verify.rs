@@ -17,22 +17,35 @@ use rustc_hash::FxHashMap;
 /// Verifies `root` and everything nested in it; returns every error found (at most one per
 /// op, as MLIR stops verifying an op at its first failure).
 pub fn verify(ctx: &Context, root: OpId) -> Result<(), Vec<Diagnostic>> {
+    verify_walk(ctx, root, |op, visit, defs| {
+        verify_op_in(ctx, op, Some(visit), defs)
+    })
+}
+
+/// Runs `check` on `root` and every op nested in it, in pre-order, collecting its errors.
+///
+/// `check` gets the pre-order visit numbers of the walk so far: in a pre-order walk, an op of
+/// the block of an (already visited) user comes before that user exactly when it was visited
+/// before it, so same-block dominance is one lookup in this dense table, with no renumbering
+/// of the block's order (which every pass invalidates) and no visit to the defining op.
+/// Nothing changes the IR during the walk, so symbol tables are indexed on first search.
+#[inline(always)]
+fn verify_walk(
+    ctx: &Context,
+    root: OpId,
+    mut check: impl FnMut(OpId, &VisitOrder, &mut DefCache) -> Result<(), Diagnostic>,
+) -> Result<(), Vec<Diagnostic>> {
     let mut errors = Vec::new();
-    // Pre-order visit numbers of the walk so far: in a pre-order walk, an op of the block of
-    // an (already visited) user comes before that user exactly when it was visited before it,
-    // so same-block dominance is one lookup in this dense table, with no renumbering of
-    // the block's order (which every pass invalidates) and no visit to the defining op.
     let mut visit = VisitOrder {
         number: vec![u32::MAX; ctx.num_op_slots()],
     };
     let mut next = 0u32;
     let mut defs = DefCache::default();
-    // Nothing changes the IR during the walk, so symbol tables are indexed on first search.
     ctx.with_symbol_cache(|| {
         ctx.walk(root, |op| {
             visit.number[op.index()] = next;
             next += 1;
-            if let Err(e) = verify_op_in(ctx, op, Some(&visit), &mut defs) {
+            if let Err(e) = check(op, &visit, &mut defs) {
                 errors.push(e);
             }
         })
@@ -76,27 +89,9 @@ pub fn verify(ctx: &Context, root: OpId) -> Result<(), Vec<Diagnostic>> {
 /// alone), the entry block (blocks are not reordered) or the parent op; the rest read only
 /// their own op.
 pub fn verify_order(ctx: &Context, root: OpId) -> Result<(), Vec<Diagnostic>> {
-    let mut errors = Vec::new();
-    let mut visit = VisitOrder {
-        number: vec![u32::MAX; ctx.num_op_slots()],
-    };
-    let mut next = 0u32;
-    let mut defs = DefCache::default();
-    // An order-sensitive op's full verifier may look symbols up; the index is built lazily.
-    ctx.with_symbol_cache(|| {
-        ctx.walk(root, |op| {
-            visit.number[op.index()] = next;
-            next += 1;
-            if let Err(e) = verify_op_order(ctx, op, &visit, &mut defs) {
-                errors.push(e);
-            }
-        })
-    });
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(errors)
-    }
+    verify_walk(ctx, root, |op, visit, defs| {
+        verify_op_order(ctx, op, visit, defs)
+    })
 }
 
 /// [`verify_op_in`] reduced to the checks a permutation can fail (see [`verify_order`]), in
