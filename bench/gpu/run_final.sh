@@ -6,34 +6,13 @@
 set -uo pipefail
 dir=${1:-.gpubench}
 out=${2:-${OUT:-gpu-out}}
-mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/env.sh"
-R="$dir/commlir-run"
-log="$out/log.txt"
-say() { echo "$@" | tee -a "$log"; }
-say "== machine"; nvidia-smi -L 2>&1 | tee -a "$log"; date -u | tee -a "$log"
+. "$here/lib.sh"
 say "== accuracy probes"
-for t in bf16 f32 f64; do
-  say "\$ commlir-run probe/transcendental_$t.commlir --ranks 1 --check"
-  timeout 120 "$R" "$dir/probe/transcendental_$t.commlir" --backend cuda --ranks 1 --check --check-against "$dir/probe/transcendental_$t.mlir" 2>&1 | grep -E '^check: |error|element' | tee -a "$log"
-done
+for t in bf16 f32 f64; do check_probe "transcendental_$t" 1; done
 say "== --check"
-for a in "$dir"/examples/*.commlir "$dir"/examples_nosched/*.commlir; do
-  b=$(basename "$a" .commlir)
-  say "\$ commlir-run $(basename $(dirname $a))/$b.commlir --check"
-  timeout 60 "$R" "$a" --backend cuda --ranks 2 --check --check-against "$dir/src/$b.mlir" 2>&1 | grep -E '^check: |error' | tee -a "$log"
-done
-for t in tf/tp4_small.full tf/tp4_small.plain tf/fsdp4_small.full tf/fsdp4_small.plain; do
-  p=$(basename "$t" | cut -d. -f1)
-  say "\$ commlir-run $t.commlir --check --check-against tf/$p.mlir"
-  timeout 60 "$R" "$dir/$t.commlir" --backend cuda --ranks 2 --check --check-against "$dir/tf/$p.mlir" 2>&1 | grep -E '^check: |error|element' | tee -a "$log"
-done
-for a in "$dir"/upstream/*.commlir; do
-  b=$(basename "$a" .commlir)
-  say "\$ commlir-run upstream/$b.commlir --check"
-  timeout 60 "$R" "$a" --backend cuda --ranks 2 --check --check-against "$dir/upstream/$b.ref.mlir" 2>&1 | grep -E '^check: |error' | tee -a "$log"
-done
+check_programs
 say "== collectives, 1000 calls per run, three runs"
 for rep in 1 2 3; do
   timeout 120 "$R" --nccl-baseline all_reduce,all_gather,reduce_scatter --ranks 2 --sizes-mib 1,4 --bench-iters 1000 --warmup 20 --buffers registered 2>&1 | sed 's/ (1000 calls.*//' | tee -a "$log"

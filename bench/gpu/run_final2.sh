@@ -8,36 +8,16 @@
 set -uo pipefail
 dir=${1:-.gpubench}
 out=${2:-${OUT:-gpu-out}}
-mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/env.sh"
-R="$dir/commlir-run"
-log="$out/log.txt"
-say() { echo "$@" | tee -a "$log"; }
-say "== machine"; nvidia-smi -L 2>&1 | tee -a "$log"; date -u | tee -a "$log"
+. "$here/lib.sh"
 say "== probes"
 for p in "$dir"/probe/*.commlir; do
   b=$(basename "$p" .commlir)
-  ranks=1; case $b in integer*) ranks=2;; esac
-  say "\$ commlir-run probe/$b.commlir --ranks $ranks --check"
-  timeout 120 "$R" "$p" --backend cuda --ranks $ranks --check --check-against "$dir/probe/$b.mlir" 2>&1 | grep -E '^check: |error|element' | tee -a "$log"
+  case $b in integer*) check_probe "$b" 2 ;; *) check_probe "$b" 1 ;; esac
 done
 say "== --check"
-for a in "$dir"/examples/*.commlir "$dir"/examples_nosched/*.commlir; do
-  b=$(basename "$a" .commlir)
-  say "\$ commlir-run $(basename $(dirname $a))/$b.commlir --check"
-  timeout 60 "$R" "$a" --backend cuda --ranks 2 --check --check-against "$dir/src/$b.mlir" 2>&1 | grep -E '^check: |error' | tee -a "$log"
-done
-for t in tf/tp4_small.full tf/tp4_small.plain tf/fsdp4_small.full tf/fsdp4_small.plain; do
-  p=$(basename "$t" | cut -d. -f1)
-  say "\$ commlir-run $t.commlir --check --check-against tf/$p.mlir"
-  timeout 60 "$R" "$dir/$t.commlir" --backend cuda --ranks 2 --check --check-against "$dir/tf/$p.mlir" 2>&1 | grep -E '^check: |error|element' | tee -a "$log"
-done
-for a in "$dir"/upstream/*.commlir; do
-  b=$(basename "$a" .commlir)
-  say "\$ commlir-run upstream/$b.commlir --check"
-  timeout 60 "$R" "$a" --backend cuda --ranks 2 --check --check-against "$dir/upstream/$b.ref.mlir" 2>&1 | grep -E '^check: |error' | tee -a "$log"
-done
+check_programs
 say "== steps (commlir, 30 timed calls after 5 warm-up)"
 for t in tf/tp4_big.full tf/tp4_big.plain tf/fsdp4_big.full tf/fsdp4_big.plain; do
   o=$(timeout 120 "$R" "$dir/$t.commlir" --backend cuda --ranks 2 --bench-iters 30 --warmup 5 2>&1)

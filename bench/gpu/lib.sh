@@ -1,0 +1,35 @@
+# Sourced by the device scripts after env.sh, with `dir` (from bench/gpu/prepare.sh) and
+# `out` set: the log they write and the `--check` sweeps they share.
+#   . "$here/lib.sh"
+R="$dir/commlir-run"
+mkdir -p "$out"
+log="$out/log.txt"
+say() { echo "$@" | tee -a "$log"; }
+say "== machine"; nvidia-smi -L 2>&1 | tee -a "$log"; date -u | tee -a "$log"
+
+# check_probe NAME RANKS: `--check` of probe NAME (DIR/probe/NAME.commlir against NAME.mlir).
+check_probe() {
+  say "\$ commlir-run probe/$1.commlir --ranks $2 --check"
+  timeout 120 "$R" "$dir/probe/$1.commlir" --backend cuda --ranks "$2" --check --check-against "$dir/probe/$1.mlir" 2>&1 | grep -E '^check: |error|element' | tee -a "$log"
+}
+
+# check_programs: `--check` of every example under both pipelines, the small TP and FSDP
+# transformers under both, and the upstream MLIR programs, on 2 ranks.
+check_programs() {
+  local a b t p
+  for a in "$dir"/examples/*.commlir "$dir"/examples_nosched/*.commlir; do
+    b=$(basename "$a" .commlir)
+    say "\$ commlir-run $(basename "$(dirname "$a")")/$b.commlir --check"
+    timeout 60 "$R" "$a" --backend cuda --ranks 2 --check --check-against "$dir/src/$b.mlir" 2>&1 | grep -E '^check: |error' | tee -a "$log"
+  done
+  for t in tf/tp4_small.full tf/tp4_small.plain tf/fsdp4_small.full tf/fsdp4_small.plain; do
+    p=$(basename "$t" | cut -d. -f1)
+    say "\$ commlir-run $t.commlir --check --check-against tf/$p.mlir"
+    timeout 60 "$R" "$dir/$t.commlir" --backend cuda --ranks 2 --check --check-against "$dir/tf/$p.mlir" 2>&1 | grep -E '^check: |error|element' | tee -a "$log"
+  done
+  for a in "$dir"/upstream/*.commlir; do
+    b=$(basename "$a" .commlir)
+    say "\$ commlir-run upstream/$b.commlir --check"
+    timeout 60 "$R" "$a" --backend cuda --ranks 2 --check --check-against "$dir/upstream/$b.ref.mlir" 2>&1 | grep -E '^check: |error' | tee -a "$log"
+  done
+}
