@@ -120,6 +120,35 @@ impl ElemType {
         )
     }
 
+    /// The larger of two stored integer elements of this type (`ui64` compared unsigned; every
+    /// other type's storage orders as its values do).
+    pub fn int_max(self, a: i64, b: i64) -> i64 {
+        if self.is_u64() {
+            (a as u64).max(b as u64) as i64
+        } else {
+            a.max(b)
+        }
+    }
+
+    /// The smaller of two stored integer elements of this type (see [`ElemType::int_max`]).
+    pub fn int_min(self, a: i64, b: i64) -> i64 {
+        if self.is_u64() {
+            (a as u64).min(b as u64) as i64
+        } else {
+            a.min(b)
+        }
+    }
+
+    /// `a / b` of two stored integer elements of this type, truncating toward zero (`ui64`
+    /// unsigned; `MIN / -1` wraps), wrapped to the type; `b` must not be zero.
+    pub fn int_div(self, a: i64, b: i64) -> i64 {
+        if self.is_u64() {
+            ((a as u64) / (b as u64)) as i64
+        } else {
+            self.wrap(a.wrapping_div(b))
+        }
+    }
+
     /// An integer element as `f64` (unsigned 64-bit values are read as unsigned).
     pub fn int_to_f64(self, x: i64) -> f64 {
         match self {

@@ -114,20 +114,17 @@ pub fn reduce(op: ReduceOp, parts: &[&Tensor]) -> Tensor {
             |a, x| match op {
                 ReduceOp::Sum | ReduceOp::Avg => a.wrapping_add(x),
                 ReduceOp::Product => a.wrapping_mul(x),
-                // ui64 holds bit patterns: compare them unsigned, as NCCL does.
-                ReduceOp::Max if elem.is_u64() => (a as u64).max(x as u64) as i64,
-                ReduceOp::Min if elem.is_u64() => (a as u64).min(x as u64) as i64,
-                ReduceOp::Max => a.max(x),
-                ReduceOp::Min => a.min(x),
+                ReduceOp::Max => elem.int_max(a, x),
+                ReduceOp::Min => elem.int_min(a, x),
             },
             |a| {
                 // NCCL's average of integers divides the sum as the type holds it (wrapped
-                // to its width), truncating toward zero (unsigned for unsigned types).
+                // to its width).
                 let sum = elem.wrap(a);
-                match op {
-                    ReduceOp::Avg if elem.is_u64() => (sum as u64 / n as u64) as i64,
-                    ReduceOp::Avg => elem.wrap(sum.wrapping_div(n as i64)),
-                    _ => sum,
+                if op == ReduceOp::Avg {
+                    elem.int_div(sum, n as i64)
+                } else {
+                    sum
                 }
             },
         )),

@@ -176,16 +176,21 @@ fn unary(name: &str, t: &Tensor) -> Result<Tensor, String> {
     }
     if let Data::Int(v) = &t.data {
         let e = t.ty.elem;
-        let f: fn(i64) -> i64 = match name {
-            "neg" => |x| x.wrapping_neg(),
-            // No unsigned value is below zero (ui64's bit patterns read as i64 can be).
-            "relu" if e.is_u64() => |x| x,
-            "relu" => |x| x.max(0),
+        let neg = match name {
+            "neg" => true,
+            "relu" => false,
             _ => return Err(format!("is not supported on integer element type {e}")),
+        };
+        let f = |x: i64| {
+            if neg {
+                x.wrapping_neg()
+            } else {
+                e.int_max(x, 0)
+            }
         };
         return Ok(Tensor {
             ty: t.ty.clone(),
-            data: Data::Int(v.iter().map(|x| e.wrap(f(*x))).collect()),
+            data: Data::Int(v.iter().map(|&x| e.wrap(f(x))).collect()),
         });
     }
     match name {
@@ -263,23 +268,16 @@ fn binary(name: &str, a: &Tensor, b: &Tensor) -> Result<Tensor, String> {
             Data::F64(x.iter().zip(y).map(|(p, q)| f(*p, *q)).collect())
         }
         (Data::Int(x), Data::Int(y)) => {
-            // Every other integer type's values are non-negative or sign-extended in the i64
-            // storage, where i64 division and comparison are right; ui64 holds bit patterns.
-            let unsigned = e.is_u64();
             let mut out = Vec::with_capacity(x.len());
             for (p, q) in x.iter().zip(y) {
-                let (pu, qu) = (*p as u64, *q as u64);
                 let v = match name {
                     "add" => p.wrapping_add(*q),
                     "sub" => p.wrapping_sub(*q),
                     "mul" => p.wrapping_mul(*q),
                     "div" if *q == 0 => return Err("divides by zero".into()),
-                    "div" if unsigned => (pu / qu) as i64,
-                    "div" => p.wrapping_div(*q),
-                    "maximum" if unsigned => pu.max(qu) as i64,
-                    "minimum" if unsigned => pu.min(qu) as i64,
-                    "maximum" => *p.max(q),
-                    _ => *p.min(q),
+                    "div" => e.int_div(*p, *q),
+                    "maximum" => e.int_max(*p, *q),
+                    _ => e.int_min(*p, *q),
                 };
                 out.push(e.wrap(v));
             }
