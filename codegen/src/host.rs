@@ -123,19 +123,31 @@ pub fn compile(
                 .collect()
         })
         .unwrap_or_default();
+    // The same default as the sim backend's, so `--check` runs the same function.
+    let default_entry = commlir_dialects::func::default_entry(ctx, &funcs)
+        .and_then(|f| ctx.symbol_name(f))
+        .map(str::to_string);
+    // Every function is declared first, so that a `func.call` can name a callee defined later.
+    let funcs: Vec<(OpId, commlir_ir::BlockId, String)> = funcs
+        .into_iter()
+        .filter_map(|f| {
+            let body = *ctx.region_blocks(ctx.op_regions(f)[0]).first()?;
+            Some((f, body, ctx.symbol_name(f).unwrap_or("").to_string()))
+        })
+        .collect();
+    for (_, _, name) in &funcs {
+        h.declare(name);
+    }
     let mut fns = Vec::new();
-    for f in funcs {
-        let region = ctx.op_regions(f)[0];
-        let Some(&body) = ctx.region_blocks(region).first() else {
-            continue;
-        };
-        let name = ctx.symbol_name(f).unwrap_or("").to_string();
+    for (f, body, name) in funcs {
         let ops: Vec<OpId> = ctx.block_ops(body).collect();
         let gnames: Vec<String> = groups.iter().map(|g| g.name.clone()).collect();
         let slots = crate::slots::analyze(ctx, &ops, ctx.block_args(body), &gnames);
-        let (events, lf) = h.function(ctx, f, body, &name, &slots)?;
+        // Each function numbers its events after the previous one's: a callee's records
+        // never reuse an event its caller may still wait on.
+        let (events, lf) = h.function(ctx, f, body, &name, &slots, out.num_events)?;
         out.slots.push(slots);
-        out.num_events = out.num_events.max(events);
+        out.num_events = events;
         let args = ctx
             .block_args(body)
             .iter()
@@ -159,9 +171,8 @@ pub fn compile(
             .find(|(n, _)| n == e)
             .cloned()
             .ok_or_else(|| merr(format!("no function @{e} to use as the entry")))?,
-        None => fns
-            .first()
-            .cloned()
+        None => default_entry
+            .and_then(|e| fns.iter().find(|(n, _)| *n == e).cloned())
             .ok_or_else(|| merr("no function with a body".into()))?,
     };
     h.main(entry_fn).map_err(merr)?;
@@ -294,6 +305,11 @@ impl<'a, 'c> Host<'a, 'c> {
         let st = b!(self
             .b
             .build_indirect_call(self.fn_type(name), fp, &all, "st"));
+        self.check_status(st)
+    }
+
+    /// Returns from the current function with the status of call `st` when it is nonzero.
+    fn check_status(&self, st: inkwell::values::CallSiteValue<'c>) -> R<()> {
         let st = st
             .try_as_basic_value()
             .basic()
@@ -318,7 +334,25 @@ impl<'a, 'c> Host<'a, 'c> {
         Ok(b!(self.alloca_b.build_alloca(ty, name)))
     }
 
-    /// Lowers one function; returns (events used, the LLVM function).
+    /// The type every host function has: `int32_t (api, rt, args, results)`.
+    fn entry_type(&self) -> FunctionType<'c> {
+        let p = self.ptr();
+        self.cx
+            .i32_type()
+            .fn_type(&[p.into(), p.into(), p.into(), p.into()], false)
+    }
+
+    /// Declares the host function of rt function `name` (`commlir_fn_<name>`).
+    fn declare(&self, name: &str) -> FunctionValue<'c> {
+        let sym = format!("commlir_fn_{name}");
+        self.m.get_function(&sym).unwrap_or_else(|| {
+            self.m
+                .add_function(&sym, self.entry_type(), Some(Linkage::External))
+        })
+    }
+
+    /// Lowers one function whose event indices start at `first_event`; returns (the end of
+    /// its event range, the LLVM function).
     fn function(
         &mut self,
         ctx: &IrContext,
@@ -326,15 +360,10 @@ impl<'a, 'c> Host<'a, 'c> {
         body: commlir_ir::BlockId,
         name: &str,
         slots: &crate::slots::FnSlots,
+        first_event: u32,
     ) -> Result<(u32, FunctionValue<'c>), Diagnostic> {
         let p = self.ptr();
-        let fty = self
-            .cx
-            .i32_type()
-            .fn_type(&[p.into(), p.into(), p.into(), p.into()], false);
-        let lf = self
-            .m
-            .add_function(&format!("commlir_fn_{name}"), fty, Some(Linkage::External));
+        let lf = self.declare(name);
         let entry = self.cx.append_basic_block(lf, "entry");
         self.b.position_at_end(entry);
         self.alloca_b.position_at_end(entry);
@@ -352,7 +381,7 @@ impl<'a, 'c> Host<'a, 'c> {
         self.b.position_at_end(code);
         let mut vals: HashMap<Value, PointerValue<'c>> = HashMap::new();
         let mut events: HashMap<Value, u32> = HashMap::new();
-        let mut next_event = 0u32;
+        let mut next_event = first_event;
         let res: R<()> = (|| {
             // ABI check: a runner built against another layout gets -1, never a wild call.
             let api = self.api.ok_or("no api")?;
@@ -713,6 +742,54 @@ impl<'a, 'c> Host<'a, 'c> {
                     "stream_wait",
                     &[self.stream(ctx, op)?.into(), self.i32(u64::from(e)).into()],
                 )?;
+            }
+            "func.call" => {
+                let callee = ctx
+                    .inherent_attr(op, "callee")
+                    .and_then(|a| ctx.attr_as_symbol(a))
+                    .ok_or("requires 'callee'")?;
+                let lf = self
+                    .m
+                    .get_function(&format!("commlir_fn_{callee}"))
+                    .ok_or_else(|| format!("calls @{callee}, which has no body"))?;
+                let n = ctx.operands(op).len() as u32;
+                let m = ctx.results(op).len() as u32;
+                let args = self.entry_alloca(n, "cargs")?;
+                let res = self.entry_alloca(m, "cres")?;
+                let gep = |base: PointerValue<'c>, i: u32, nm: &str| -> R<PointerValue<'c>> {
+                    Ok(unsafe {
+                        b!(self.b.build_in_bounds_gep(
+                            self.ptr(),
+                            base,
+                            &[self.i64(i64::from(i))],
+                            nm
+                        ))
+                    })
+                };
+                for i in 0..n {
+                    b!(self
+                        .b
+                        .build_store(gep(args, i, "carg")?, operand(i as usize)?));
+                }
+                // Null result pointers: the callee allocates its results (no result slots).
+                for j in 0..m {
+                    b!(self
+                        .b
+                        .build_store(gep(res, j, "cres")?, self.ptr().const_null()));
+                }
+                let f = self.func.ok_or("no function")?;
+                let fwd = |i: u32| -> R<BasicMetadataValueEnum<'c>> {
+                    Ok(f.get_nth_param(i).ok_or("no parameter")?.into())
+                };
+                let st =
+                    b!(self
+                        .b
+                        .build_call(lf, &[fwd(0)?, fwd(1)?, args.into(), res.into()], "cst"));
+                self.check_status(st)?;
+                for j in 0..m {
+                    let v = b!(self.b.build_load(self.ptr(), gep(res, j, "cres")?, "cr"));
+                    vals.insert(ctx.result(op, j as usize), v.into_pointer_value());
+                }
             }
             "func.return" => {
                 let f = self.func.ok_or("no function")?;

@@ -14,6 +14,11 @@
 //!   event recorded on the comm stream; its `comm.wait` makes the compute stream wait for that
 //!   event. The one-shot all-reduce runs on the compute stream.
 //! - before a pool is freed, the compute stream waits for all comm-stream work.
+//! - a `func.call` stays a `func.call` on buffers: the callee's host function is called
+//!   directly. The caller owns what the callee returns and frees it after its last reader, so
+//!   a called function returns only fresh buffers (an argument, a repeated value or a comm
+//!   buffer is cloned before its `return`). Callees must have bodies and the call graph must
+//!   be acyclic (without control flow, recursion never ends).
 
 use crate::fusion::{self, FusionPlan};
 use commlir_dialects::comm::{buffer_encoding, encoding_kind_str, pool_info, slot_of};
@@ -24,7 +29,7 @@ use commlir_ir::{
     AttrKind, BlockId, Builder, Context, Diagnostic, FloatKind, OpId, OpState, Signedness, Type,
     TypeKind, Value,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 commlir_ir::register_pass!(
     /// The `comm-to-rt` pass.
@@ -112,11 +117,135 @@ pub fn lower_module(ctx: &mut Context, module: OpId) -> Result<LowerStats, Diagn
         }
     }
     let mut stats = LowerStats::default();
+    let called = check_calls(ctx, &funcs)?;
+    for &f in &funcs {
+        if called.contains(&f) {
+            fresh_returns(ctx, f);
+        }
+    }
     for f in funcs {
         lower_function(ctx, f, &mut kernels, &mut stats)?;
     }
     stats.kernels = kernels.by_key.len() as u64;
     Ok(stats)
+}
+
+/// The callee of a `func.call`, when it names a `func.func` of the module.
+fn callee_of(ctx: &Context, call: OpId, by_name: &HashMap<&str, OpId>) -> Option<OpId> {
+    let name = ctx
+        .inherent_attr(call, "callee")
+        .and_then(|a| ctx.attr_as_symbol(a))?;
+    by_name.get(name).copied()
+}
+
+/// Checks every `func.call` of the module's functions and returns the functions that are
+/// called. A callee must be a function with a body, and the call graph must be acyclic: the
+/// IR has no control flow, so a recursive call could never return (the sim backend reports
+/// the same program as exceeding its call depth). The walk is iterative (Kahn's algorithm),
+/// so a call chain of any length is checked in constant stack.
+fn check_calls(ctx: &Context, funcs: &[OpId]) -> Result<HashSet<OpId>, Diagnostic> {
+    let by_name: HashMap<&str, OpId> = funcs
+        .iter()
+        .filter_map(|&f| ctx.symbol_name(f).map(|n| (n, f)))
+        .collect();
+    let index: HashMap<OpId, usize> = funcs.iter().enumerate().map(|(i, f)| (*f, i)).collect();
+    // Edges caller → callee, with the first call op of each edge for the diagnostic.
+    let mut out: Vec<Vec<(usize, OpId)>> = vec![Vec::new(); funcs.len()];
+    let mut indeg = vec![0usize; funcs.len()];
+    let mut called = HashSet::new();
+    for (i, &f) in funcs.iter().enumerate() {
+        let Some(&body) = ctx.region_blocks(ctx.op_regions(f)[0]).first() else {
+            continue;
+        };
+        for op in ctx.block_ops(body) {
+            if ctx.op_name(op) != "func.call" {
+                continue;
+            }
+            let callee = callee_of(ctx, op, &by_name).ok_or_else(|| {
+                err(
+                    ctx,
+                    op,
+                    "comm-to-rt: the callee is not a function of this module",
+                )
+            })?;
+            if ctx.region_blocks(ctx.op_regions(callee)[0]).is_empty() {
+                return Err(err(
+                    ctx,
+                    op,
+                    "comm-to-rt: calls a function declaration; the callee needs a body to be compiled",
+                ));
+            }
+            called.insert(callee);
+            let j = index[&callee];
+            out[i].push((j, op));
+            indeg[j] += 1;
+        }
+    }
+    let mut ready: Vec<usize> = (0..funcs.len()).filter(|&i| indeg[i] == 0).collect();
+    let mut done = 0;
+    while let Some(i) = ready.pop() {
+        done += 1;
+        for &(j, _) in &out[i] {
+            indeg[j] -= 1;
+            if indeg[j] == 0 {
+                ready.push(j);
+            }
+        }
+    }
+    if done < funcs.len() {
+        // Every function left has a caller left; report the first call (in module order)
+        // between two of them.
+        let call = (0..funcs.len())
+            .filter(|&i| indeg[i] > 0)
+            .flat_map(|i| out[i].iter())
+            .find(|(j, _)| indeg[*j] > 0)
+            .map(|(_, c)| *c);
+        if let Some(c) = call {
+            return Err(err(
+                ctx,
+                c,
+                "comm-to-rt: recursive call: without control flow the recursion could never end",
+            ));
+        }
+    }
+    Ok(called)
+}
+
+/// Makes every result of `func` (a function some `func.call` calls) a fresh buffer that the
+/// caller owns and frees: an argument, a value returned twice, or a value that lives in a
+/// comm pool is copied first (`compute.clone`). The entry function keeps returning such
+/// values as they are; the runner tells its own allocations apart.
+fn fresh_returns(ctx: &mut Context, func: OpId) {
+    let Some(&body) = ctx.region_blocks(ctx.op_regions(func)[0]).first() else {
+        return;
+    };
+    let Some(ret) = ctx.block_last(body) else {
+        return;
+    };
+    if ctx.op_name(ret) != "func.return" {
+        return;
+    }
+    let mut seen = HashSet::new();
+    for (i, v) in ctx.operands(ret).to_vec().into_iter().enumerate() {
+        let t = ctx.value_type(v);
+        let aliasing = match ctx.defining_op(v) {
+            None => true,
+            Some(d) => matches!(ctx.op_name(d), "comm.wait" | "comm.alloc"),
+        };
+        if aliasing || buffer_encoding(ctx, t).is_some() || !seen.insert(v) {
+            let plain = match ctx.type_kind(t).clone() {
+                TypeKind::Tensor { shape, elem, .. } => ctx.ty(TypeKind::Tensor {
+                    shape,
+                    elem,
+                    encoding: None,
+                }),
+                _ => t,
+            };
+            let mut bld = Builder::before(ctx, ret);
+            let c = bld.create_value("compute.clone", &[v], plain, &[]);
+            ctx.set_operand(ret, i, c);
+        }
+    }
 }
 
 /// Kernels created so far, deduplicated by a structural key.
@@ -333,11 +462,20 @@ fn set_inherent(ctx: &mut Context, op: OpId, name: &str, value: commlir_ir::Attr
 fn insert_frees(ctx: &mut Context, block: BlockId) {
     let ops: Vec<OpId> = ctx.block_ops(block).collect();
     let pos: HashMap<OpId, usize> = ops.iter().enumerate().map(|(i, o)| (*o, i)).collect();
-    for &op in &ops {
-        if ctx.op_name(op) != "rt.alloc" {
-            continue;
-        }
-        let b = ctx.result(op, 0);
+    // Owned buffers: fresh allocations and the results of calls (fresh by `fresh_returns`).
+    let owned: Vec<(OpId, Value)> = ops
+        .iter()
+        .flat_map(|&op| {
+            let n = match ctx.op_name(op) {
+                "rt.alloc" => 1,
+                "func.call" => ctx.results(op).len(),
+                _ => 0,
+            };
+            (0..n).map(move |i| (op, i))
+        })
+        .map(|(op, i)| (op, ctx.result(op, i)))
+        .collect();
+    for (op, b) in owned {
         let users: Vec<OpId> = ctx.uses(b).iter().map(|u| u.op).collect();
         if users.iter().any(|u| ctx.op_name(*u) == "func.return") {
             continue;
@@ -608,6 +746,37 @@ fn lower_op(
             ];
             let mut bld = Builder::before(ctx, op);
             bld.create("rt.symm_one_shot_all_reduce", &[pool, out], &[], &attrs);
+            st.compute_dirty = true;
+        }
+        "func.call" => {
+            let mut args = Vec::new();
+            for &v in ctx.operands(op).to_vec().iter() {
+                args.push(buffer(ctx, st, op, v)?);
+            }
+            let olds = ctx.results(op).to_vec();
+            let mut tys = Vec::with_capacity(olds.len());
+            for &r in &olds {
+                let t = ctx.value_type(r);
+                if !matches!(ctx.type_kind(t), TypeKind::Tensor { .. }) {
+                    return Err(err(
+                        ctx,
+                        op,
+                        "comm-to-rt: every call result must be a tensor",
+                    ));
+                }
+                tys.push(memref_of(ctx, t));
+            }
+            let callee = ctx
+                .inherent_attr(op, "callee")
+                .ok_or_else(|| err(ctx, op, "requires 'callee'"))?;
+            let mut bld = Builder::before(ctx, op);
+            let call = bld.create("func.call", &args, &tys, &[("callee", callee)]);
+            for (i, &r) in olds.iter().enumerate() {
+                let nr = ctx.result(call, i);
+                st.buf.insert(r, nr);
+            }
+            // The callee may have launched work on the compute stream; it made the compute
+            // stream wait for its own collectives before returning.
             st.compute_dirty = true;
         }
         "func.return" => {

@@ -50,7 +50,7 @@ pub struct Args {
     /// `builtin.module(func.func(coll-to-comm,comm-plan-pools))`.
     #[arg(long = "pass-pipeline")]
     pub pipeline: Option<String>,
-    /// The function `commlir_main` runs (default: the first function with a body).
+    /// The function `commlir_main` runs (default: the only public function with a body, else `@main`, else the first function with a body; as `commlir-run`).
     #[arg(long)]
     pub entry: Option<String>,
 }

@@ -65,6 +65,33 @@ register_op!(
     }
 );
 
+/// The function a program runs when none is named, among `funcs` (the module's `func.func`
+/// ops, in order): the only public function with a body, else `@main`, else the first
+/// function with a body. Private helpers (`func.func private`) are what public functions
+/// call, so they are never the default while a public function exists.
+pub fn default_entry(ctx: &Context, funcs: &[OpId]) -> Option<OpId> {
+    let has_body = |f: &&OpId| {
+        ctx.op_regions(**f)
+            .first()
+            .is_some_and(|r| !ctx.region_blocks(*r).is_empty())
+    };
+    let defined: Vec<OpId> = funcs.iter().filter(has_body).copied().collect();
+    let is_public = |f: &&OpId| {
+        ctx.inherent_attr(**f, "sym_visibility")
+            .and_then(|a| ctx.attr_as_str(a))
+            .is_none_or(|v| v == "public")
+    };
+    let public: Vec<OpId> = defined.iter().filter(is_public).copied().collect();
+    if let [only] = public.as_slice() {
+        return Some(*only);
+    }
+    defined
+        .iter()
+        .copied()
+        .find(|f| ctx.symbol_name(*f) == Some("main"))
+        .or_else(|| defined.first().copied())
+}
+
 /// The `(inputs, results)` of a `func.func`.
 pub fn func_signature(
     ctx: &Context,

@@ -166,31 +166,12 @@ pub fn find_entry(ctx: &Context, root: OpId, name: Option<&str>) -> Result<OpId,
             funcs.extend(ctx.block_ops(b).filter(|o| ctx.op_name(*o) == "func.func"));
         }
     }
-    let has_body = |f: &OpId| {
-        ctx.op_regions(*f)
-            .first()
-            .is_some_and(|r| !ctx.region_blocks(*r).is_empty())
-    };
     if let Some(name) = name {
         return funcs
             .into_iter()
             .find(|f| ctx.symbol_name(*f) == Some(name))
             .ok_or_else(|| SimError::Setup(format!("no function named @{name} to run")));
     }
-    let defined: Vec<OpId> = funcs.into_iter().filter(has_body).collect();
-    let is_public = |f: &OpId| {
-        ctx.inherent_attr(*f, "sym_visibility")
-            .and_then(|a| ctx.attr_as_str(a))
-            .is_none_or(|v| v == "public")
-    };
-    let public: Vec<OpId> = defined.iter().copied().filter(is_public).collect();
-    if let [only] = public.as_slice() {
-        return Ok(*only);
-    }
-    defined
-        .iter()
-        .copied()
-        .find(|f| ctx.symbol_name(*f) == Some("main"))
-        .or_else(|| defined.first().copied())
+    commlir_dialects::func::default_entry(ctx, &funcs)
         .ok_or_else(|| SimError::Setup("the module has no function to run".into()))
 }
