@@ -1,0 +1,556 @@
+//! The host program executed on the CPU: generated programs of several functions that call
+//! each other (`func.call`) are lowered and compiled as for the GPU; the host program's LLVM IR
+//! and the kernels (retargeted to the host, one thread of one block, as in
+//! `int_kernels_host.rs`) are JIT-compiled together and `commlir_main` is called with a mock
+//! runtime table. The mock allocates host memory, runs kernel launches through the JIT,
+//! implements the collectives of a one-rank group (a copy when out of place) and checks the
+//! protocol: every `free` and `pool_free` of a live buffer, event indices inside
+//! `commlir_num_events`, waits only on recorded events. The results must equal the sim
+//! backend's byte for byte, and after the runner's release of the returned allocations
+//! nothing may be left live (every call result freed exactly once, no pool left held).
+//!
+//! This covers what the lit tests can only show textually: argument and result marshaling of
+//! calls, the ownership of call results (including results that alias an argument or repeat a
+//! value, which the lowering must copy), callee pools allocated while the caller's are live,
+//! and per-module event numbering.
+
+use commlir_codegen::{host, kernels, lower_to_rt};
+use commlir_dialects::rt::abi::{self, CommlirMain, CommlirRtApi, Status};
+use commlir_ir::parser::{parse_source, ParseOptions};
+use commlir_ir::pass::{parse_pipeline, PassManager};
+use commlir_ir::{Context, OpId};
+use commlir_runtime::cuda::tensor_bytes;
+use commlir_runtime::inputs::{self, SplitMix64};
+use commlir_runtime::sim::{self, SimOptions};
+use commlir_runtime::TensorType;
+use inkwell::context::Context as LlContext;
+use inkwell::execution_engine::ExecutionEngine;
+use inkwell::memory_buffer::MemoryBuffer;
+use inkwell::targets::{InitializationConfig, Target};
+use inkwell::OptimizationLevel;
+use std::collections::{HashMap, HashSet};
+use std::ffi::c_void;
+
+const PIPELINE: &str = "builtin.module(func.func(coll-to-comm{one-shot-threshold=0},comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools))";
+
+/// The mock runtime's state (the `rt` pointer of every API call).
+#[derive(Default)]
+struct Mock {
+    /// Kernel entry addresses, by the program's kernel index.
+    kernels: Vec<usize>,
+    /// Live `alloc` buffers by address (16-byte aligned storage).
+    allocs: HashMap<usize, Vec<u128>>,
+    /// Live pools by address.
+    pools: HashMap<usize, Vec<u128>>,
+    /// Freed storage, kept so that a stale pointer never aliases a new buffer.
+    graveyard: Vec<Vec<u128>>,
+    num_events: u32,
+    recorded: HashSet<u32>,
+    /// The first protocol violation.
+    error: Option<String>,
+}
+
+impl Mock {
+    fn fail(&mut self, m: String) -> Status {
+        self.error.get_or_insert(m);
+        1
+    }
+    fn buffer(bytes: u64) -> (usize, Vec<u128>) {
+        let mut v = vec![0u128; (bytes as usize).div_ceil(16).max(1)];
+        (v.as_mut_ptr() as usize, v)
+    }
+}
+
+fn mock<'a>(rt: *mut c_void) -> &'a mut Mock {
+    // SAFETY: every API call gets the `Mock` the test passed to `commlir_main`.
+    unsafe { &mut *(rt as *mut Mock) }
+}
+
+unsafe extern "C" fn m_alloc(rt: *mut c_void, bytes: u64, out: *mut *mut c_void) -> Status {
+    let m = mock(rt);
+    let (p, v) = Mock::buffer(bytes);
+    m.allocs.insert(p, v);
+    *out = p as *mut c_void;
+    0
+}
+unsafe extern "C" fn m_free(rt: *mut c_void, p: *mut c_void) -> Status {
+    let m = mock(rt);
+    match m.allocs.remove(&(p as usize)) {
+        Some(v) => {
+            m.graveyard.push(v);
+            0
+        }
+        None => m.fail(format!("free of {p:?}, not a live allocation")),
+    }
+}
+unsafe extern "C" fn m_pool_alloc(
+    rt: *mut c_void,
+    _kind: u32,
+    _group: u32,
+    bytes: u64,
+    _alignment: u64,
+    out: *mut *mut c_void,
+) -> Status {
+    let m = mock(rt);
+    let (p, v) = Mock::buffer(bytes);
+    m.pools.insert(p, v);
+    *out = p as *mut c_void;
+    0
+}
+unsafe extern "C" fn m_pool_free(rt: *mut c_void, p: *mut c_void) -> Status {
+    let m = mock(rt);
+    match m.pools.remove(&(p as usize)) {
+        Some(v) => {
+            m.graveyard.push(v);
+            0
+        }
+        None => m.fail(format!("pool_free of {p:?}, not a live pool")),
+    }
+}
+
+type K2 = unsafe extern "C" fn(*mut u8, *mut u8);
+type K3 = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8);
+type K4 = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8);
+type K5 = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8, *mut u8);
+
+unsafe extern "C" fn m_launch(
+    rt: *mut c_void,
+    kernel: u32,
+    _grid: u32,
+    _block: u32,
+    _shared: u32,
+    params: *mut *mut c_void,
+    n: u32,
+) -> Status {
+    let m = mock(rt);
+    let Some(&addr) = m.kernels.get(kernel as usize) else {
+        return m.fail(format!("launch of kernel {kernel}, which does not exist"));
+    };
+    // kernelParams: pointers to the argument values (device pointers).
+    let p: Vec<*mut u8> = (0..n as usize)
+        .map(|i| *(*params.add(i) as *const *mut u8))
+        .collect();
+    match p.as_slice() {
+        [a, b] => std::mem::transmute::<usize, K2>(addr)(*a, *b),
+        [a, b, c] => std::mem::transmute::<usize, K3>(addr)(*a, *b, *c),
+        [a, b, c, d] => std::mem::transmute::<usize, K4>(addr)(*a, *b, *c, *d),
+        [a, b, c, d, e] => std::mem::transmute::<usize, K5>(addr)(*a, *b, *c, *d, *e),
+        _ => return m.fail(format!("launch with {n} parameters")),
+    }
+    0
+}
+
+fn dtype_bytes(dtype: u32) -> Option<usize> {
+    let name = abi::DTYPES.iter().find(|(_, c)| *c == dtype)?.0;
+    Some(match name {
+        "i8" | "u8" => 1,
+        "f16" | "bf16" => 2,
+        "i32" | "u32" | "f32" => 4,
+        _ => 8,
+    })
+}
+
+/// A collective over a group of one rank: its result is its input.
+unsafe fn one_rank(
+    rt: *mut c_void,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: u64,
+    dtype: u32,
+) -> Status {
+    let Some(b) = dtype_bytes(dtype) else {
+        return mock(rt).fail(format!("unknown dtype {dtype}"));
+    };
+    if send != recv as *const c_void {
+        std::ptr::copy(send as *const u8, recv as *mut u8, count as usize * b);
+    }
+    0
+}
+unsafe extern "C" fn m_all_reduce(
+    rt: *mut c_void,
+    _group: u32,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: u64,
+    dtype: u32,
+    _op: u32,
+) -> Status {
+    one_rank(rt, send, recv, count, dtype)
+}
+unsafe extern "C" fn m_all_gather(
+    rt: *mut c_void,
+    _group: u32,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: u64,
+    dtype: u32,
+) -> Status {
+    one_rank(rt, send, recv, count, dtype)
+}
+unsafe extern "C" fn m_all_to_all(
+    rt: *mut c_void,
+    _g: u32,
+    _s: *const c_void,
+    _r: *mut c_void,
+    _c: u64,
+    _re: u64,
+    _d: u32,
+    _sr: *const i64,
+    _rr: *const i64,
+) -> Status {
+    mock(rt).fail("all_to_all is not generated".into())
+}
+unsafe extern "C" fn m_gemm(
+    rt: *mut c_void,
+    _ta: u32,
+    _tb: u32,
+    _m: i64,
+    _n: i64,
+    _k: i64,
+    _a: *const c_void,
+    _lda: i64,
+    _sa: i64,
+    _b: *const c_void,
+    _ldb: i64,
+    _sb: i64,
+    _c: *mut c_void,
+    _ldc: i64,
+    _sc: i64,
+    _batch: i64,
+    _d: u32,
+) -> Status {
+    mock(rt).fail("gemm is not generated".into())
+}
+unsafe extern "C" fn m_group(_rt: *mut c_void) -> Status {
+    0
+}
+unsafe extern "C" fn m_one_shot(
+    rt: *mut c_void,
+    _g: u32,
+    _pool: *mut c_void,
+    _off: u64,
+    _out: *mut c_void,
+    _count: u64,
+    _d: u32,
+) -> Status {
+    mock(rt).fail("one-shot all-reduce is not generated".into())
+}
+unsafe extern "C" fn m_event_record(rt: *mut c_void, _stream: u32, e: u32) -> Status {
+    let m = mock(rt);
+    if e >= m.num_events {
+        return m.fail(format!("event_record of event {e} of {}", m.num_events));
+    }
+    m.recorded.insert(e);
+    0
+}
+unsafe extern "C" fn m_stream_wait(rt: *mut c_void, _stream: u32, e: u32) -> Status {
+    let m = mock(rt);
+    if !m.recorded.contains(&e) {
+        return m.fail(format!("stream_wait on event {e}, never recorded"));
+    }
+    0
+}
+
+static API: CommlirRtApi = CommlirRtApi {
+    abi_version: abi::ABI_VERSION,
+    num_fns: abi::API_FIELDS.len() as u32,
+    alloc: m_alloc,
+    free: m_free,
+    pool_alloc: m_pool_alloc,
+    pool_free: m_pool_free,
+    launch: m_launch,
+    gemm: m_gemm,
+    all_reduce: m_all_reduce,
+    all_gather: m_all_gather,
+    reduce_scatter: m_all_reduce,
+    all_to_all: m_all_to_all,
+    broadcast: m_all_reduce,
+    group_start: m_group,
+    group_end: m_group,
+    one_shot_all_reduce: m_one_shot,
+    event_record: m_event_record,
+    stream_wait: m_stream_wait,
+};
+
+/// The kernels' LLVM IR for the host: one thread of one block (the grid-stride loops make
+/// that a valid launch); f32 only, so no half-precision libcalls are needed.
+fn host_kernels(ptx_ir: &str) -> String {
+    let mut out = String::new();
+    for line in ptx_ir.lines() {
+        if line.starts_with("target datalayout") || line.starts_with("target triple") {
+            continue;
+        }
+        if line.starts_with("declare") && line.contains("@llvm.nvvm.read.ptx.sreg.") {
+            continue;
+        }
+        let l = line
+            .replace("ptx_kernel ", "")
+            .replace(" addrspace(1)", "")
+            .replace("@llvm.nvvm.read.ptx.sreg.", "@sreg_");
+        out.push_str(&l);
+        out.push('\n');
+    }
+    for (name, v) in [("tid.x", 0), ("ctaid.x", 0), ("ntid.x", 1), ("nctaid.x", 1)] {
+        out.push_str(&format!(
+            "define i32 @sreg_{name}() {{\n  ret i32 {v}\n}}\n"
+        ));
+    }
+    out
+}
+
+const T: &str = "tensor<4x16xf32>";
+
+/// A random program of `nf` functions over one tensor type: function `i` calls only
+/// functions `j > i` (so the call graph is acyclic), mixes elementwise ops, calls (results
+/// used, unused and passed on) and all-reduces over a one-rank group, and returns a random
+/// pick of its values, arguments and repeats included.
+fn generate(seed: u64) -> String {
+    let mut g = SplitMix64::new(seed);
+    let mut pick = |n: usize| (g.next_u64() % n as u64) as usize;
+    let nf = 2 + pick(3);
+    let arity: Vec<usize> = (0..nf).map(|_| 1 + pick(3)).collect();
+    let nres: Vec<usize> = (0..nf)
+        .map(|i| if i == 0 { 1 + pick(2) } else { 1 + pick(3) })
+        .collect();
+    let mut out = String::from("coll.group @g {size = 1 : i64}\n");
+    for f in 0..nf {
+        let args: Vec<String> = (0..arity[f]).map(|a| format!("%a{a}")).collect();
+        let mut vals = args.clone();
+        let sig: Vec<String> = args.iter().map(|a| format!("{a}: {T}")).collect();
+        let res_tys = vec![T; nres[f]].join(", ");
+        let vis = if f == 0 { "" } else { "private " };
+        let name = if f == 0 {
+            "main".to_string()
+        } else {
+            format!("f{f}")
+        };
+        out += &format!(
+            "func.func {vis}@{name}({}) -> ({res_tys}) {{\n",
+            sig.join(", ")
+        );
+        let mut pending: Vec<(String, String)> = Vec::new();
+        for k in 0..3 + pick(6) {
+            let v = format!("%v{k}");
+            match pick(10) {
+                0..=3 => {
+                    let op = ["add", "mul", "sub", "maximum"][pick(4)];
+                    let (x, y) = (&vals[pick(vals.len())], &vals[pick(vals.len())]);
+                    out += &format!("  {v} = compute.{op} {x}, {y} : {T}\n");
+                    vals.push(v);
+                }
+                4 | 5 => {
+                    let op = ["relu", "neg"][pick(2)];
+                    let x = &vals[pick(vals.len())];
+                    out += &format!("  {v} = compute.{op} {x} : {T}\n");
+                    vals.push(v);
+                }
+                6 | 7 if f + 1 < nf => {
+                    let c = f + 1 + pick(nf - f - 1);
+                    let a: Vec<String> = (0..arity[c])
+                        .map(|_| vals[pick(vals.len())].clone())
+                        .collect();
+                    let ins = vec![T; arity[c]].join(", ");
+                    let outs = vec![T; nres[c]].join(", ");
+                    out += &format!(
+                        "  {v}:{} = func.call @f{c}({}) : ({ins}) -> ({outs})\n",
+                        nres[c],
+                        a.join(", ")
+                    );
+                    // Some results are never read.
+                    for r in 0..nres[c] {
+                        if pick(4) != 0 {
+                            vals.push(format!("{v}#{r}"));
+                        }
+                    }
+                }
+                _ => {
+                    let x = &vals[pick(vals.len())];
+                    let op = ["sum", "max"][pick(2)];
+                    out += &format!(
+                        "  {v}r = coll.all_reduce {x} {{reduce_op = \"{op}\", group = @g}} : {T}\n"
+                    );
+                    // Waited at once or at the end (in flight across later calls).
+                    if pick(2) == 0 {
+                        out += &format!("  {v} = coll.wait_tensor {v}r : {T}\n");
+                        vals.push(v);
+                    } else {
+                        pending.push((format!("{v}r"), v));
+                    }
+                }
+            }
+        }
+        for (r, v) in pending {
+            out += &format!("  {v} = coll.wait_tensor {r} : {T}\n");
+            vals.push(v);
+        }
+        let rets: Vec<String> = (0..nres[f])
+            .map(|_| vals[pick(vals.len())].clone())
+            .collect();
+        out += &format!("  return {} : {res_tys}\n}}\n", rets.join(", "));
+    }
+    out
+}
+
+fn parse(ctx: &mut Context, text: &str) -> OpId {
+    commlir_codegen::link();
+    let m = parse_source(ctx, "t.mlir", text.as_bytes(), &ParseOptions::default())
+        .unwrap_or_else(|d| panic!("{}\n{text}", d.message));
+    commlir_ir::verify::verify(ctx, m).unwrap_or_else(|d| panic!("{:?}\n{text}", d[0].message));
+    m
+}
+
+/// Runs `text` on the sim (one rank) and as the compiled host program; compares.
+fn check(text: &str) {
+    let mut sctx = Context::new();
+    let sm = parse(&mut sctx, text);
+    let want = sim::run(
+        &sctx,
+        sm,
+        &SimOptions {
+            ranks: 1,
+            ..SimOptions::default()
+        },
+    )
+    .unwrap_or_else(|d| panic!("sim: {}\n{text}", d.message));
+    let want = &want[0].results;
+    let entry = sim::find_entry(&sctx, sm, None).unwrap();
+    let (params, _) = commlir_dialects::func::func_signature(&sctx, entry).unwrap();
+    let in_types: Vec<TensorType> = params
+        .iter()
+        .map(|t| TensorType::from_type(&sctx, *t).unwrap())
+        .collect();
+
+    let mut ctx = Context::new();
+    let m = parse(&mut ctx, text);
+    let mut pm = PassManager::from_pipeline(parse_pipeline(PIPELINE).unwrap());
+    pm.run(&mut ctx, m)
+        .unwrap_or_else(|d| panic!("{}\n{text}", d[0].message));
+    lower_to_rt::lower_module(&mut ctx, m).unwrap_or_else(|d| panic!("{}\n{text}", d.message));
+    let dev = kernels::compile(&ctx, m).unwrap_or_else(|d| panic!("{}\n{text}", d.message));
+    let hc = host::compile(&ctx, m, &dev, None, false)
+        .unwrap_or_else(|d| panic!("{}\n{text}", d.message));
+    assert_eq!(hc.entry, "main");
+
+    Target::initialize_native(&InitializationConfig::default()).unwrap();
+    let llcx = LlContext::create();
+    let load = |ir: &str, name: &str| {
+        let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), name);
+        llcx.create_module_from_ir(buf)
+            .unwrap_or_else(|e| panic!("{e}\n{ir}"))
+    };
+    let hm = load(&hc.llvm_ir, "host");
+    let km = load(&host_kernels(&dev.llvm_ir), "kernels");
+    let ee: ExecutionEngine = hm
+        .create_jit_execution_engine(OptimizationLevel::None)
+        .unwrap();
+    ee.add_module(&km).unwrap();
+    let mut rt = Mock {
+        kernels: dev
+            .kernels
+            .iter()
+            .map(|k| {
+                ee.get_function_address(k)
+                    .unwrap_or_else(|e| panic!("{k}: {e:?}"))
+            })
+            .collect(),
+        num_events: hc.num_events,
+        ..Mock::default()
+    };
+    // The caller's (runner's) argument buffers.
+    let mut arg_store: Vec<Vec<u128>> = in_types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let bytes = tensor_bytes(&inputs::generate(t, 0, 0, i));
+            let mut v = vec![0u128; bytes.len().div_ceil(16).max(1)];
+            // SAFETY: the storage holds at least `bytes.len()` bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    v.as_mut_ptr() as *mut u8,
+                    bytes.len(),
+                )
+            };
+            v
+        })
+        .collect();
+    let args: Vec<*mut c_void> = arg_store
+        .iter_mut()
+        .map(|v| v.as_mut_ptr() as *mut c_void)
+        .collect();
+    let mut results: Vec<*mut c_void> = vec![std::ptr::null_mut(); want.len()];
+    let main = ee.get_function_address(abi::MAIN_SYMBOL).unwrap();
+    // SAFETY: `commlir_main` has the `CommlirMain` signature; the argument buffers have the
+    // entry's types, `results` one slot per result, and `rt` is the `Mock` the table expects.
+    let status = unsafe {
+        std::mem::transmute::<usize, CommlirMain>(main)(
+            &API,
+            &mut rt as *mut Mock as *mut c_void,
+            args.as_ptr(),
+            results.as_mut_ptr(),
+        )
+    };
+    assert_eq!(status, 0, "{:?}\n{text}", rt.error);
+    assert!(rt.error.is_none(), "{:?}\n{text}", rt.error);
+    for (i, (p, w)) in results.iter().zip(want).enumerate() {
+        let exp = tensor_bytes(w);
+        // SAFETY: result `i` is a buffer of its type's size (an allocation, a pool slot or
+        // an argument).
+        let got = unsafe { std::slice::from_raw_parts(*p as *const u8, exp.len()) };
+        assert_eq!(
+            got,
+            exp.as_slice(),
+            "result {i} differs from the sim\n{text}"
+        );
+    }
+    // The runner's release: its own allocations among the results, each once.
+    let mut released = HashSet::new();
+    for p in &results {
+        if released.insert(*p as usize) {
+            if let Some(v) = rt.allocs.remove(&(*p as usize)) {
+                rt.graveyard.push(v);
+            }
+        }
+    }
+    assert!(
+        rt.allocs.is_empty(),
+        "{} allocations leaked\n{text}",
+        rt.allocs.len()
+    );
+    assert!(
+        rt.pools.is_empty(),
+        "{} pools never freed\n{text}",
+        rt.pools.len()
+    );
+}
+
+#[test]
+fn generated_programs_with_calls_match_the_sim() {
+    let mut calls = 0;
+    for seed in 0..40 {
+        let text = generate(seed);
+        calls += text.matches("func.call").count();
+        check(&text);
+    }
+    // The generator must actually exercise calls.
+    assert!(calls > 40, "only {calls} calls generated");
+}
+
+#[test]
+fn results_aliasing_arguments_and_each_other_are_copied_for_the_caller() {
+    check(&format!(
+        "coll.group @g {{size = 1 : i64}}
+func.func private @id(%a: {T}, %b: {T}) -> ({T}, {T}, {T}, {T}) {{
+  %r = coll.all_reduce %b {{reduce_op = \"sum\", group = @g}} : {T}
+  %w = coll.wait_tensor %r : {T}
+  return %a, %a, %w, %b : {T}, {T}, {T}, {T}
+}}
+func.func @main(%x: {T}, %y: {T}) -> ({T}, {T}) {{
+  %p:4 = func.call @id(%x, %y) : ({T}, {T}) -> ({T}, {T}, {T}, {T})
+  %q = compute.add %p#0, %p#1 : {T}
+  %s = compute.mul %q, %p#2 : {T}
+  return %s, %p#3 : {T}, {T}
+}}
+"
+    ));
+}
