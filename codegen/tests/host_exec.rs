@@ -161,7 +161,7 @@ unsafe fn one_rank(
     let Some(b) = dtype_bytes(dtype) else {
         return mock(rt).fail(format!("unknown dtype {dtype}"));
     };
-    if send != recv as *const c_void {
+    if !std::ptr::eq(send, recv) {
         std::ptr::copy(send as *const u8, recv as *mut u8, count as usize * b);
     }
     0
