@@ -344,6 +344,10 @@ struct Lowering {
     compute_dirty: bool,
     /// Whether the comm stream issued work since the compute stream last waited for it.
     comm_dirty: bool,
+    /// The event recorded after the comm stream's latest work: a compute-stream wait on it
+    /// orders the compute stream after *all* comm work so far (one stream runs in order), so
+    /// no further comm → compute pair is needed before a pool release or the return.
+    last_comm_event: Option<Value>,
 }
 
 fn err(ctx: &Context, op: OpId, msg: impl std::fmt::Display) -> Diagnostic {
@@ -381,6 +385,7 @@ fn lower_function(
         work: HashMap::new(),
         compute_dirty: true,
         comm_dirty: false,
+        last_comm_event: None,
     };
     // Arguments become the caller's buffers.
     for &a in ctx.block_args(block).to_vec().iter() {
@@ -720,6 +725,9 @@ fn lower_op(
             let s = ctx.str_attr("compute");
             let mut bld = Builder::before(ctx, op);
             bld.create("rt.stream_wait", &[e], &[], &[("stream", s)]);
+            if st.last_comm_event == Some(e) {
+                st.comm_dirty = false;
+            }
             for (i, &r) in ctx.results(op).to_vec().iter().enumerate() {
                 let b = ctx.operand(op, i + 1);
                 let nb = buffer(ctx, st, op, b)?;
@@ -990,6 +998,7 @@ fn lower_collective(ctx: &mut Context, op: OpId, st: &mut Lowering) -> Result<u6
     let e = bld.create_value("rt.event_record", &[], et, &[("stream", s)]);
     st.work.insert(ctx.result(op, 0), e);
     st.comm_dirty = true;
+    st.last_comm_event = Some(e);
     Ok(n)
 }
 
@@ -1092,8 +1101,9 @@ fn lower_shard_dim_alltoall(
     ];
     let mut bld = Builder::before(ctx, op);
     bld.create("rt.nccl_all_to_all", &[send, recv], &[], &attrs);
-    // Blocking: the compute stream waits right away.
+    // Blocking: the compute stream waits right away (for all comm work so far).
     sync_streams(ctx, op, "comm", "compute");
+    st.comm_dirty = false;
     launch(ctx, op, &unpack, &[recv, ob], ot.numel());
     st.compute_dirty = true;
     Ok(())

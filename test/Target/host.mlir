@@ -25,6 +25,9 @@ coll.group @tp {size = 2 : i64, symm_mem}
 // RT: %[[E1:.*]] = rt.event_record {stream = "comm"}
 // RT: rt.stream_wait %[[E1]] {stream = "compute"}
 // RT: rt.launch %[[V]], %[[R:[0-9]+]] {{.*}}kernel = @k1_clone
+// The wait on the event after the comm stream's last work already orders the compute stream
+// after all of it: no second comm -> compute pair before the release.
+// RT-NOT: rt.event_record
 // RT: rt.pool_free %[[P]]
 // RT: return %[[R]]
 
