@@ -26,12 +26,15 @@
 //! rejected). A module with the unit attribute `commlir.approx_tanh` opts bf16-result
 //! tanh/gelu into the hardware `tanh.approx.f32` (error below bf16's rounding per op).
 //!
-//! Integer tensors (8/16/32/64 bits) compute at their own width with the sim's semantics,
+//! Integer tensors (1/8/16/32/64 bits) compute at their own width with the sim's semantics,
 //! bit for bit: wrapping arithmetic, signed or unsigned compares and division by the type
 //! (`MIN / -1` wraps; division by zero, a sim error, yields 0), casts that extend by the
 //! source's signedness, int→float through f64, saturating float→int (NaN → 0), wrapping
-//! `reduce_sum` one thread per lane, and data movement by element size. [`int_op_support`]
-//! says which ops; `comm-to-rt` rejects the others with that diagnostic.
+//! `reduce_sum` one thread per lane, and data movement by element size. `i1` (any signedness
+//! spelling) is stored as one byte holding 0 or 1 (as `torch.bool`), computed as LLVM `i1`
+//! and read unsigned, so the same code gives the sim's mod-2 arithmetic (add/sub = xor,
+//! mul = and, max = or, min = and). [`int_op_support`] says which ops; `comm-to-rt` rejects
+//! the others with that diagnostic.
 
 use crate::lower_to_rt::module_block;
 use commlir_dialects::shape::value_tensor;
@@ -100,11 +103,12 @@ impl Elem {
     }
 }
 
-/// An integer element type as kernels see it: `bits` ∈ {8, 16, 32, 64}. The sim backend
+/// An integer element type as kernels see it: `bits` ∈ {1, 8, 16, 32, 64}. The sim backend
 /// holds integers as `i64`, sign-extended for signless and `si*` types and zero-extended for
 /// `ui*` types (`ElemType::wrap`), so `signed` decides how values extend, compare and
 /// divide. `ui64` is held as its bit pattern there, and the sim reads it as unsigned
-/// (`ElemType::is_u64`), as the kernels do.
+/// (`ElemType::is_u64`), as the kernels do. `i1` is held as 0 or 1 whatever its spelling
+/// (`i1`, `si1`, `ui1`), so it is always unsigned here; it is stored as a byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct IntElem {
     bits: u32,
@@ -114,17 +118,23 @@ struct IntElem {
 impl IntElem {
     fn of(ctx: &IrContext, t: Type) -> Option<IntElem> {
         match ctx.type_kind(t) {
-            TypeKind::Integer { width, signedness } if matches!(width, 8 | 16 | 32 | 64) => {
+            TypeKind::Integer { width, signedness } if matches!(width, 1 | 8 | 16 | 32 | 64) => {
                 Some(IntElem {
                     bits: *width,
-                    signed: *signedness != Signedness::Unsigned,
+                    // The sim's i1 is 0 or 1 (true is 1, not -1) for every spelling.
+                    signed: *width != 1 && *signedness != Signedness::Unsigned,
                 })
             }
             _ => None,
         }
     }
 
-    /// The sim's `float_to_int` bounds: the type's range as `f64`.
+    /// Bits of one stored element: a byte for `i1` (0 or 1, as `torch.bool`), else the width.
+    fn storage_bits(self) -> u32 {
+        self.bits.max(8)
+    }
+
+    /// The sim's `float_to_int` bounds: the type's range as `f64` (`[0, 1]` for `i1`).
     fn range(self) -> (f64, f64) {
         if self.signed {
             let h = 2f64.powi(self.bits as i32 - 1);
@@ -169,10 +179,11 @@ impl Kind {
             .map(Kind::Float)
             .or_else(|| IntElem::of(ctx, t).map(Kind::Int))
     }
+    /// Bits of one stored element (what data movement copies and vectors hold).
     fn bits(self) -> u32 {
         match self {
             Kind::Float(e) => e.bits(),
-            Kind::Int(i) => i.bits,
+            Kind::Int(i) => i.storage_bits(),
         }
     }
 }
@@ -544,9 +555,11 @@ impl<'a, 'c> Gen<'a, 'c> {
         })
     }
 
-    /// The integer type of `bits` (data movement copies bits; integer elements).
+    /// The integer type of `bits` (data movement copies bits; integer elements). `i1` values
+    /// compute as LLVM `i1`; their bytes are [`IntElem::storage_bits`] wide.
     fn int_ty(&self, bits: u32) -> inkwell::types::IntType<'c> {
         match bits {
+            1 => self.cx.bool_type(),
             8 => self.cx.i8_type(),
             16 => self.cx.i16_type(),
             32 => self.cx.i32_type(),
@@ -563,7 +576,7 @@ impl<'a, 'c> Gen<'a, 'c> {
     fn kind_of(&self, ctx: &IrContext, v: Value) -> R<(Kind, Vec<i64>)> {
         let t = value_tensor(ctx, v).ok_or("expects tensors")?;
         let k = Kind::of(ctx, t.elem).ok_or(
-            "element type must be f16, bf16, f32, f64 or an integer of 8, 16, 32 or 64 bits",
+            "element type must be f16, bf16, f32, f64 or an integer of 1, 8, 16, 32 or 64 bits",
         )?;
         Ok((k, t.shape))
     }
@@ -572,7 +585,7 @@ impl<'a, 'c> Gen<'a, 'c> {
     fn storage_any(&self, k: Kind) -> BasicTypeEnum<'c> {
         match k {
             Kind::Float(e) => self.storage_ty(e).into(),
-            Kind::Int(i) => self.int_ty(i.bits).into(),
+            Kind::Int(i) => self.int_ty(i.storage_bits()).into(),
         }
     }
 
@@ -580,18 +593,68 @@ impl<'a, 'c> Gen<'a, 'c> {
     fn vec_ty(&self, k: Kind, w: u32) -> VectorType<'c> {
         match k {
             Kind::Float(e) => self.storage_ty(e).vec_type(w),
-            Kind::Int(i) => self.int_ty(i.bits).vec_type(w),
+            Kind::Int(i) => self.int_ty(i.storage_bits()).vec_type(w),
         }
     }
 
-    /// Loads element `idx` of `ptr` as a compute value (floats widened, integers as stored).
+    /// A stored integer element (`i8` for `i1`) as its compute value: an `i1` byte holds 0
+    /// or 1 (its load carries `!range [0, 2)`, see [`Self::bool_range`]), read as
+    /// `byte != 0`. Not a `trunc`, which means the same on such bytes: LLVM folds a `trunc` of
+    /// a vector's lane into a `<128 x i1>` load, which NVPTX splits into 16 byte loads.
+    /// Other widths compute as stored.
+    fn int_load_value(&self, i: IntElem, v: IntValue<'c>) -> R<IntValue<'c>> {
+        if i.bits == 1 {
+            let zero = v.get_type().const_zero();
+            Ok(b!(self.b.build_int_compare(
+                IntPredicate::NE,
+                v,
+                zero,
+                "bit"
+            )))
+        } else {
+            Ok(v)
+        }
+    }
+
+    /// Marks load `v` of `i1` bytes (scalar or vector) with `!range [0, 2)`: every `i1`
+    /// buffer holds 0 or 1 (the runner's inputs, every kernel's stores, NCCL's max / min /
+    /// product of such bytes), which lets LLVM compute on the bytes themselves (`or.b32` of
+    /// four lanes for a maximum) instead of testing each for zero and rebuilding it.
+    fn bool_range(&self, i: IntElem, v: BasicValueEnum<'c>) -> R<()> {
+        if i.bits != 1 {
+            return Ok(());
+        }
+        let ins = v
+            .as_instruction_value()
+            .ok_or("a load that is not an instruction")?;
+        let i8t = self.cx.i8_type();
+        let range = self
+            .cx
+            .metadata_node(&[i8t.const_zero().into(), i8t.const_int(2, false).into()]);
+        ins.set_metadata(range, self.cx.get_kind_id("range"))
+            .map_err(|e| e.to_string())
+    }
+
+    /// An integer compute value as stored: an `i1` becomes the byte 0 or 1.
+    fn int_store_value(&self, i: IntElem, v: IntValue<'c>) -> R<IntValue<'c>> {
+        if i.bits == 1 {
+            Ok(b!(self.b.build_int_z_extend(v, self.cx.i8_type(), "byte")))
+        } else {
+            Ok(v)
+        }
+    }
+
+    /// Loads element `idx` of `ptr` as a compute value (floats widened, integers as stored,
+    /// `i1` bytes as `i1`).
     fn load_any(&self, k: Kind, ptr: PointerValue<'c>, idx: IntValue<'c>) -> R<BasicValueEnum<'c>> {
         match k {
             Kind::Float(e) => Ok(self.load(e, ptr, idx)?.into()),
             Kind::Int(i) => {
-                let it = self.int_ty(i.bits);
+                let it = self.int_ty(i.storage_bits());
                 let p = unsafe { b!(self.b.build_in_bounds_gep(it, ptr, &[idx], "p")) };
-                Ok(b!(self.b.build_load(it, p, "ld")))
+                let v = b!(self.b.build_load(it, p, "ld"));
+                self.bool_range(i, v)?;
+                Ok(self.int_load_value(i, v.into_int_value())?.into())
             }
         }
     }
@@ -607,7 +670,8 @@ impl<'a, 'c> Gen<'a, 'c> {
         match k {
             Kind::Float(e) => self.store(e, ptr, idx, v.into_float_value()),
             Kind::Int(i) => {
-                let it = self.int_ty(i.bits);
+                let it = self.int_ty(i.storage_bits());
+                let v = self.int_store_value(i, v.into_int_value())?;
                 let p = unsafe { b!(self.b.build_in_bounds_gep(it, ptr, &[idx], "p")) };
                 b!(self.b.build_store(p, v));
                 Ok(())
@@ -706,6 +770,9 @@ impl<'a, 'c> Gen<'a, 'c> {
                                 ins.set_alignment(VECTOR_BYTES as u32)
                                     .map_err(|e| e.to_string())?;
                             }
+                            if let Kind::Int(i) = e {
+                                g.bool_range(i, v)?;
+                            }
                             let v = v.into_vector_value();
                             loaded.insert(k, v);
                             v
@@ -716,12 +783,12 @@ impl<'a, 'c> Gen<'a, 'c> {
                         Kind::Float(e) => {
                             Ok(g.convert(x.into_float_value(), g.compute_ty(e))?.into())
                         }
-                        Kind::Int(_) => Ok(x),
+                        Kind::Int(i) => Ok(g.int_load_value(i, x.into_int_value())?.into()),
                     }
                 })?;
                 let v: BasicValueEnum<'c> = match re {
                     Kind::Float(e) => g.convert(v.into_float_value(), g.storage_ty(e))?.into(),
-                    Kind::Int(_) => v,
+                    Kind::Int(i) => g.int_store_value(i, v.into_int_value())?.into(),
                 };
                 acc = b!(g.b.build_insert_element(acc, v, lane, "acc"));
             }
@@ -1010,7 +1077,15 @@ impl<'a, 'c> Gen<'a, 'c> {
             "cast" => match (from, ins.first()) {
                 (Some(Kind::Int(f)), Some(BasicValueEnum::IntValue(x))) => {
                     // Extend by the source's representation, or keep the low bits.
-                    if f.bits < t.bits && f.signed {
+                    if t.bits == 1 && f.bits > 1 {
+                        // The low bit as `(x & 1) != 0`: a `trunc` to i1 of a vector's lane
+                        // becomes a `<128 x i1>` load, 16 byte loads on NVPTX (see
+                        // `int_load_value`); this form stays one `and.b32` per 4 bytes.
+                        let one = x.get_type().const_int(1, false);
+                        let low = b!(self.b.build_and(*x, one, "low"));
+                        let z = x.get_type().const_zero();
+                        b!(self.b.build_int_compare(IntPredicate::NE, low, z, "bit"))
+                    } else if f.bits < t.bits && f.signed {
                         b!(self.b.build_int_s_extend(*x, it, "sext"))
                     } else if f.bits < t.bits {
                         b!(self.b.build_int_z_extend(*x, it, "zext"))
@@ -1030,8 +1105,18 @@ impl<'a, 'c> Gen<'a, 'c> {
     }
 
     /// The sim's `float_to_int`: truncation toward zero, saturated to the type's range, NaN
-    /// → 0 (`llvm.fpto[su]i.sat`, exact for every f16/bf16/f32/f64 input).
+    /// → 0 (`llvm.fpto[su]i.sat`, exact for every f16/bf16/f32/f64 input). For `i1` that is
+    /// `x >= 1` (ordered, so NaN → 0; +inf → 1; everything below 1, negatives included, → 0).
     fn float_to_int(&self, x: FloatValue<'c>, t: IntElem) -> R<IntValue<'c>> {
+        if t.bits == 1 {
+            let one = x.get_type().const_float(1.0);
+            return Ok(b!(self.b.build_float_compare(
+                FloatPredicate::OGE,
+                x,
+                one,
+                "ftob"
+            )));
+        }
         let it = self.int_ty(t.bits);
         let name = if t.signed {
             "llvm.fptosi.sat"
@@ -2312,7 +2397,8 @@ fn float_width(cx: &Context, t: FloatType<'_>) -> u32 {
     }
 }
 
-/// The MLIR spelling of an integer element type (for diagnostics).
+/// The MLIR spelling of an integer element type (for diagnostics; `i1` for every spelling).
 fn int_name(t: IntElem) -> String {
-    format!("{}{}", if t.signed { "i" } else { "ui" }, t.bits)
+    let prefix = if t.signed || t.bits == 1 { "i" } else { "ui" };
+    format!("{prefix}{}", t.bits)
 }

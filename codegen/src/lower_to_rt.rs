@@ -267,9 +267,11 @@ fn memref_of(ctx: &mut Context, t: Type) -> Type {
     }
 }
 
-/// The runtime's dtype spelling of an element type (NCCL's set), if it has one.
+/// The runtime's dtype spelling of an element type (NCCL's set), if it has one. NCCL has no
+/// boolean type: `i1` (one byte holding 0 or 1) travels as `u8`.
 pub fn dtype_name(ctx: &Context, elem: Type) -> Option<&'static str> {
     Some(match ctx.type_kind(elem) {
+        TypeKind::Integer { width: 1, .. } => "u8",
         TypeKind::Float(FloatKind::F16) => "f16",
         TypeKind::Float(FloatKind::BF16) => "bf16",
         TypeKind::Float(FloatKind::F32) => "f32",
@@ -308,16 +310,45 @@ pub fn dtype_name(ctx: &Context, elem: Type) -> Option<&'static str> {
     })
 }
 
-/// Whether kernels can compute on this element type (f16, bf16, f32, f64).
+/// Whether kernels can compute on this element type (f16, bf16, f32, f64, and integers of
+/// 1, 8, 16, 32 or 64 bits).
 fn kernel_elem_ok(ctx: &Context, elem: Type) -> bool {
     matches!(
         ctx.type_kind(elem),
         TypeKind::Float(FloatKind::F16 | FloatKind::BF16 | FloatKind::F32 | FloatKind::F64)
             | TypeKind::Integer {
-                width: 8 | 16 | 32 | 64,
+                width: 1 | 8 | 16 | 32 | 64,
                 ..
             }
     )
+}
+
+/// Rejects a sum or avg reduction (`what`: "all-reduce", "reduce-scatter") of an `i1`
+/// tensor: the sim adds i1 modulo 2 (xor), which no NCCL reduction of the `u8` bytes
+/// reproduces (ncclSum of two 1s gives 2). max (logical or), min (logical and) and product
+/// (and) are exact on 0/1 bytes.
+fn check_i1_reduce(
+    ctx: &Context,
+    op: OpId,
+    x: Value,
+    reduce: Option<commlir_ir::Attr>,
+    what: &str,
+) -> Result<(), Diagnostic> {
+    let is_i1 = value_tensor(ctx, x)
+        .is_some_and(|t| matches!(ctx.type_kind(t.elem), TypeKind::Integer { width: 1, .. }));
+    let r = reduce.and_then(|a| ctx.attr_as_str(a));
+    if is_i1 && matches!(r, Some("sum" | "avg")) {
+        return Err(err(
+            ctx,
+            op,
+            format!(
+                "comm-to-rt: a sum (or avg) {what} of i1 has no NCCL equivalent of the sim's \
+                 wrapping (xor) semantics; use max (logical or) or min (logical and) \
+                 (PyTorch reduces a bool SUM as MAX)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Whether kernels compute `op` on integer tensor type `elem` (`kernels::int_op_support`);
@@ -739,6 +770,9 @@ fn lower_op(
         }
         "symm.one_shot_all_reduce" => {
             let x = ctx.operand(op, 0);
+            // Always a sum (the op's only reduction): no i1 (a coll-to-comm fallback to NCCL
+            // would be rejected the same way).
+            check_i1_reduce(ctx, op, x, ctx.inherent_attr(op, "reduce_op"), "all-reduce")?;
             let (pool, off) = comm_loc(ctx, st, op, x)?;
             let dtype = dtype_of(ctx, op, x)?;
             let r = ctx.result(op, 0);
@@ -904,6 +938,7 @@ fn lower_collective(ctx: &mut Context, op: OpId, st: &mut Lowering) -> Result<u6
     match name.as_str() {
         "comm.all_reduce" | "comm.all_reduce_coalesced" => {
             for &x in &operands {
+                check_i1_reduce(ctx, op, x, reduce, "all-reduce")?;
                 let (p, off) = comm_loc(ctx, st, op, x)?;
                 let dtype = dtype_of(ctx, op, x)?;
                 let attrs = vec![
@@ -954,6 +989,7 @@ fn lower_collective(ctx: &mut Context, op: OpId, st: &mut Lowering) -> Result<u6
                         "rt.nccl_all_gather"
                     }
                     "comm.reduce_scatter" => {
+                        check_i1_reduce(ctx, op, x, reduce, "reduce-scatter")?;
                         attrs.push(("recv_count", i64_attr(ctx, numel(ctx, y))));
                         attrs.push((
                             "reduce_op",
@@ -1038,7 +1074,7 @@ fn lower_shard_dim_alltoall(
         return Err(err(
             ctx,
             op,
-            "comm-to-rt: kernels support f16, bf16, f32, f64 and 8/16/32/64-bit integer tensors only",
+            "comm-to-rt: kernels support f16, bf16, f32, f64 and 1/8/16/32/64-bit integer tensors only",
         ));
     }
     let plain_x = ctx.tensor_type(&xt.shape, xt.elem);
@@ -1191,7 +1227,7 @@ fn kernel_symbol(
                 return Err(err(
                     ctx,
                     m,
-                    "comm-to-rt: kernels support f16, bf16, f32, f64 and 8/16/32/64-bit integer tensors only",
+                    "comm-to-rt: kernels support f16, bf16, f32, f64 and 1/8/16/32/64-bit integer tensors only",
                 ));
             }
             if let Some(t) = value_tensor(ctx, v) {

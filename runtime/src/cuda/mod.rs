@@ -198,7 +198,9 @@ pub fn tensor_bytes(t: &Tensor) -> Vec<u8> {
     out
 }
 
-/// The inverse of [`tensor_bytes`].
+/// The inverse of [`tensor_bytes`]. An `i1` element is one byte holding 0 or 1; any other
+/// byte (a kernel bug) is kept as is rather than reduced to its low bit, so `--check` and
+/// the digest see it.
 pub fn tensor_from_bytes(ty: &TensorType, bytes: &[u8]) -> Tensor {
     let w = ty.elem.byte_width();
     let chunks = bytes.chunks_exact(w);
@@ -227,6 +229,7 @@ pub fn tensor_from_bytes(ty: &TensorType, bytes: &[u8]) -> Tensor {
                 })
                 .collect(),
         ),
+        ElemType::Int { width: 1, .. } => Data::Int(chunks.map(|c| i64::from(c[0])).collect()),
         e => Data::Int(
             chunks
                 .map(|c| {
@@ -1088,6 +1091,14 @@ mod tests {
                 width: 32,
                 signedness: commlir_ir::Signedness::Unsigned,
             },
+            ElemType::Int {
+                width: 1,
+                signedness: commlir_ir::Signedness::Signless,
+            },
+            ElemType::Int {
+                width: 1,
+                signedness: commlir_ir::Signedness::Unsigned,
+            },
         ] {
             let ty = TensorType {
                 elem,
@@ -1097,6 +1108,54 @@ mod tests {
             let b = tensor_bytes(&t);
             assert_eq!(b.len(), 15 * elem.byte_width());
             assert_eq!(tensor_from_bytes(&ty, &b), t, "{elem}");
+        }
+    }
+
+    #[test]
+    fn i1_travels_as_bytes_0_and_1_and_compares_exactly() {
+        for signedness in [
+            commlir_ir::Signedness::Signless,
+            commlir_ir::Signedness::Signed,
+            commlir_ir::Signedness::Unsigned,
+        ] {
+            let ty = TensorType {
+                elem: ElemType::Int {
+                    width: 1,
+                    signedness,
+                },
+                shape: vec![2, 3],
+            };
+            // True is 1, not -1 (0xff), for every spelling.
+            let t = Tensor::from_f64(ty.clone(), &[1.0, 0.0, 1.0, 1.0, 0.0, 0.0]);
+            assert_eq!(t.data, Data::Int(vec![1, 0, 1, 1, 0, 0]));
+            let b = tensor_bytes(&t);
+            assert_eq!(b, vec![1, 0, 1, 1, 0, 0], "{}", ty.elem);
+            let back = tensor_from_bytes(&ty, &b);
+            assert_eq!(back, t);
+            let one = |x: Tensor| {
+                vec![crate::output::RankResults {
+                    rank: 0,
+                    results: vec![x],
+                }]
+            };
+            assert!(check::compare(&one(back.clone()), &one(t.clone())).passed());
+            // One flipped element is a mismatch (integers compare exactly).
+            let mut flipped = b.clone();
+            flipped[4] = 1;
+            let r = check::compare(&one(tensor_from_bytes(&ty, &flipped)), &one(t.clone()));
+            assert_eq!((r.compared, r.mismatched), (6, 1));
+            assert!(
+                r.problems[0].contains("element 4: GPU 1, sim 0"),
+                "{:?}",
+                r.problems
+            );
+            // A byte that is neither 0 nor 1 is kept, not masked to its low bit: 2 would read
+            // as 0 (false) and pass; kept, it fails.
+            let mut bad = b.clone();
+            bad[1] = 2;
+            let got = tensor_from_bytes(&ty, &bad);
+            assert_eq!(got.data, Data::Int(vec![1, 2, 1, 1, 0, 0]));
+            assert!(!check::compare(&one(got), &one(t)).passed());
         }
     }
 
