@@ -13,6 +13,16 @@ check_probe() {
   timeout 120 "$R" "$dir/probe/$1.commlir" --backend cuda --ranks "$2" --check --check-against "$dir/probe/$1.mlir" 2>&1 | grep -E '^check: |error|element' | tee -a "$log"
 }
 
+# check_probes: `--check` of every compiled probe, on 1 rank (transcendentals) or 2.
+check_probes() {
+  local p b
+  say "== probes"
+  for p in "$dir"/probe/*.commlir; do
+    b=$(basename "$p" .commlir)
+    case $b in transcendental*) check_probe "$b" 1 ;; *) check_probe "$b" 2 ;; esac
+  done
+}
+
 # check_programs: `--check` of every example under both pipelines, the small TP and FSDP
 # transformers under both, and the upstream MLIR programs, on 2 ranks.
 check_programs() {

@@ -11,11 +11,7 @@ out=${2:-${OUT:-gpu-out}}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/env.sh"
 . "$here/lib.sh"
-say "== probes"
-for p in "$dir"/probe/*.commlir; do
-  b=$(basename "$p" .commlir)
-  case $b in integer*) check_probe "$b" 2 ;; *) check_probe "$b" 1 ;; esac
-done
+check_probes
 say "== --check"
 check_programs
 say "== steps (commlir, 30 timed calls after 5 warm-up)"

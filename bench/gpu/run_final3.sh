@@ -13,11 +13,7 @@ rounds=${3:-20}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/env.sh"
 . "$here/lib.sh"
-say "== probes"
-for p in "$dir"/probe/*.commlir; do
-  b=$(basename "$p" .commlir)
-  case $b in transcendental*) check_probe "$b" 1 ;; *) check_probe "$b" 2 ;; esac
-done
+check_probes
 say "== --check"
 check_programs
 parity() {  # parity RUN MIB

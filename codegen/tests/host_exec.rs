@@ -1,7 +1,7 @@
 //! The host program executed on the CPU: generated programs of several functions that call
 //! each other (`func.call`) are lowered and compiled as for the GPU; the host program's LLVM IR
 //! and the kernels (retargeted to the host, one thread of one block, as in
-//! `int_kernels_host.rs`) are JIT-compiled together and `commlir_main` is called with a mock
+//! `tests/common`) are JIT-compiled together and `commlir_main` is called with a mock
 //! runtime table. The mock allocates host memory, runs kernel launches through the JIT,
 //! implements the collectives of a one-rank group (a copy when out of place) and checks the
 //! protocol: every `free` and `pool_free` of a live buffer, event indices inside
@@ -16,9 +16,8 @@
 
 use commlir_codegen::{host, kernels, lower_to_rt};
 use commlir_dialects::rt::abi::{self, CommlirMain, CommlirRtApi, Status};
-use commlir_ir::parser::{parse_source, ParseOptions};
 use commlir_ir::pass::{parse_pipeline, PassManager};
-use commlir_ir::{Context, OpId};
+use commlir_ir::Context;
 use commlir_runtime::cuda::tensor_bytes;
 use commlir_runtime::inputs::{self, SplitMix64};
 use commlir_runtime::sim::{self, SimOptions};
@@ -30,6 +29,9 @@ use inkwell::targets::{InitializationConfig, Target};
 use inkwell::OptimizationLevel;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
+
+mod common;
+use common::{host_ir, map_libcalls, parse};
 
 const PIPELINE: &str = "builtin.module(func.func(coll-to-comm{one-shot-threshold=0},comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools))";
 
@@ -66,22 +68,34 @@ fn mock<'a>(rt: *mut c_void) -> &'a mut Mock {
     unsafe { &mut *(rt as *mut Mock) }
 }
 
-unsafe extern "C" fn m_alloc(rt: *mut c_void, bytes: u64, out: *mut *mut c_void) -> Status {
-    let m = mock(rt);
+/// A fresh buffer of `bytes`, live in `m.allocs` (`pool` false) or `m.pools`.
+unsafe fn take(m: &mut Mock, pool: bool, bytes: u64, out: *mut *mut c_void) -> Status {
     let (p, v) = Mock::buffer(bytes);
-    m.allocs.insert(p, v);
+    if pool { &mut m.pools } else { &mut m.allocs }.insert(p, v);
     *out = p as *mut c_void;
     0
 }
-unsafe extern "C" fn m_free(rt: *mut c_void, p: *mut c_void) -> Status {
-    let m = mock(rt);
-    match m.allocs.remove(&(p as usize)) {
+
+/// Releases live buffer `p` of `m.allocs` (`pool` false) or `m.pools`; anything else is a
+/// protocol violation (a double free, or a pointer the runtime never returned).
+fn give(m: &mut Mock, pool: bool, p: *mut c_void) -> Status {
+    match if pool { &mut m.pools } else { &mut m.allocs }.remove(&(p as usize)) {
         Some(v) => {
             m.graveyard.push(v);
             0
         }
-        None => m.fail(format!("free of {p:?}, not a live allocation")),
+        None => m.fail(format!(
+            "{} of {p:?}, not live",
+            if pool { "pool_free" } else { "free" }
+        )),
     }
+}
+
+unsafe extern "C" fn m_alloc(rt: *mut c_void, bytes: u64, out: *mut *mut c_void) -> Status {
+    take(mock(rt), false, bytes, out)
+}
+unsafe extern "C" fn m_free(rt: *mut c_void, p: *mut c_void) -> Status {
+    give(mock(rt), false, p)
 }
 unsafe extern "C" fn m_pool_alloc(
     rt: *mut c_void,
@@ -91,27 +105,11 @@ unsafe extern "C" fn m_pool_alloc(
     _alignment: u64,
     out: *mut *mut c_void,
 ) -> Status {
-    let m = mock(rt);
-    let (p, v) = Mock::buffer(bytes);
-    m.pools.insert(p, v);
-    *out = p as *mut c_void;
-    0
+    take(mock(rt), true, bytes, out)
 }
 unsafe extern "C" fn m_pool_free(rt: *mut c_void, p: *mut c_void) -> Status {
-    let m = mock(rt);
-    match m.pools.remove(&(p as usize)) {
-        Some(v) => {
-            m.graveyard.push(v);
-            0
-        }
-        None => m.fail(format!("pool_free of {p:?}, not a live pool")),
-    }
+    give(mock(rt), true, p)
 }
-
-type K2 = unsafe extern "C" fn(*mut u8, *mut u8);
-type K3 = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8);
-type K4 = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8);
-type K5 = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8, *mut u8);
 
 unsafe extern "C" fn m_launch(
     rt: *mut c_void,
@@ -130,13 +128,7 @@ unsafe extern "C" fn m_launch(
     let p: Vec<*mut u8> = (0..n as usize)
         .map(|i| *(*params.add(i) as *const *mut u8))
         .collect();
-    match p.as_slice() {
-        [a, b] => std::mem::transmute::<usize, K2>(addr)(*a, *b),
-        [a, b, c] => std::mem::transmute::<usize, K3>(addr)(*a, *b, *c),
-        [a, b, c, d] => std::mem::transmute::<usize, K4>(addr)(*a, *b, *c, *d),
-        [a, b, c, d, e] => std::mem::transmute::<usize, K5>(addr)(*a, *b, *c, *d, *e),
-        _ => return m.fail(format!("launch with {n} parameters")),
-    }
+    common::call_kernel(addr, &p);
     0
 }
 
@@ -272,32 +264,6 @@ static API: CommlirRtApi = CommlirRtApi {
     stream_wait: m_stream_wait,
 };
 
-/// The kernels' LLVM IR for the host: one thread of one block (the grid-stride loops make
-/// that a valid launch); f32 only, so no half-precision libcalls are needed.
-fn host_kernels(ptx_ir: &str) -> String {
-    let mut out = String::new();
-    for line in ptx_ir.lines() {
-        if line.starts_with("target datalayout") || line.starts_with("target triple") {
-            continue;
-        }
-        if line.starts_with("declare") && line.contains("@llvm.nvvm.read.ptx.sreg.") {
-            continue;
-        }
-        let l = line
-            .replace("ptx_kernel ", "")
-            .replace(" addrspace(1)", "")
-            .replace("@llvm.nvvm.read.ptx.sreg.", "@sreg_");
-        out.push_str(&l);
-        out.push('\n');
-    }
-    for (name, v) in [("tid.x", 0), ("ctaid.x", 0), ("ntid.x", 1), ("nctaid.x", 1)] {
-        out.push_str(&format!(
-            "define i32 @sreg_{name}() {{\n  ret i32 {v}\n}}\n"
-        ));
-    }
-    out
-}
-
 const T: &str = "tensor<4x16xf32>";
 
 /// A random program of `nf` functions over one tensor type: function `i` calls only
@@ -391,14 +357,6 @@ fn generate(seed: u64) -> String {
     out
 }
 
-fn parse(ctx: &mut Context, text: &str) -> OpId {
-    commlir_codegen::link();
-    let m = parse_source(ctx, "t.mlir", text.as_bytes(), &ParseOptions::default())
-        .unwrap_or_else(|d| panic!("{}\n{text}", d.message));
-    commlir_ir::verify::verify(ctx, m).unwrap_or_else(|d| panic!("{:?}\n{text}", d[0].message));
-    m
-}
-
 /// Runs `text` on the sim (one rank) and as the compiled host program; compares.
 fn check(text: &str) {
     let mut sctx = Context::new();
@@ -439,11 +397,12 @@ fn check(text: &str) {
             .unwrap_or_else(|e| panic!("{e}\n{ir}"))
     };
     let hm = load(&hc.llvm_ir, "host");
-    let km = load(&host_kernels(&dev.llvm_ir), "kernels");
+    let km = load(&host_ir(&dev.llvm_ir), "kernels");
     let ee: ExecutionEngine = hm
         .create_jit_execution_engine(OptimizationLevel::None)
         .unwrap();
     ee.add_module(&km).unwrap();
+    map_libcalls(&ee, &km);
     let mut rt = Mock {
         kernels: dev
             .kernels

@@ -11,29 +11,21 @@
 //! check the PTX, `commlir-run --backend cuda --check` the GPU).
 
 use commlir_codegen::{kernels, lower_to_rt};
-use commlir_ir::parser::{parse_source, ParseOptions};
 use commlir_ir::pass::{parse_pipeline, PassManager};
 use commlir_ir::{Context, OpId, Value};
 use commlir_runtime::cuda::{tensor_bytes, tensor_from_bytes};
 use commlir_runtime::inputs::SplitMix64;
-use commlir_runtime::numeric::{bf16_bits, f16_bits, f16_value};
 use commlir_runtime::{Data, Tensor, TensorType};
 use inkwell::context::Context as LlContext;
-use inkwell::execution_engine::ExecutionEngine;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::targets::{InitializationConfig, Target};
 use inkwell::OptimizationLevel;
 use std::collections::HashMap;
 
-const PLAN: &str = "builtin.module(func.func(coll-to-comm,comm-plan-pools))";
+mod common;
+use common::{host_ir, launch, map_libcalls, parse};
 
-fn parse(ctx: &mut Context, text: &str) -> OpId {
-    commlir_codegen::link();
-    let m = parse_source(ctx, "t.mlir", text.as_bytes(), &ParseOptions::default())
-        .unwrap_or_else(|d| panic!("{}\n{text}", d.message));
-    commlir_ir::verify::verify(ctx, m).unwrap_or_else(|d| panic!("{:?}\n{text}", d[0].message));
-    m
-}
+const PLAN: &str = "builtin.module(func.func(coll-to-comm,comm-plan-pools))";
 
 fn entry(ctx: &Context, m: OpId) -> OpId {
     let b = lower_to_rt::module_block(ctx, m).unwrap();
@@ -136,72 +128,6 @@ fn sim(ctx: &Context, f: OpId, inputs: &[Tensor]) -> Vec<Tensor> {
     panic!("no return")
 }
 
-/// The kernels' LLVM IR for the host: one thread of one block.
-fn host_ir(ptx_ir: &str) -> String {
-    let mut out = String::new();
-    for line in ptx_ir.lines() {
-        if line.starts_with("target datalayout") || line.starts_with("target triple") {
-            continue;
-        }
-        if line.starts_with("declare") && line.contains("@llvm.nvvm.read.ptx.sreg.") {
-            continue;
-        }
-        let l = line
-            .replace("ptx_kernel ", "")
-            .replace(" addrspace(1)", "")
-            .replace("@llvm.nvvm.read.ptx.sreg.", "@sreg_");
-        out.push_str(&l);
-        out.push('\n');
-    }
-    for (name, v) in [("tid.x", 0), ("ctaid.x", 0), ("ntid.x", 1), ("nctaid.x", 1)] {
-        out.push_str(&format!(
-            "define i32 @sreg_{name}() {{\n  ret i32 {v}\n}}\n"
-        ));
-    }
-    for (name, _, sig) in LIBCALLS {
-        out.push_str(&format!("declare {sig}\n").replace("@", &format!("@{name}")));
-    }
-    out
-}
-
-// The x86-64 libcalls LLVM emits for f16/bf16 conversions, which the JIT cannot find in a
-// test binary: implemented with the sim's own round-to-nearest-even (half and bfloat travel
-// in the low 16 bits of an XMM register, as an f32's bits).
-extern "C" fn extendhfsf2(x: f32) -> f32 {
-    f16_value(x.to_bits() as u16) as f32
-}
-extern "C" fn truncsfhf2(x: f32) -> f32 {
-    f32::from_bits(u32::from(f16_bits(f64::from(x))))
-}
-extern "C" fn truncdfhf2(x: f64) -> f32 {
-    f32::from_bits(u32::from(f16_bits(x)))
-}
-extern "C" fn truncsfbf2(x: f32) -> f32 {
-    f32::from_bits(u32::from(bf16_bits(f64::from(x))))
-}
-extern "C" fn truncdfbf2(x: f64) -> f32 {
-    f32::from_bits(u32::from(bf16_bits(x)))
-}
-
-/// (symbol, implementation, declaration with `@` for the name).
-const LIBCALLS: [(&str, usize, &str); 5] = [
-    ("__extendhfsf2", 0, "float @(float)"),
-    ("__truncsfhf2", 1, "float @(float)"),
-    ("__truncdfhf2", 2, "float @(double)"),
-    ("__truncsfbf2", 3, "float @(float)"),
-    ("__truncdfbf2", 4, "float @(double)"),
-];
-
-fn libcall_addr(i: usize) -> usize {
-    match i {
-        0 => extendhfsf2 as *const () as usize,
-        1 => truncsfhf2 as *const () as usize,
-        2 => truncdfhf2 as *const () as usize,
-        3 => truncsfbf2 as *const () as usize,
-        _ => truncdfbf2 as *const () as usize,
-    }
-}
-
 /// A host buffer whose data starts `skew` bytes past a 16-byte boundary.
 struct Buf {
     store: Vec<u128>,
@@ -225,30 +151,6 @@ impl Buf {
         // SAFETY: as above; u128 storage is plain bytes.
         unsafe {
             std::slice::from_raw_parts((self.store.as_ptr() as *const u8).add(self.skew), self.len)
-        }
-    }
-}
-
-type K1 = unsafe extern "C" fn(*mut u8);
-type K2 = unsafe extern "C" fn(*mut u8, *mut u8);
-type K3 = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8);
-type K4 = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8);
-type K5 = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8, *mut u8);
-
-fn launch(ee: &ExecutionEngine, name: &str, p: &[*mut u8]) {
-    let addr = ee
-        .get_function_address(name)
-        .unwrap_or_else(|e| panic!("{name}: {e:?}"));
-    // SAFETY: every kernel takes one pointer per argument and the result, returns nothing;
-    // the buffers are as large as the kernel's compiled-in shapes.
-    unsafe {
-        match p {
-            [a] => std::mem::transmute::<usize, K1>(addr)(*a),
-            [a, b] => std::mem::transmute::<usize, K2>(addr)(*a, *b),
-            [a, b, c] => std::mem::transmute::<usize, K3>(addr)(*a, *b, *c),
-            [a, b, c, d] => std::mem::transmute::<usize, K4>(addr)(*a, *b, *c, *d),
-            [a, b, c, d, e] => std::mem::transmute::<usize, K5>(addr)(*a, *b, *c, *d, *e),
-            _ => panic!("{name}: {} parameters", p.len()),
         }
     }
 }
@@ -284,10 +186,7 @@ fn check(text: &str, rounds: u64) {
     let ee = lm
         .create_jit_execution_engine(OptimizationLevel::None)
         .unwrap();
-    for (name, i, _) in LIBCALLS {
-        let f = lm.get_function(name).expect("declared libcall");
-        ee.add_global_mapping(&f, libcall_addr(i));
-    }
+    map_libcalls(&ee, &lm);
     let f = entry(&ctx, m);
     for inputs in &ref_inputs {
         let want = sim(&sctx, sf, inputs);
