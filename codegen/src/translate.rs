@@ -13,9 +13,10 @@
 
 use crate::{artifact, host, kernels, lower_to_rt};
 use clap::{Parser, ValueEnum};
+use commlir_ir::driver::{split, verify_diagnostics, PlainDiag};
 use commlir_ir::pass::{parse_pipeline, PassManager};
 use commlir_ir::printer::{print_op, PrintOptions};
-use commlir_ir::{parser, verify, Context, OpId, SourceFile, SourceMgr};
+use commlir_ir::{parser, verify, Context, OpId, Severity, SourceFile, SourceMgr};
 use std::io::{Read, Write};
 use std::path::Path;
 
@@ -53,6 +54,15 @@ pub struct Args {
     /// The function `commlir_main` runs (default: the only public function with a body, else `@main`, else the first function with a body; as `commlir-run`).
     #[arg(long)]
     pub entry: Option<String>,
+    /// Split the input at `// -----` lines and translate each chunk on its own (text stages;
+    /// the outputs are joined with `// -----`), as `mlir-translate --split-input-file`.
+    #[arg(long = "split-input-file")]
+    pub split_input_file: bool,
+    /// Check the diagnostics against the input's `expected-error` / `expected-warning` /
+    /// `expected-note` / `expected-remark` designators instead of printing them; exit code 0
+    /// when they match (text stages).
+    #[arg(long = "verify-diagnostics")]
+    pub verify_diagnostics: bool,
 }
 
 /// Everything one compilation produces, up to the requested stage.
@@ -70,12 +80,26 @@ pub fn compile_source(
     entry: Option<&str>,
     emit: Emit,
 ) -> Result<Compiled, String> {
+    compile_detached(name, text, pipeline, entry, emit)
+        .map_err(|ds| ds.iter().map(|d| d.rendered.as_str()).collect())
+}
+
+/// [`compile_source`], with the errors as detached diagnostics (for `--verify-diagnostics`).
+pub fn compile_detached(
+    name: &str,
+    text: &str,
+    pipeline: Option<&str>,
+    entry: Option<&str>,
+    emit: Emit,
+) -> Result<Compiled, Vec<PlainDiag>> {
     crate::link();
     let mut ctx = Context::new();
     let mut sources = SourceMgr::default();
     sources.add(SourceFile::new(name, text.to_string()));
-    let render = |ctx: &Context, ds: &[commlir_ir::Diagnostic]| -> String {
-        ds.iter().map(|d| sources.render(ctx, d)).collect()
+    let render = |ctx: &Context, ds: &[commlir_ir::Diagnostic]| -> Vec<PlainDiag> {
+        ds.iter()
+            .map(|d| PlainDiag::new(ctx, &sources, d))
+            .collect()
     };
     let module = parser::parse_source(
         &mut ctx,
@@ -86,7 +110,15 @@ pub fn compile_source(
     .map_err(|d| render(&ctx, &[d]))?;
     verify::verify(&ctx, module).map_err(|e| render(&ctx, &e))?;
     if let Some(p) = pipeline {
-        let opm = parse_pipeline(p).map_err(|e| e.render(p))?;
+        let opm = parse_pipeline(p).map_err(|e| {
+            vec![PlainDiag {
+                severity: Severity::Error,
+                pos: None,
+                message: e.to_string(),
+                rendered: e.render(p),
+                notes: Vec::new(),
+            }]
+        })?;
         let mut pm = PassManager::from_pipeline(opm);
         pm.run(&mut ctx, module).map_err(|e| render(&ctx, &e))?;
     }
@@ -150,6 +182,12 @@ pub fn write_output(output: Option<&str>, bytes: &[u8]) -> Result<(), String> {
 /// `--import-mlir` produced the text).
 pub fn run_source(args: &Args, name: &str, text: &str) -> Result<(), String> {
     let binary = matches!(args.emit, Emit::Object | Emit::SharedLib | Emit::Artifact);
+    if (args.split_input_file || args.verify_diagnostics) && binary {
+        return Err("error: --split-input-file and --verify-diagnostics apply to the text stages (rt, llvm-ir, ptx, host-ll)".into());
+    }
+    if args.split_input_file || args.verify_diagnostics {
+        return run_chunks(args, name, text);
+    }
     if binary && args.output.is_none() {
         return Err("error: this --emit stage is binary: give an output file with -o".into());
     }
@@ -182,6 +220,65 @@ pub fn run_source(args: &Args, name: &str, text: &str) -> Result<(), String> {
         }
     };
     write_output(args.output.as_deref(), &bytes)
+}
+
+/// The text of a text stage.
+fn stage_text(c: Compiled, emit: Emit) -> String {
+    match emit {
+        Emit::Rt => c.rt,
+        Emit::LlvmIr => c.device.llvm_ir,
+        Emit::Ptx => c.device.ptx,
+        _ => c.host.map(|h| h.llvm_ir).unwrap_or_default(),
+    }
+}
+
+/// `--split-input-file` / `--verify-diagnostics`: each chunk (the whole input without
+/// splitting) is compiled on its own, its line numbers those of the input; the outputs of the
+/// chunks that compiled are joined with `// -----`. Without `--verify-diagnostics` every
+/// chunk's errors are printed and any error fails the run; with it, the errors are checked
+/// against the chunk's `expected-*` designators and only mismatches are reported.
+fn run_chunks(args: &Args, name: &str, text: &str) -> Result<(), String> {
+    const MARKER: &str = "// -----";
+    let chunks: Vec<String> = if args.split_input_file {
+        split::split_input(text.as_bytes(), MARKER)
+            .into_iter()
+            .map(|c| String::from_utf8_lossy(&c.bytes).into_owned())
+            .collect()
+    } else {
+        vec![text.to_string()]
+    };
+    let mut sources = SourceMgr::default();
+    sources.add(SourceFile::new(name, text.to_string()));
+    let (mut outputs, mut errors) = (Vec::new(), String::new());
+    for chunk in &chunks {
+        let (output, diags) = match compile_detached(
+            name,
+            chunk,
+            args.pipeline.as_deref(),
+            args.entry.as_deref(),
+            args.emit,
+        ) {
+            Ok(c) => (stage_text(c, args.emit), Vec::new()),
+            Err(ds) => (String::new(), ds),
+        };
+        if args.verify_diagnostics {
+            for p in verify_diagnostics::verify(chunk, &diags, name, &sources) {
+                errors.push_str(&p);
+            }
+        } else {
+            for d in &diags {
+                errors.push_str(&d.rendered);
+            }
+        }
+        outputs.push(output);
+    }
+    let joined = outputs.join(&format!("{MARKER}\n"));
+    write_output(args.output.as_deref(), joined.as_bytes())?;
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
 
 /// The artifact's JSON manifest (docs/codegen.md lists the fields).

@@ -7,7 +7,7 @@
 //! - [`parser`] / [`printer`]: the MLIR textual format, generic and custom forms.
 //! - [`verify`]: the generic verifier plus each op's own.
 //! - [`pass`]: the pass manager, registry and pipeline strings.
-//! - [`driver`]: the `commlir-opt` logic (the binary itself is a few lines).
+//! - [`driver`]: what the tool drivers share (`--split-input-file`, `--verify-diagnostics`).
 
 pub mod attrs;
 pub mod builder;

@@ -7,10 +7,8 @@
 //! it), and a panic, which is a bug, becomes an "internal error" diagnostic and exit code 1.
 
 mod cli;
-mod split;
-mod verify_diagnostics;
 
-use commlir_ir::diag::file_line_col;
+use commlir_ir::driver::{split, verify_diagnostics, PlainDiag};
 use commlir_ir::parser::{parse_source, ParseOptions};
 use commlir_ir::pass::instrumentation::IrPrintConfig;
 use commlir_ir::pass::{
@@ -18,7 +16,7 @@ use commlir_ir::pass::{
     TimingInstrumentation, TimingTree,
 };
 use commlir_ir::printer::{print_op, PrintOptions};
-use commlir_ir::{Context, Diagnostic, Registry, Severity, SourceFile, SourceMgr};
+use commlir_ir::{Context, Diagnostic, Registry, SourceFile, SourceMgr};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ffi::OsString;
@@ -29,30 +27,6 @@ use std::sync::Mutex;
 
 /// Stack size of the thread doing the work.
 const STACK_SIZE: usize = 512 << 20;
-
-/// A diagnostic detached from its [`Context`]: position, message, and its MLIR rendering.
-#[derive(Debug, Clone)]
-pub struct PlainDiag {
-    pub severity: Severity,
-    /// (file, line, column), if the location has one.
-    pub pos: Option<(String, u32, u32)>,
-    pub message: String,
-    /// The full rendering (with source line, caret and notes).
-    pub rendered: String,
-    pub notes: Vec<PlainDiag>,
-}
-
-impl PlainDiag {
-    fn new(ctx: &Context, sm: &SourceMgr, d: &Diagnostic) -> Self {
-        PlainDiag {
-            severity: d.severity,
-            pos: file_line_col(ctx, d.loc),
-            message: d.message.clone(),
-            rendered: sm.render(ctx, d),
-            notes: d.notes.iter().map(|n| PlainDiag::new(ctx, sm, n)).collect(),
-        }
-    }
-}
 
 /// Runs `commlir-opt` with the process's arguments. The process ends right after, so the IR
 /// is not freed piece by piece (clang's `-disable-free`): at 100k ops that is a twentieth of
@@ -325,22 +299,10 @@ fn process_input(config: &Config, pm: &mut PassManager, timing: &Rc<RefCell<Timi
             process_chunk(config, pm, &file_name, chunk, &sm, timing, &mut report);
         if config.verify_diagnostics {
             let text = String::from_utf8_lossy(chunk);
-            let (mut expectations, mut problems) = verify_diagnostics::parse_expectations(&text);
-            problems.extend(verify_diagnostics::check(
-                &mut expectations,
-                &diags,
-                &file_name,
-            ));
-            if !problems.is_empty() {
-                failed = true;
-                let mut ctx = Context::new();
-                for p in problems {
-                    let loc = match p.at {
-                        Some((line, col)) => ctx.file_loc(&file_name, line, col),
-                        None => ctx.unknown_loc(),
-                    };
-                    eprint!("{}", sm.render(&ctx, &Diagnostic::error(loc, p.message)));
-                }
+            let problems = verify_diagnostics::verify(&text, &diags, &file_name, &sm);
+            failed |= !problems.is_empty();
+            for p in problems {
+                eprint!("{p}");
             }
         } else {
             for d in &diags {

@@ -2,58 +2,61 @@
 // NCCL has no bool and its u8 sum of two 1s is 2), through NCCL and through the symmetric-
 // memory one-shot all-reduce (sum only); max / min / product are accepted (exact on 0/1
 // bytes). Ops without integer semantics are rejected on i1 as on other integers.
-// Each module below is one case, cut out with sed and translated from standard input.
 // REQUIRES: commlir-translate
-// RUN: sed -n '/^module @sum/,/^}/p' %s | not commlir-translate - --pass-pipeline='builtin.module(func.func(coll-to-comm,comm-plan-pools))' 2>&1 | FileCheck %s --check-prefix=SUM
-// RUN: sed -n '/^module @avg/,/^}/p' %s | not commlir-translate - --pass-pipeline='builtin.module(func.func(coll-to-comm,comm-plan-pools))' 2>&1 | FileCheck %s --check-prefix=AVG
-// RUN: sed -n '/^module @oneshot/,/^}/p' %s | not commlir-translate - --pass-pipeline='builtin.module(func.func(coll-to-comm,comm-plan-pools))' 2>&1 | FileCheck %s --check-prefix=SHOT
-// RUN: sed -n '/^module @exp/,/^}/p' %s | not commlir-translate - 2>&1 | FileCheck %s --check-prefix=EXP
-// RUN: sed -n '/^module @ok/,/^}/p' %s | commlir-translate - --pass-pipeline='builtin.module(func.func(coll-to-comm,comm-plan-pools))' | FileCheck %s --check-prefix=OK
+// RUN: commlir-translate %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(coll-to-comm,comm-plan-pools))' | FileCheck %s
 
-// SUM: error: 'comm.all_reduce' op comm-to-rt: a sum (or avg) all-reduce of i1 has no NCCL equivalent of the sim's wrapping (xor) semantics; use max (logical or) or min (logical and) (PyTorch reduces a bool SUM as MAX)
 module @sum {
   coll.group @w {size = 2 : i64}
   func.func @f(%x: tensor<64xi1>) -> tensor<64xi1> {
+    // expected-error @below {{comm-to-rt: a sum (or avg) all-reduce of i1 has no NCCL equivalent of the sim's wrapping (xor) semantics; use max (logical or) or min (logical and) (PyTorch reduces a bool SUM as MAX)}}
     %r = coll.all_reduce %x {reduce_op = "sum", group = @w} : (tensor<64xi1>) -> tensor<64xi1>
     %y = coll.wait_tensor %r : tensor<64xi1>
     return %y : tensor<64xi1>
   }
 }
 
-// AVG: error: 'comm.reduce_scatter' op comm-to-rt: a sum (or avg) reduce-scatter of i1 has no NCCL equivalent
+// -----
+
 module @avg {
   coll.group @w {size = 2 : i64}
   func.func @f(%x: tensor<64xui1>) -> tensor<32xui1> {
+    // expected-error @below {{comm-to-rt: a sum (or avg) reduce-scatter of i1 has no NCCL equivalent}}
     %r = coll.reduce_scatter_tensor %x {reduce_op = "avg", group = @w} : (tensor<64xui1>) -> tensor<32xui1>
     %y = coll.wait_tensor %r : tensor<32xui1>
     return %y : tensor<32xui1>
   }
 }
 
-// SHOT: error: 'symm.one_shot_all_reduce' op comm-to-rt: a sum (or avg) all-reduce of i1 has no NCCL equivalent
+// -----
+
 module @oneshot {
   coll.group @tp {size = 2 : i64, symm_mem}
   func.func @f(%x: tensor<64xsi1>) -> tensor<64xsi1> {
     // Computed, so coll-to-comm can place it in symmetric memory.
     %z = compute.neg %x : tensor<64xsi1>
+    // expected-error @below {{comm-to-rt: a sum (or avg) all-reduce of i1 has no NCCL equivalent}}
     %r = coll.all_reduce %z {reduce_op = "sum", group = @tp} : (tensor<64xsi1>) -> tensor<64xsi1>
     %y = coll.wait_tensor %r : tensor<64xsi1>
     return %y : tensor<64xsi1>
   }
 }
 
-// EXP: error: 'compute.exp' op comm-to-rt: kernels support compute.exp on f16, bf16, f32 and f64 tensors only, not i1
+// -----
+
 module @exp {
   func.func @f(%x: tensor<4xi1>) -> tensor<4xi1> {
+    // expected-error @below {{comm-to-rt: kernels support compute.exp on f16, bf16, f32 and f64 tensors only, not i1}}
     %y = compute.exp %x : tensor<4xi1>
     return %y : tensor<4xi1>
   }
 }
 
-// OK: rt.nccl_all_reduce {{.*}}dtype = "u8"{{.*}}reduce_op = "max"
-// OK: rt.nccl_all_reduce {{.*}}dtype = "u8"{{.*}}reduce_op = "min"
-// OK: rt.nccl_all_reduce {{.*}}dtype = "u8"{{.*}}reduce_op = "product"
-// OK: rt.nccl_all_gather {{.*}}dtype = "u8"
+// -----
+
+// CHECK: rt.nccl_all_reduce {{.*}}dtype = "u8"{{.*}}reduce_op = "max"
+// CHECK: rt.nccl_all_reduce {{.*}}dtype = "u8"{{.*}}reduce_op = "min"
+// CHECK: rt.nccl_all_reduce {{.*}}dtype = "u8"{{.*}}reduce_op = "product"
+// CHECK: rt.nccl_all_gather {{.*}}dtype = "u8"
 module @ok {
   coll.group @w {size = 2 : i64}
   func.func @f(%x: tensor<64xi1>) -> (tensor<64xi1>, tensor<64xi1>, tensor<64xi1>, tensor<128xi1>) {

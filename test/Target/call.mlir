@@ -1,7 +1,7 @@
 // func.call lowers to a direct call of the callee's host function; the caller owns (and
 // frees) what the callee returns, so a callee's result that aliases an argument, a pool or
 // another result is copied first. Events are numbered per module: the callee's never reuse
-// the caller's. (Diagnostics: call-recursion.mlir, call-declaration.mlir.)
+// the caller's. (Diagnostics: call-invalid.mlir.)
 // REQUIRES: commlir-translate
 // RUN: commlir-translate %s --pass-pipeline='builtin.module(func.func(coll-to-comm{one-shot-threshold=0},comm-plan-pools))' --emit=rt | FileCheck %s --check-prefix=RT
 // RUN: commlir-translate %s --pass-pipeline='builtin.module(func.func(coll-to-comm{one-shot-threshold=0},comm-plan-pools))' --emit=host-ll > %t.ll

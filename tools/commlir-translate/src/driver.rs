@@ -109,6 +109,8 @@ fn import(cli: &Cli, emit_given: bool) -> Result<(), String> {
             output: cli.base.output.clone(),
             pipeline: None,
             entry: cli.base.entry.clone(),
+            split_input_file: false,
+            verify_diagnostics: false,
         };
         return run_source(&args, &format!("<commlir IR of {name}>"), &ir);
     }

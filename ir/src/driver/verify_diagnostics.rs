@@ -4,7 +4,7 @@
 //! whose `{{...}}` parts are regular expressions. Mismatches are reported in MLIR's words.
 
 use super::PlainDiag;
-use commlir_ir::Severity;
+use crate::{Context, Diagnostic, Severity, SourceMgr};
 use regex::Regex;
 use std::sync::OnceLock;
 
@@ -213,6 +213,25 @@ pub fn check(expectations: &mut [Expectation], diags: &[PlainDiag], file: &str) 
         });
     }
     out
+}
+
+/// `--verify-diagnostics` of one chunk: the chunk's `expected-*` designators against the
+/// diagnostics its processing produced; returns every mismatch rendered as an MLIR error at
+/// the designator's (or the unexpected diagnostic's) position, empty when all match.
+pub fn verify(text: &str, diags: &[PlainDiag], file: &str, sm: &SourceMgr) -> Vec<String> {
+    let (mut expectations, mut problems) = parse_expectations(text);
+    problems.extend(check(&mut expectations, diags, file));
+    let mut ctx = Context::new();
+    problems
+        .into_iter()
+        .map(|p| {
+            let loc = match p.at {
+                Some((line, col)) => ctx.file_loc(file, line, col),
+                None => ctx.unknown_loc(),
+            };
+            sm.render(&ctx, &Diagnostic::error(loc, p.message))
+        })
+        .collect()
 }
 
 #[cfg(test)]
