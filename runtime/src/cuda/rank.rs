@@ -40,6 +40,8 @@ struct Pool {
     nccl_mem: bool,
     /// The `ncclCommRegister` handle, when registered.
     reg: *mut c_void,
+    /// The `ncclCommWindowRegister` handle of a symm_mem pool, when it is a symmetric window.
+    win: nccl::ncclWindow_t,
     /// Handed out by `pool_alloc` and not freed since.
     live: bool,
 }
@@ -618,18 +620,38 @@ impl RankState {
                 ptr = p as *mut c_void;
             }
             let mut reg = std::ptr::null_mut();
+            let mut win: nccl::ncclWindow_t = std::ptr::null_mut();
             if let Some(c) = comm {
-                // SAFETY: `ptr` is a live allocation of `n` bytes on this device.
-                let r = unsafe { nccl::ncclCommRegister(c, ptr, n, &mut reg) };
-                if let Err(why) = nccl_check("ncclCommRegister", r, c) {
-                    reg = std::ptr::null_mut();
-                    self.note(format!("{why}; the pool runs unregistered"));
+                let windows = SYMM_WINDOWS.load(std::sync::atomic::Ordering::Relaxed);
+                if kind == abi::POOL_SYMM_MEM && !windows {
+                    self.note("symm_mem pools are ncclCommRegister'ed buffers (--symm-windows off); the one-shot all-reduce runs as an NCCL all-reduce on the compute stream".into());
                 }
-            }
-            if kind == abi::POOL_SYMM_MEM {
-                self.note(
-                    "symm_mem pools are NCCL-registered buffers here; the one-shot all-reduce runs as an NCCL all-reduce on the compute stream".into(),
-                );
+                if kind == abi::POOL_SYMM_MEM && windows {
+                    if !nccl_mem {
+                        // Window registration is collective: a rank that skipped it alone would
+                        // leave the others of the group waiting in ncclCommWindowRegister.
+                        return Err(format!(
+                            "symm_mem pool of {bytes} bytes (group {group}): ncclMemAlloc failed, and a symmetric window needs ncclMemAlloc memory on every rank of the group"
+                        ));
+                    }
+                    match window_register(c, ptr, n) {
+                        Ok(w) => {
+                            win = w;
+                            self.note("symm_mem pools are NCCL symmetric windows (ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC): NCCL may run its symmetric-memory kernels on them; the one-shot all-reduce runs as an NCCL all-reduce on the compute stream".into());
+                        }
+                        Err(why) => self.note(format!(
+                            "{why}; symm_mem pools fall back to ncclCommRegister (the one-shot all-reduce runs as an NCCL all-reduce on the compute stream)"
+                        )),
+                    }
+                }
+                if win.is_null() {
+                    // SAFETY: `ptr` is a live allocation of `n` bytes on this device.
+                    let r = unsafe { nccl::ncclCommRegister(c, ptr, n, &mut reg) };
+                    if let Err(why) = nccl_check("ncclCommRegister", r, c) {
+                        reg = std::ptr::null_mut();
+                        self.note(format!("{why}; the pool runs unregistered"));
+                    }
+                }
             }
             let base = ptr as u64;
             self.pool_index.insert(base, self.pools.len());
@@ -640,6 +662,7 @@ impl RankState {
                 bytes,
                 nccl_mem,
                 reg,
+                win,
                 live: true,
             });
             base
@@ -883,6 +906,17 @@ impl RankState {
                         ));
                     }
                 }
+                // Collective, like the registration: every rank tears its pools down in
+                // creation order.
+                if !p.win.is_null() {
+                    if let Some(Some(c)) = self.comms.get(p.group as usize) {
+                        keep(nccl_check(
+                            "ncclCommWindowDeregister",
+                            nccl::ncclCommWindowDeregister(*c, p.win),
+                            *c,
+                        ));
+                    }
+                }
                 if p.nccl_mem {
                     keep(nccl_check(
                         "ncclMemFree",
@@ -950,6 +984,60 @@ impl RankState {
 ///
 /// # Safety
 /// `rt` must be the `*mut RankState` the runner passed to `commlir_main`.
+/// Whether symm_mem pools become NCCL symmetric windows (`--symm-windows`, process-wide).
+static SYMM_WINDOWS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turns the registration of symm_mem pools as NCCL symmetric windows on (the default) or off
+/// (plain `ncclCommRegister`, like nccl pools), for pools created after the call. NCCL picks
+/// its symmetric-memory kernels for collectives on windows, which is faster at some sizes and
+/// slower at others (docs/benchmarks.md (r)).
+pub fn set_symm_windows(on: bool) {
+    SYMM_WINDOWS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// NCCL's version code (`ncclGetVersion`, e.g. 22809 for 2.28.9), 0 if it cannot tell.
+fn nccl_version() -> i32 {
+    static V: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *V.get_or_init(|| {
+        let mut v = 0;
+        // SAFETY: writes one int.
+        let r = unsafe { nccl::ncclGetVersion(&mut v) };
+        if r == nccl::ncclResult_t::ncclSuccess {
+            v
+        } else {
+            0
+        }
+    })
+}
+
+/// `NCCL_WIN_COLL_SYMMETRIC` (nccl.h, NCCL 2.27+): a window whose buffer every rank registered
+/// at the same size, which NCCL's symmetric-memory collectives may use.
+const NCCL_WIN_COLL_SYMMETRIC: i32 = 0x01;
+
+/// Registers `ptr` (an `ncclMemAlloc` buffer of `n` bytes) as a symmetric window of `comm`.
+/// Collective over the communicator. The symbol exists from NCCL 2.27 on; older libraries are
+/// told apart by version first (the dynamically loaded binding would abort on a missing
+/// symbol).
+fn window_register(
+    comm: nccl::ncclComm_t,
+    ptr: *mut c_void,
+    n: usize,
+) -> Result<nccl::ncclWindow_t, String> {
+    let v = nccl_version();
+    if v < 22700 {
+        return Err(format!(
+            "ncclCommWindowRegister needs NCCL 2.27 or newer (this NCCL reports version code {v})"
+        ));
+    }
+    let mut win: nccl::ncclWindow_t = std::ptr::null_mut();
+    // SAFETY: `ptr` is a live `ncclMemAlloc` allocation of `n` bytes on this device; `win`
+    // receives one handle.
+    let r =
+        unsafe { nccl::ncclCommWindowRegister(comm, ptr, n, &mut win, NCCL_WIN_COLL_SYMMETRIC) };
+    nccl_check("ncclCommWindowRegister", r, comm)?;
+    Ok(win)
+}
+
 unsafe fn with_state(
     rt: *mut c_void,
     f: impl FnOnce(&mut RankState) -> Result<(), String>,
@@ -1353,6 +1441,7 @@ mod tests {
             bytes,
             nccl_mem: false,
             reg: std::ptr::null_mut(),
+            win: std::ptr::null_mut(),
             live: true,
         });
     }

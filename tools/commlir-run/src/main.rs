@@ -98,6 +98,19 @@ struct Args {
     /// leaves thread placement to the OS (e.g. under a launcher that binds).
     #[arg(long, value_enum, default_value_t = Affinity::Gpu)]
     cpu_affinity: Affinity,
+    /// cuda: `on` registers symm_mem pools as NCCL symmetric windows
+    /// (`ncclCommWindowRegister`, NCCL 2.27+; falls back to `ncclCommRegister` with a note
+    /// where unavailable), so NCCL may run its symmetric-memory kernels on them; `off`
+    /// registers them like nccl pools.
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    symm_windows: OnOff,
+}
+
+/// `--symm-windows`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum OnOff {
+    On,
+    Off,
 }
 
 /// `--cpu-affinity`.
@@ -259,6 +272,7 @@ fn run_baseline(args: &Args, ops: &str) -> Result<String, String> {
 /// Runs the tool; `Err` holds the rendered diagnostics.
 fn run(args: &Args) -> Result<String, String> {
     cuda::affinity::set_enabled(args.cpu_affinity == Affinity::Gpu);
+    cuda::rank::set_symm_windows(args.symm_windows == OnOff::On);
     if args.cuda_graph && args.nccl_baseline.is_some() {
         return Err("error: --cuda-graph applies to programs, not to --nccl-baseline\n".into());
     }
