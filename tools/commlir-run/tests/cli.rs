@@ -156,3 +156,17 @@ fn cpu_affinity_takes_gpu_or_none() {
     let e = stderr(&o);
     assert!(e.contains("gpu") && e.contains("none"), "{e}");
 }
+
+#[test]
+fn symm_windows_takes_on_or_off() {
+    // Both values accepted (the sim backend has no NCCL registration); anything else is a
+    // usage error naming the choices.
+    for v in ["on", "off"] {
+        let o = run(&[&input("mlp.mlir"), "--ranks", "2", "--symm-windows", v]);
+        assert_eq!(o.status.code(), Some(0), "{v}: {}", stderr(&o));
+    }
+    let o = run(&[&input("mlp.mlir"), "--symm-windows", "maybe"]);
+    assert_ne!(o.status.code(), Some(0));
+    let e = stderr(&o);
+    assert!(e.contains("on") && e.contains("off"), "{e}");
+}
