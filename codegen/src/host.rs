@@ -219,6 +219,22 @@ struct Host<'a, 'c> {
     func: Option<FunctionValue<'c>>,
     /// Entry block position for allocas.
     alloca_b: Builder<'c>,
+    /// Per function: the arrays every launch and call reuses (see [`Scratch`]).
+    scratch: Option<Scratch<'c>>,
+}
+
+/// The stack arrays of one host function's launches and calls, allocated once in its entry
+/// block at the largest size any of its ops needs. The runtime reads kernel parameters and
+/// call arguments before the call returns, and a callee's results are loaded right after, so
+/// every op can reuse them: a function's frame stays a few hundred bytes however many ops it
+/// has (one pair of arrays per launch made a 50k-launch function's frame overflow a thread's
+/// stack), which also bounds what a chain of calls needs.
+#[derive(Clone, Copy)]
+struct Scratch<'c> {
+    kvals: PointerValue<'c>,
+    kparams: PointerValue<'c>,
+    cargs: PointerValue<'c>,
+    cres: PointerValue<'c>,
 }
 
 impl<'a, 'c> Host<'a, 'c> {
@@ -250,6 +266,7 @@ impl<'a, 'c> Host<'a, 'c> {
             slot: None,
             func: None,
             alloca_b: cx.create_builder(),
+            scratch: None,
         }
     }
 
@@ -373,6 +390,27 @@ impl<'a, 'c> Host<'a, 'c> {
         self.rt = param(1);
         let slot = b_d!(ctx, f, self.alloca_b.build_alloca(p, "out"));
         self.slot = Some(slot);
+        let (mut nk, mut na, mut nr) = (0u32, 0u32, 0u32);
+        for op in ctx.block_ops(body) {
+            match ctx.op_name(op) {
+                "rt.launch" => nk = nk.max(ctx.operands(op).len() as u32),
+                "func.call" => {
+                    na = na.max(ctx.operands(op).len() as u32);
+                    nr = nr.max(ctx.results(op).len() as u32);
+                }
+                _ => {}
+            }
+        }
+        let scratch = (|| -> R<Scratch<'c>> {
+            Ok(Scratch {
+                kvals: self.entry_alloca(nk, "kvals")?,
+                kparams: self.entry_alloca(nk, "kparams")?,
+                cargs: self.entry_alloca(na, "cargs")?,
+                cres: self.entry_alloca(nr, "cres")?,
+            })
+        })()
+        .map_err(|m| ctx.op_error(f, m))?;
+        self.scratch = Some(scratch);
         // The entry block holds only allocas and a branch to the code, so every alloca is
         // static; `alloca_b` inserts before that branch.
         let code = self.cx.append_basic_block(lf, "code");
@@ -611,8 +649,8 @@ impl<'a, 'c> Host<'a, 'c> {
                     .ok_or_else(|| format!("kernel @{k} was not compiled"))?;
                 let n = ctx.operands(op).len() as u32;
                 // kernelParams: an array of pointers to the argument values.
-                let values = self.entry_alloca(n, "kvals")?;
-                let params = self.entry_alloca(n, "kparams")?;
+                let sc = self.scratch.ok_or("no scratch arrays")?;
+                let (values, params) = (sc.kvals, sc.kparams);
                 let arr = self.ptr().array_type(n.max(1));
                 for i in 0..n {
                     let idx = [self.i64(0), self.i64(i64::from(i))];
@@ -754,8 +792,8 @@ impl<'a, 'c> Host<'a, 'c> {
                     .ok_or_else(|| format!("calls @{callee}, which has no body"))?;
                 let n = ctx.operands(op).len() as u32;
                 let m = ctx.results(op).len() as u32;
-                let args = self.entry_alloca(n, "cargs")?;
-                let res = self.entry_alloca(m, "cres")?;
+                let sc = self.scratch.ok_or("no scratch arrays")?;
+                let (args, res) = (sc.cargs, sc.cres);
                 let gep = |base: PointerValue<'c>, i: u32, nm: &str| -> R<PointerValue<'c>> {
                     Ok(unsafe {
                         b!(self.b.build_in_bounds_gep(

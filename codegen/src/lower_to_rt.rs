@@ -138,6 +138,11 @@ fn callee_of(ctx: &Context, call: OpId, by_name: &HashMap<&str, OpId>) -> Option
     by_name.get(name).copied()
 }
 
+/// The deepest chain of calls a program may make: the sim backend's limit, and what the
+/// runner's rank threads (256 MiB stacks, docs/runtime.md) hold with room to spare, each level
+/// being one host-program frame of a few hundred bytes.
+pub const MAX_CALL_DEPTH: usize = 10_000;
+
 /// Checks every `func.call` of the module's functions and returns the functions that are
 /// called. A callee must be a function with a body, and the call graph must be acyclic: the
 /// IR has no control flow, so a recursive call could never return (the sim backend reports
@@ -183,9 +188,24 @@ fn check_calls(ctx: &Context, funcs: &[OpId]) -> Result<HashSet<OpId>, Diagnosti
     }
     let mut ready: Vec<usize> = (0..funcs.len()).filter(|&i| indeg[i] == 0).collect();
     let mut done = 0;
+    // Longest call chain ending at each function (its frames on the rank thread's stack):
+    // final once the function is ready, since every caller came first.
+    let mut depth = vec![1usize; funcs.len()];
     while let Some(i) = ready.pop() {
         done += 1;
+        if depth[i] > MAX_CALL_DEPTH {
+            let f = funcs[i];
+            return Err(err(
+                ctx,
+                f,
+                format!(
+                    "comm-to-rt: a chain of {} nested calls reaches this function; at most {MAX_CALL_DEPTH} are supported (each is a native frame of the host program, as the sim backend allows)",
+                    depth[i] - 1
+                ),
+            ));
+        }
         for &(j, _) in &out[i] {
+            depth[j] = depth[j].max(depth[i] + 1);
             indeg[j] -= 1;
             if indeg[j] == 0 {
                 ready.push(j);

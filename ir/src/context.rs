@@ -13,6 +13,7 @@ use crate::opdef::{OpDef, Registry, Trait};
 use crate::types::{FloatKind, Signedness, TypeKind};
 use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
+use std::sync::Arc;
 
 /// Where a value comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,14 +212,20 @@ pub struct Context {
     /// Symbol tables indexed by [`Context::lookup_symbol`], only while a
     /// [`Context::with_symbol_cache`] call runs (`None` otherwise).
     symbol_cache: RefCell<Option<SymbolCache>>,
+    /// Symbol tables pinned by [`Context::pin_symbol_table`], with their index.
+    pinned_symbols: RefCell<Vec<(OpId, Arc<SymbolIndex>)>>,
 }
 
 /// The symbol tables [`Context::lookup_symbol`] has indexed: for each table op, the first
 /// op (in block order) defining each symbol name, which is what the linear search finds;
 /// and for each block, the symbol tables enclosing it (the ops the search walks up through).
+/// A symbol table's index: each name to the first op (in block order) defining it.
+type SymbolIndex = FxHashMap<Box<str>, OpId>;
+
 #[derive(Default)]
 struct SymbolCache {
-    tables: Vec<FxHashMap<Box<str>, OpId>>,
+    /// Each index, with its table op and whether it came from a pin (and may be stale).
+    tables: Vec<(Arc<SymbolIndex>, OpId, bool)>,
     /// Table op -> position in `tables`.
     table_of: FxHashMap<OpId, u32>,
     /// Block index -> positions in `tables` of the tables enclosing the block, innermost
@@ -233,9 +240,27 @@ impl SymbolCache {
             return t as usize;
         }
         let t = self.tables.len();
-        self.tables.push(ctx.index_symbol_table(table));
+        let entry = match ctx.pinned_index(table) {
+            Some(index) => (index, table, true),
+            None => (Arc::new(ctx.index_symbol_table(table)), table, false),
+        };
+        self.tables.push(entry);
         self.table_of.insert(table, t as u32);
         t
+    }
+
+    /// `name` in index `t`. An index shared from a pin is checked (see
+    /// [`Context::pin_symbol_table`]): a hit that no longer defines `name` in the table, or a
+    /// miss, rebuilds the index from the table as it is now.
+    fn get(&mut self, ctx: &Context, t: usize, name: &str) -> Option<OpId> {
+        let (index, table, pinned) = &self.tables[t];
+        let hit = index.get(name).copied();
+        if !*pinned || hit.is_some_and(|s| ctx.defines_symbol(*table, s, name)) {
+            return hit;
+        }
+        let table = *table;
+        self.tables[t] = (Arc::new(ctx.index_symbol_table(table)), table, false);
+        self.tables[t].0.get(name).copied()
     }
 
     /// The tables enclosing block `b`, worked out on first use.
@@ -262,14 +287,14 @@ impl SymbolCache {
         // An op without regions holds no symbols, whatever its traits.
         if !ctx.op_regions(from).is_empty() && ctx.is_symbol_table(from) {
             let t = self.table(ctx, from);
-            if let Some(&s) = self.tables[t].get(name) {
+            if let Some(s) = self.get(ctx, t, name) {
                 return Some(s);
             }
         }
         let b = ctx.op_parent(from)?;
         let mut i = 0;
         while let Some(&t) = self.enclosing(ctx, b).get(i) {
-            if let Some(&s) = self.tables[t as usize].get(name) {
+            if let Some(s) = self.get(ctx, t as usize, name) {
                 return Some(s);
             }
             i += 1;
@@ -315,6 +340,7 @@ impl Context {
             allow_unregistered: false,
             unknown_loc: Loc(0),
             symbol_cache: RefCell::new(None),
+            pinned_symbols: RefCell::new(Vec::new()),
         };
         ctx.unknown_loc = ctx.loc(LocKind::Unknown);
         ctx
@@ -1288,6 +1314,13 @@ impl Context {
         let mut cur = Some(from);
         while let Some(o) = cur {
             if self.is_symbol_table(o) {
+                let pinned = self
+                    .pinned_index(o)
+                    .and_then(|index| index.get(name).copied())
+                    .filter(|&s| self.defines_symbol(o, s, name));
+                if pinned.is_some() {
+                    return pinned;
+                }
                 let found = self
                     .symbol_table_ops(o)
                     .find(|&c| self.symbol_name(c) == Some(name));
@@ -1298,6 +1331,43 @@ impl Context {
             cur = self.parent_op(o);
         }
         None
+    }
+
+    /// Indexes `table`'s symbols until [`Context::unpin_symbol_table`]: lookups through the
+    /// table answer from the index instead of scanning it. The pass manager pins an op's
+    /// table while a nested pipeline runs on the op's children (MLIR's rule: a pass on one
+    /// function adds, erases or renames no symbol of the module), so that verifying each of
+    /// F functions after each pass no longer indexes or scans all F: that made a module of
+    /// 10k small functions take 22 s through the scheduling pipeline. Correct even if a pass
+    /// breaks the rule: a hit is checked (the op still defines the name in the table) and a
+    /// miss falls back to the scan.
+    pub fn pin_symbol_table(&self, table: OpId) {
+        let index = Arc::new(self.index_symbol_table(table));
+        self.pinned_symbols.borrow_mut().push((table, index));
+    }
+
+    /// Ends the innermost [`Context::pin_symbol_table`] of `table`.
+    pub fn unpin_symbol_table(&self, table: OpId) {
+        let mut pins = self.pinned_symbols.borrow_mut();
+        if let Some(i) = pins.iter().rposition(|(t, _)| *t == table) {
+            pins.remove(i);
+        }
+    }
+
+    /// The index of `table` while it is pinned.
+    fn pinned_index(&self, table: OpId) -> Option<Arc<SymbolIndex>> {
+        let pins = self.pinned_symbols.borrow();
+        pins.iter()
+            .rev()
+            .find(|(t, _)| *t == table)
+            .map(|(_, index)| index.clone())
+    }
+
+    /// Whether `op` (from an index of `table`) still defines symbol `name` in `table`.
+    fn defines_symbol(&self, table: OpId, op: OpId, name: &str) -> bool {
+        !self.is_erased(op)
+            && self.parent_op(op) == Some(table)
+            && self.symbol_name(op) == Some(name)
     }
 
     /// Runs `f` with [`Context::lookup_symbol`] answering from an index of each symbol table
@@ -1333,7 +1403,7 @@ impl Context {
     }
 
     /// The first op of each symbol name in `table` (see [`SymbolCache`]).
-    fn index_symbol_table(&self, table: OpId) -> FxHashMap<Box<str>, OpId> {
+    fn index_symbol_table(&self, table: OpId) -> SymbolIndex {
         let mut index = FxHashMap::default();
         for c in self.symbol_table_ops(table) {
             if let Some(name) = self.symbol_name(c) {

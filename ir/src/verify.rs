@@ -36,20 +36,19 @@ fn verify_walk(
     mut check: impl FnMut(OpId, &VisitOrder, &mut DefCache) -> Result<(), Diagnostic>,
 ) -> Result<(), Vec<Diagnostic>> {
     let mut errors = Vec::new();
-    let mut visit = VisitOrder {
-        number: vec![u32::MAX; ctx.num_op_slots()],
-    };
+    let mut visit = VisitOrder::take(ctx.num_op_slots());
     let mut next = 0u32;
     let mut defs = DefCache::default();
     ctx.with_symbol_cache(|| {
         ctx.walk(root, |op| {
-            visit.number[op.index()] = next;
+            visit.set(op, next);
             next += 1;
             if let Err(e) = check(op, &visit, &mut defs) {
                 errors.push(e);
             }
         })
     });
+    visit.give_back();
     if errors.is_empty() {
         Ok(())
     } else {
@@ -140,15 +139,58 @@ pub fn unregistered_error(ctx: &Context, op: OpId) -> Diagnostic {
 /// Visit numbers of the ops a [`verify`] walk has reached (`u32::MAX`: not yet, or outside
 /// the walked op).
 struct VisitOrder {
-    number: Vec<u32>,
+    /// Per op slot: the generation of the walk that numbered it (high half) and its number
+    /// (low half). Only entries of this walk's generation count, so the table is reused from
+    /// walk to walk without clearing: verifying each of F functions of a module allocated
+    /// and filled a table of every op of the module, O(F × ops) per pass.
+    number: Vec<u64>,
+    generation: u32,
+}
+
+thread_local! {
+    /// The table of the last walk on this thread, and its generation.
+    static VISIT_TABLE: std::cell::RefCell<(Vec<u64>, u32)> =
+        const { std::cell::RefCell::new((Vec::new(), 0)) };
 }
 
 impl VisitOrder {
+    /// The thread's table (a fresh one if a walk on this thread holds it), for `slots` ops.
+    fn take(slots: usize) -> VisitOrder {
+        let (mut number, generation) = VISIT_TABLE.with(|t| std::mem::take(&mut *t.borrow_mut()));
+        let generation = match generation.checked_add(1) {
+            Some(g) => g,
+            None => {
+                // 2^32 walks on one thread: start the generations over on a clean table.
+                number.iter_mut().for_each(|e| *e = 0);
+                1
+            }
+        };
+        if number.len() < slots {
+            number.resize(slots, 0);
+        }
+        VisitOrder { number, generation }
+    }
+
+    /// Returns the table for the thread's next walk.
+    fn give_back(self) {
+        VISIT_TABLE.with(|t| *t.borrow_mut() = (self.number, self.generation));
+    }
+
+    fn set(&mut self, op: OpId, n: u32) {
+        self.number[op.index()] = (u64::from(self.generation) << 32) | u64::from(n);
+    }
+
+    /// `op`'s number in this walk, if the walk has visited it.
+    fn get(&self, op: OpId) -> Option<u32> {
+        let e = *self.number.get(op.index())?;
+        ((e >> 32) as u32 == self.generation).then_some(e as u32)
+    }
+
     /// Whether `a` comes before `b`, both in one block, when the walk has visited `b`
     /// (`None` when it has not, e.g. `b` encloses the walked op).
     fn is_before(&self, a: OpId, b: OpId) -> Option<bool> {
-        let nb = self.number[b.index()];
-        (nb != u32::MAX).then(|| self.number[a.index()] < nb)
+        let nb = self.get(b)?;
+        Some(self.get(a).is_some_and(|na| na < nb))
     }
 }
 

@@ -59,3 +59,37 @@ fn cached_lookups_match_the_linear_search() {
     assert!(after.is_some() && after != Some(first_a));
     ctx.with_symbol_cache(|| assert_eq!(ctx.lookup_symbol(module, "a"), after));
 }
+
+#[test]
+fn pinned_tables_answer_like_the_linear_search_even_after_edits() {
+    let mut ctx = Context::new();
+    ctx.allow_unregistered = true;
+    let module = parse_source(&mut ctx, "t", SRC.as_bytes(), &ParseOptions::default())
+        .unwrap_or_else(|e| panic!("{}", e.message));
+    let mut ops: Vec<OpId> = Vec::new();
+    ctx.walk(module, |op| ops.push(op));
+    let names = ["a", "b", "c", "d", "ignored", "nope", ""];
+    let all = |ctx: &Context| -> Vec<Option<OpId>> {
+        ops.iter()
+            .filter(|&&o| !ctx.is_erased(o))
+            .flat_map(|&o| names.iter().map(move |n| (o, *n)))
+            .map(|(o, n)| ctx.lookup_symbol(o, n))
+            .collect()
+    };
+    let uncached = all(&ctx);
+    // Pinned: the same answers, directly and through the verifier's cache.
+    ctx.pin_symbol_table(module);
+    assert_eq!(all(&ctx), uncached);
+    ctx.with_symbol_cache(|| assert_eq!(all(&ctx), uncached));
+    // A pass breaking the pin's rule (erasing a symbol of the pinned table) is still seen:
+    // the stale hit is checked and the search falls back.
+    let first_a = ctx.lookup_symbol(module, "a").unwrap();
+    ctx.erase_op(first_a);
+    let pinned_after = all(&ctx);
+    let cached_after = ctx.with_symbol_cache(|| all(&ctx));
+    ctx.unpin_symbol_table(module);
+    let after = all(&ctx);
+    assert_eq!(pinned_after, after);
+    assert_eq!(cached_after, after);
+    assert!(!after.contains(&Some(first_a)));
+}

@@ -318,6 +318,12 @@ fn run_pipeline(
                 // Like mlir-opt's multi-threaded default, every target runs even when one
                 // fails, so all their diagnostics are reported.
                 let mut ok = true;
+                // The children's passes leave `op`'s symbols alone: index them once for all
+                // the lookups (and verifications) of the run, not once per child.
+                let pin = !targets.is_empty() && ctx.is_symbol_table(op);
+                if pin {
+                    ctx.pin_symbol_table(op);
+                }
                 for t in targets {
                     if ctx.is_erased(t) {
                         continue;
@@ -331,6 +337,9 @@ fn run_pipeline(
                     for i in st.instrumentations.iter_mut() {
                         i.after_pipeline(&anchor, id, ctx, t);
                     }
+                }
+                if pin {
+                    ctx.unpin_symbol_table(op);
                 }
                 if !ok {
                     return false;

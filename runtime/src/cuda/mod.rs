@@ -246,6 +246,9 @@ pub fn tensor_from_bytes(ty: &TensorType, bytes: &[u8]) -> Tensor {
     }
 }
 
+/// Stack size of a rank thread (see where rank threads start).
+const RANK_STACK: usize = 256 << 20;
+
 /// A raw handle shared with the watchdog.
 #[derive(Clone, Copy)]
 struct CommHandle(nccl::ncclComm_t);
@@ -407,6 +410,9 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
         let (sh, tx) = (shared.clone(), tx.clone());
         std::thread::Builder::new()
             .name(format!("rank{rank}"))
+            // The compiled program runs on this thread: a chain of up to 10,000 calls (the
+            // compiler's limit) is that many native frames. Reserved, committed as touched.
+            .stack_size(RANK_STACK)
             .spawn(move || {
                 let r = rank_main(&sh, rank, dev, id, world_comm);
                 let _ = tx.send((rank, r));

@@ -92,7 +92,10 @@ pub fn try_run(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut engine = Engine::new(opts.ranks);
-    scheduler::run_ranks(&mut tasks, &mut engine)?;
+    // Every `func.call` resolves its callee: through the symbol cache that is one lookup,
+    // not a scan of the module's functions (quadratic in a long call chain). The sim never
+    // changes the IR, so the cache stays valid for the whole run.
+    ctx.with_symbol_cache(|| scheduler::run_ranks(&mut tasks, &mut engine))?;
     tasks
         .iter()
         .enumerate()
