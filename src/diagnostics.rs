@@ -11,50 +11,10 @@
 //! assert!(err.to_string().starts_with("bad.mlir:3:1: error:"), "{err}");
 //! ```
 
-use commlir_ir::diag::file_line_col;
 use commlir_ir::{Context, Diagnostic, Severity, SourceMgr};
 use std::fmt;
 
-/// One diagnostic, detached from its [`Context`]: severity, position, message, notes, and
-/// the MLIR-shaped rendering.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Diag {
-    /// Error, warning, remark or note.
-    pub severity: Severity,
-    /// `(file, line, column)` of the location, when it has one.
-    pub position: Option<(String, u32, u32)>,
-    /// The message alone (`'acme.op' op requires attribute 'group'`).
-    pub message: String,
-    /// The full rendering: `file:line:col: error: message`, the source line and a caret
-    /// (when the source text is known), then the notes.
-    pub rendered: String,
-    /// Attached notes (also included in [`Diag::rendered`]).
-    pub notes: Vec<Diag>,
-}
-
-impl Diag {
-    /// Detaches `d` from `ctx`, rendering it with the source text in `sources`.
-    pub fn new(ctx: &Context, sources: &SourceMgr, d: &Diagnostic) -> Diag {
-        Diag {
-            severity: d.severity,
-            position: file_line_col(ctx, d.loc),
-            message: d.message.clone(),
-            rendered: sources.render(ctx, d),
-            notes: d.notes.iter().map(|n| Diag::new(ctx, sources, n)).collect(),
-        }
-    }
-
-    /// Whether this is an error.
-    pub fn is_error(&self) -> bool {
-        self.severity == Severity::Error
-    }
-}
-
-impl fmt::Display for Diag {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.rendered)
-    }
-}
+pub use commlir_ir::driver::Diag;
 
 /// A list of diagnostics: the error type of every fallible entry point of this crate (parse,
 /// verify, pipeline construction and runs). `Display` prints them all, as mlir-opt would.

@@ -13,7 +13,7 @@
 
 use crate::{artifact, host, kernels, lower_to_rt};
 use clap::{Parser, ValueEnum};
-use commlir_ir::driver::{split, verify_diagnostics, PlainDiag};
+use commlir_ir::driver::{split, verify_diagnostics, Diag};
 use commlir_ir::pass::{parse_pipeline, PassManager};
 use commlir_ir::printer::{print_op, PrintOptions};
 use commlir_ir::{parser, verify, Context, OpId, Severity, SourceFile, SourceMgr};
@@ -91,15 +91,13 @@ pub fn compile_detached(
     pipeline: Option<&str>,
     entry: Option<&str>,
     emit: Emit,
-) -> Result<Compiled, Vec<PlainDiag>> {
+) -> Result<Compiled, Vec<Diag>> {
     crate::link();
     let mut ctx = Context::new();
     let mut sources = SourceMgr::default();
     sources.add(SourceFile::new(name, text.to_string()));
-    let render = |ctx: &Context, ds: &[commlir_ir::Diagnostic]| -> Vec<PlainDiag> {
-        ds.iter()
-            .map(|d| PlainDiag::new(ctx, &sources, d))
-            .collect()
+    let render = |ctx: &Context, ds: &[commlir_ir::Diagnostic]| -> Vec<Diag> {
+        ds.iter().map(|d| Diag::new(ctx, &sources, d)).collect()
     };
     let module = parser::parse_source(
         &mut ctx,
@@ -111,9 +109,9 @@ pub fn compile_detached(
     verify::verify(&ctx, module).map_err(|e| render(&ctx, &e))?;
     if let Some(p) = pipeline {
         let opm = parse_pipeline(p).map_err(|e| {
-            vec![PlainDiag {
+            vec![Diag {
                 severity: Severity::Error,
-                pos: None,
+                position: None,
                 message: e.to_string(),
                 rendered: e.render(p),
                 notes: Vec::new(),

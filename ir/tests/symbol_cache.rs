@@ -24,14 +24,20 @@ const SRC: &str = r#"
 "t.sym"() {sym_name = "d"} : () -> ()
 "#;
 
-#[test]
-fn cached_lookups_match_the_linear_search() {
+/// The module of [`SRC`] and every op in it, in walk order.
+fn fixture() -> (Context, OpId, Vec<OpId>) {
     let mut ctx = Context::new();
     ctx.allow_unregistered = true;
     let module = parse_source(&mut ctx, "t", SRC.as_bytes(), &ParseOptions::default())
         .unwrap_or_else(|e| panic!("{}", e.message));
     let mut ops: Vec<OpId> = Vec::new();
     ctx.walk(module, |op| ops.push(op));
+    (ctx, module, ops)
+}
+
+#[test]
+fn cached_lookups_match_the_linear_search() {
+    let (mut ctx, module, ops) = fixture();
     let names = ["a", "b", "c", "d", "ignored", "nope", ""];
     let uncached: Vec<Option<OpId>> = ops
         .iter()
@@ -62,12 +68,7 @@ fn cached_lookups_match_the_linear_search() {
 
 #[test]
 fn pinned_tables_answer_like_the_linear_search_even_after_edits() {
-    let mut ctx = Context::new();
-    ctx.allow_unregistered = true;
-    let module = parse_source(&mut ctx, "t", SRC.as_bytes(), &ParseOptions::default())
-        .unwrap_or_else(|e| panic!("{}", e.message));
-    let mut ops: Vec<OpId> = Vec::new();
-    ctx.walk(module, |op| ops.push(op));
+    let (mut ctx, module, ops) = fixture();
     let names = ["a", "b", "c", "d", "ignored", "nope", ""];
     let all = |ctx: &Context| -> Vec<Option<OpId>> {
         ops.iter()

@@ -8,7 +8,7 @@
 
 mod cli;
 
-use commlir_ir::driver::{split, verify_diagnostics, PlainDiag};
+use commlir_ir::driver::{split, verify_diagnostics, Diag};
 use commlir_ir::parser::{parse_source, ParseOptions};
 use commlir_ir::pass::instrumentation::IrPrintConfig;
 use commlir_ir::pass::{
@@ -362,7 +362,7 @@ fn process_chunk(
     sm: &SourceMgr,
     timing: &Rc<RefCell<TimingTree>>,
     report: &mut commlir_passes::analysis::report::Report,
-) -> (Option<String>, Vec<PlainDiag>) {
+) -> (Option<String>, Vec<Diag>) {
     let mut ctx = Context::new();
     ctx.allow_unregistered = config.allow_unregistered;
     let result = process_chunk_in(&mut ctx, config, pm, file_name, bytes, sm, timing, report);
@@ -382,11 +382,9 @@ fn process_chunk_in(
     sm: &SourceMgr,
     timing: &Rc<RefCell<TimingTree>>,
     report: &mut commlir_passes::analysis::report::Report,
-) -> (Option<String>, Vec<PlainDiag>) {
+) -> (Option<String>, Vec<Diag>) {
     let plain = |ctx: &Context, ds: &[Diagnostic]| {
-        ds.iter()
-            .map(|d| PlainDiag::new(ctx, sm, d))
-            .collect::<Vec<_>>()
+        ds.iter().map(|d| Diag::new(ctx, sm, d)).collect::<Vec<_>>()
     };
 
     let parsed = timing.borrow_mut().time("Parser", || {

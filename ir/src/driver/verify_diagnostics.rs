@@ -3,7 +3,7 @@
 //! with MLIR's designators (`@above`, `@below`, `@+N`, `@-N`, `@unknown`) and `-re` forms
 //! whose `{{...}}` parts are regular expressions. Mismatches are reported in MLIR's words.
 
-use super::PlainDiag;
+use super::Diag;
 use crate::{Context, Diagnostic, Severity, SourceMgr};
 use regex::Regex;
 use std::sync::OnceLock;
@@ -154,9 +154,9 @@ impl Expectation {
 
 /// Matches every diagnostic (notes included) against the expectations; returns what did not
 /// match, in MLIR's wording, followed by the expectations that were never produced.
-pub fn check(expectations: &mut [Expectation], diags: &[PlainDiag], file: &str) -> Vec<Mismatch> {
+pub fn check(expectations: &mut [Expectation], diags: &[Diag], file: &str) -> Vec<Mismatch> {
     let mut out = Vec::new();
-    let mut all: Vec<&PlainDiag> = Vec::new();
+    let mut all: Vec<&Diag> = Vec::new();
     for d in diags {
         all.push(d);
         all.extend(d.notes.iter());
@@ -164,7 +164,7 @@ pub fn check(expectations: &mut [Expectation], diags: &[PlainDiag], file: &str) 
     for d in all {
         // Diagnostics in another file (or without a position) can only match `@unknown`.
         let line = d
-            .pos
+            .position
             .as_ref()
             .filter(|(f, _, _)| f == file)
             .map(|(_, l, _)| *l);
@@ -193,7 +193,7 @@ pub fn check(expectations: &mut [Expectation], diags: &[PlainDiag], file: &str) 
             continue;
         }
         let at = d
-            .pos
+            .position
             .as_ref()
             .filter(|(f, _, _)| f == file)
             .map(|(_, l, c)| (*l, *c));
@@ -218,7 +218,7 @@ pub fn check(expectations: &mut [Expectation], diags: &[PlainDiag], file: &str) 
 /// `--verify-diagnostics` of one chunk: the chunk's `expected-*` designators against the
 /// diagnostics its processing produced; returns every mismatch rendered as an MLIR error at
 /// the designator's (or the unexpected diagnostic's) position, empty when all match.
-pub fn verify(text: &str, diags: &[PlainDiag], file: &str, sm: &SourceMgr) -> Vec<String> {
+pub fn verify(text: &str, diags: &[Diag], file: &str, sm: &SourceMgr) -> Vec<String> {
     let (mut expectations, mut problems) = parse_expectations(text);
     problems.extend(check(&mut expectations, diags, file));
     let mut ctx = Context::new();
@@ -238,10 +238,10 @@ pub fn verify(text: &str, diags: &[PlainDiag], file: &str, sm: &SourceMgr) -> Ve
 mod tests {
     use super::*;
 
-    fn diag(sev: Severity, line: u32, msg: &str) -> PlainDiag {
-        PlainDiag {
+    fn diag(sev: Severity, line: u32, msg: &str) -> Diag {
+        Diag {
             severity: sev,
-            pos: Some(("f.mlir".into(), line, 3)),
+            position: Some(("f.mlir".into(), line, 3)),
             message: msg.into(),
             rendered: String::new(),
             notes: Vec::new(),
@@ -291,7 +291,7 @@ mod tests {
         );
         let mut d = diag(Severity::Error, 1, "oops");
         let mut u = diag(Severity::Error, 0, "nowhere to be seen");
-        u.pos = None;
+        u.position = None;
         d.notes.push(diag(Severity::Note, 1, "unrelated"));
         let bad = check(&mut exps, &[d, u], "f.mlir");
         let msgs: Vec<_> = bad.iter().map(|m| m.message.as_str()).collect();
