@@ -43,3 +43,14 @@ check_programs() {
     timeout 60 "$R" "$a" --backend cuda --ranks 2 --check --check-against "$dir/upstream/$b.ref.mlir" 2>&1 | grep -E '^check: |error' | tee -a "$log"
   done
 }
+
+# time_steps LABEL PROGRAM...: `time(events)` of each DIR/PROGRAM.commlir, 30 timed calls after
+# 5 warm-up, one line `LABEL,PROGRAM,time(events): T us` each.
+time_steps() {
+  local label=$1 t o
+  shift
+  for t in "$@"; do
+    o=$(timeout 120 "$R" "$dir/$t.commlir" --backend cuda --ranks 2 --bench-iters 30 --warmup 5 2>&1)
+    say "$label,$t,$(echo "$o" | grep '^time(events)' | sed 's/ per call.*//')$(echo "$o" | grep -m1 -i error)"
+  done
+}

@@ -15,10 +15,7 @@ check_probes
 say "== --check"
 check_programs
 say "== steps (commlir, 30 timed calls after 5 warm-up)"
-for t in tf/tp4_big.full tf/tp4_big.plain tf/fsdp4_big.full tf/fsdp4_big.plain; do
-  o=$(timeout 120 "$R" "$dir/$t.commlir" --backend cuda --ranks 2 --bench-iters 30 --warmup 5 2>&1)
-  say "commlir,$t,$(echo "$o" | grep '^time(events)' | sed 's/ per call.*//')$(echo "$o" | grep -m1 -i error)"
-done
+time_steps commlir tf/tp4_big.full tf/tp4_big.plain tf/fsdp4_big.full tf/fsdp4_big.plain
 say "\$ python3 steps_transformer.py 4 2048 4096 16384 30"
 PYTHONUNBUFFERED=1 timeout ${STEPS_TIMEOUT:-200} python3 "$here/steps_transformer.py" 4 2048 4096 16384 30 2>&1 | grep -vi warn | tee -a "$log"
 say "== done"; date -u | tee -a "$log"

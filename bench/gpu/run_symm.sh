@@ -37,8 +37,5 @@ for run in $(seq "$rounds"); do
   done
 done
 say "== steps (30 timed calls after 5 warm-up)"
-for t in tf/tp4_big.full tf_symm/tp4_big.full tf/tp4_big.full tf_symm/tp4_big.full; do
-  o=$(timeout 120 "$R" "$dir/$t.commlir" --backend cuda --ranks 2 --bench-iters 30 --warmup 5 2>&1)
-  say "step,$t,$(echo "$o" | grep '^time(events)' | sed 's/ per call.*//')$(echo "$o" | grep -m1 -i error)"
-done
+time_steps step tf/tp4_big.full tf_symm/tp4_big.full tf/tp4_big.full tf_symm/tp4_big.full
 say "== done in $((SECONDS - start)) s"; date -u | tee -a "$log"

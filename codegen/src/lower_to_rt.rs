@@ -253,14 +253,7 @@ fn fresh_returns(ctx: &mut Context, func: OpId) {
             Some(d) => matches!(ctx.op_name(d), "comm.wait" | "comm.alloc"),
         };
         if aliasing || buffer_encoding(ctx, t).is_some() || !seen.insert(v) {
-            let plain = match ctx.type_kind(t).clone() {
-                TypeKind::Tensor { shape, elem, .. } => ctx.ty(TypeKind::Tensor {
-                    shape,
-                    elem,
-                    encoding: None,
-                }),
-                _ => t,
-            };
+            let plain = commlir_dialects::shape::strip_encoding(ctx, t);
             let mut bld = Builder::before(ctx, ret);
             let c = bld.create_value("compute.clone", &[v], plain, &[]);
             ctx.set_operand(ret, i, c);

@@ -304,34 +304,31 @@ fn division_truncates_and_min_by_minus_one_wraps() {
     }
 }
 
+/// [`check`] of one cast from `from` to `to` (35 elements: no multiple of a vector width).
+fn check_cast(from: &str, to: &str) {
+    check(
+        &format!(
+            "func.func @f(%a: tensor<35x{from}>) -> tensor<35x{to}> {{
+  %0 = compute.cast %a : (tensor<35x{from}>) -> tensor<35x{to}>
+  return %0 : tensor<35x{to}>
+}}"
+        ),
+        3,
+    );
+}
+
 #[test]
 fn casts_between_integers_and_floats() {
     let ints = ["i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64"];
     let floats = ["f16", "bf16", "f32", "f64"];
     for a in ints {
         for b in ints.iter().chain(&floats) {
-            check(
-                &format!(
-                    "func.func @f(%a: tensor<35x{a}>) -> tensor<35x{b}> {{
-  %0 = compute.cast %a : (tensor<35x{a}>) -> tensor<35x{b}>
-  return %0 : tensor<35x{b}>
-}}"
-                ),
-                3,
-            );
+            check_cast(a, b);
         }
     }
     for a in floats {
         for b in ints {
-            check(
-                &format!(
-                    "func.func @f(%a: tensor<35x{a}>) -> tensor<35x{b}> {{
-  %0 = compute.cast %a : (tensor<35x{a}>) -> tensor<35x{b}>
-  return %0 : tensor<35x{b}>
-}}"
-                ),
-                3,
-            );
+            check_cast(a, b);
         }
     }
 }
@@ -422,15 +419,7 @@ fn i1_casts_to_and_from_every_type() {
     for a in BOOLS {
         for b in others {
             for (x, y) in [(a, b), (b, a)] {
-                check(
-                    &format!(
-                        "func.func @f(%a: tensor<35x{x}>) -> tensor<35x{y}> {{
-  %0 = compute.cast %a : (tensor<35x{x}>) -> tensor<35x{y}>
-  return %0 : tensor<35x{y}>
-}}"
-                    ),
-                    3,
-                );
+                check_cast(x, y);
             }
         }
     }

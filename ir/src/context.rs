@@ -1315,8 +1315,12 @@ impl Context {
         while let Some(o) = cur {
             if self.is_symbol_table(o) {
                 let pinned = self
-                    .pinned_index(o)
-                    .and_then(|index| index.get(name).copied())
+                    .pinned_symbols
+                    .borrow()
+                    .iter()
+                    .rev()
+                    .find(|(t, _)| *t == o)
+                    .and_then(|(_, index)| index.get(name).copied())
                     .filter(|&s| self.defines_symbol(o, s, name));
                 if pinned.is_some() {
                     return pinned;

@@ -654,8 +654,7 @@ impl RankState {
                 }
             }
             let base = ptr as u64;
-            self.pool_index.insert(base, self.pools.len());
-            self.pools.push(Pool {
+            self.record_pool(Pool {
                 base,
                 kind,
                 group,
@@ -675,6 +674,12 @@ impl RankState {
         // SAFETY: `out` is the host program's slot.
         unsafe { *out = base as *mut c_void };
         Ok(())
+    }
+
+    /// Records a new live pool (findable by its base).
+    fn record_pool(&mut self, pool: Pool) {
+        self.pool_index.insert(pool.base, self.pools.len());
+        self.pools.push(pool);
     }
 
     pub(crate) fn pool_free(&mut self, base: *mut c_void) -> Result<(), String> {
@@ -1433,8 +1438,7 @@ mod tests {
     /// A pool as `pool_alloc` records a new one (no device memory: only the reuse paths,
     /// which make no library call, run here).
     fn add_pool(st: &mut RankState, base: u64, (kind, group, bytes): PoolKey) {
-        st.pool_index.insert(base, st.pools.len());
-        st.pools.push(Pool {
+        st.record_pool(Pool {
             base,
             kind,
             group,
