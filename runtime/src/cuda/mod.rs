@@ -32,6 +32,7 @@ pub mod order;
 pub mod profile;
 pub mod rank;
 pub mod rdzv;
+pub mod symm;
 
 use crate::inputs;
 use crate::numeric;
@@ -267,6 +268,9 @@ struct Shared {
     world: usize,
     barrier: Barrier,
     comms: Mutex<Vec<CommHandle>>,
+    /// Ranks are threads of this process: each rank's device, by global rank (peers map
+    /// each other's symm_mem pools directly); empty with one process per GPU.
+    in_process_devices: Vec<i32>,
 }
 
 /// Runs an artifact (its bytes) on this process's ranks.
@@ -385,6 +389,11 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
         world: layout.world,
         barrier: Barrier::new(layout.local.len()),
         comms: Mutex::new(Vec::new()),
+        in_process_devices: if layout.rendezvous.is_none() && layout.local.len() == layout.world {
+            layout.local.iter().map(|&(_, d)| d).collect()
+        } else {
+            Vec::new()
+        },
     });
     // All ranks in this process: their world communicators in one `ncclCommInitAll` (NCCL's
     // single-process initialisation), each handed to its rank's thread; one process per GPU:
@@ -685,6 +694,7 @@ fn rank_body(
                 st.comms.push(Some(c));
             }
         }
+        setup_symm(sh, st, &id);
         // Slots: allocate the function's pools ahead of the first call (they are persistent:
         // the program's `pool_alloc` gets the same buffers back), so arguments can be
         // uploaded straight into their slots and results taken from theirs.
@@ -766,6 +776,46 @@ fn is_whole_world(subs: &[Vec<usize>], world: usize) -> bool {
         [members] => members.len() == world && members.iter().enumerate().all(|(i, &r)| i == r),
         _ => false,
     }
+}
+
+/// How this rank maps symm_mem pools of its groups (`symm.rs`): the exchange (in-process
+/// board or Unix sockets keyed by the job's NCCL id), its membership per group, the barrier
+/// timeout (half the run's, so that a stuck barrier is reported before the watchdog aborts),
+/// and the injected fault `COMMLIR_FAULT_SKIP_SYMM=RANK` (that rank skips its first symm
+/// kernel, as a rank that never arrives would).
+fn setup_symm(sh: &Shared, st: &mut RankState, id: &[u8; rdzv::ID_BYTES]) {
+    // FNV-1a of the NCCL id: the same on every rank of the job, different across jobs.
+    let job = id
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let s = &mut st.symm;
+    s.enabled = symm::peer_map_enabled();
+    s.exchange = Some(if sh.in_process_devices.is_empty() {
+        symm::Exchange::Sockets { job }
+    } else {
+        symm::Exchange::InProcess {
+            job,
+            devices: sh.in_process_devices.clone(),
+        }
+    });
+    s.groups = sh
+        .groups
+        .iter()
+        .map(|subs| {
+            subs.iter().find_map(|m| {
+                m.iter().position(|&r| r == st.rank).map(|me| symm::Membership {
+                    members: m.clone(),
+                    me,
+                })
+            })
+        })
+        .collect();
+    s.group_names = sh.art.manifest.groups.iter().map(|g| g.name.clone()).collect();
+    s.timeout = (sh.opts.timeout / 2).max(Duration::from_secs(1));
+    s.skip_next = std::env::var("COMMLIR_FAULT_SKIP_SYMM")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        == Some(st.rank);
 }
 
 fn register_comm(sh: &Shared, c: nccl::ncclComm_t) {

@@ -19,6 +19,7 @@ use super::abi::{self, CommlirRtApi, Status};
 use super::ffi::{cu_check, cublas_check, dtype_bytes, nccl_check, nccl_dtype, nccl_op};
 use super::order::{Op, Ops, StreamOrder};
 use super::profile::{Driver, Profiler};
+use super::symm::SymmState;
 use cudarc::cublas::sys as cublas;
 use cudarc::driver::sys as cu;
 use cudarc::nccl::sys as nccl;
@@ -44,6 +45,8 @@ struct Pool {
     win: nccl::ncclWindow_t,
     /// Handed out by `pool_alloc` and not freed since.
     live: bool,
+    /// A peer-mapped symm_mem pool (`symm.rs`): its memory belongs to [`RankState::symm`].
+    peer_mapped: bool,
 }
 
 /// What a freed pool is reused for: a `pool_alloc` of the same kind, group and size.
@@ -173,6 +176,8 @@ pub struct RankState {
     /// Host time in library calls and table functions, while the runner profiles a timed
     /// loop (`COMMLIR_HOST_PROFILE`, [`super::profile`]).
     pub prof: Profiler,
+    /// Peer-mapped symm_mem pools and their exchange (`symm.rs`).
+    pub symm: SymmState,
 }
 
 // SAFETY: the raw CUDA/NCCL handles are used by one thread at a time (the rank's thread);
@@ -214,6 +219,7 @@ impl RankState {
             group_work: [false; 2],
             capturing: false,
             prof: Profiler::default(),
+            symm: SymmState::default(),
         }
     }
 
@@ -516,7 +522,7 @@ impl RankState {
             cu_check("cuStreamSynchronize", unsafe { cu::cuStreamSynchronize(s) })?;
         }
         self.order.synchronized();
-        Ok(())
+        self.symm.check_faults(&self.kernel_names)
     }
 
     /// Frees a result buffer the program allocated with `alloc` (results are owned by the
@@ -605,6 +611,51 @@ impl RankState {
             self.flush_waits(abi::STREAM_COMPUTE)?;
             let comm = self.comms.get(group as usize).copied().flatten();
             let n = bytes.max(1) as usize;
+            if let (abi::POOL_SYMM_MEM, true, Some(c)) = (kind, self.symm.enabled, comm) {
+                // SAFETY: the rank's context is current; collective over the group in
+                // program order, like every pool_alloc of a new pool.
+                match unsafe {
+                    self.symm.create(
+                        group,
+                        bytes,
+                        alignment,
+                        self.device,
+                        self.rank,
+                        c,
+                        self.streams[1],
+                    )
+                }? {
+                    Ok(va) => {
+                        let mut reg = std::ptr::null_mut();
+                        // NCCL collectives on the pool stay zero-copy.
+                        // SAFETY: `va` maps at least `n` bytes on this device.
+                        let r = unsafe { nccl::ncclCommRegister(c, va as *mut c_void, n, &mut reg) };
+                        if let Err(why) = nccl_check("ncclCommRegister", r, c) {
+                            reg = std::ptr::null_mut();
+                            self.note(format!("{why}; NCCL collectives copy through their own buffers on symm_mem pools"));
+                        }
+                        self.note("symm_mem pools are peer-mapped (CUDA VMM allocations exported to every rank of the group, signal pad per pool): symm ops run commlir's generated kernels".into());
+                        self.record_pool(Pool {
+                            base: va,
+                            kind,
+                            group,
+                            bytes,
+                            nccl_mem: false,
+                            reg,
+                            win: std::ptr::null_mut(),
+                            live: true,
+                            peer_mapped: true,
+                        });
+                        // SAFETY: `out` is the host program's slot.
+                        unsafe { *out = va as *mut c_void };
+                        return Ok(());
+                    }
+                    Err(why) => self.note(format!(
+                        "symm_mem pool of group {} not peer-mapped ({why}): symm ops run as NCCL collectives on the compute stream",
+                        self.symm.group_names.get(group as usize).map_or("?", |s| s.as_str())
+                    )),
+                }
+            }
             let mut ptr: *mut c_void = std::ptr::null_mut();
             // SAFETY: writes one pointer.
             let r = unsafe { nccl::ncclMemAlloc(&mut ptr, n) };
@@ -663,6 +714,7 @@ impl RankState {
                 reg,
                 win,
                 live: true,
+                peer_mapped: false,
             });
             base
         };
@@ -724,6 +776,16 @@ impl RankState {
             .kernels
             .get(kernel as usize)
             .ok_or_else(|| format!("kernel index {kernel} is out of range"))?;
+        if self.symm.skip_next
+            && self
+                .kernel_names
+                .get(kernel as usize)
+                .is_some_and(|k| k.starts_with("symm"))
+        {
+            // The injected fault (`COMMLIR_FAULT_SKIP_SYMM`): this rank never arrives.
+            self.symm.skip_next = false;
+            return Ok(());
+        }
         let s = self.streams[0];
         // SAFETY: `params` is the host program's kernelParams array for this kernel.
         let r = self.prof.cuda(Driver::Launch, || unsafe {
@@ -922,7 +984,9 @@ impl RankState {
                         ));
                     }
                 }
-                if p.nccl_mem {
+                if p.peer_mapped {
+                    // Released below, after the group's peers are done with it.
+                } else if p.nccl_mem {
                     keep(nccl_check(
                         "ncclMemFree",
                         nccl::ncclMemFree(base as *mut c_void),
@@ -931,6 +995,19 @@ impl RankState {
                 } else {
                     keep(cu_check("cuMemFree", cu::cuMemFree_v2(base)));
                 }
+            }
+            if !self.symm.pools.is_empty() {
+                // Peers read and write these pools: unmap only after every member of each
+                // group has synchronized (its kernels are done), which the vote orders.
+                let mut groups: Vec<u32> = self.symm.pools.values().map(|p| p.group).collect();
+                groups.sort_unstable();
+                groups.dedup();
+                for g in groups {
+                    if let Some(Some(c)) = self.comms.get(g as usize) {
+                        keep(super::symm::vote(*c, self.streams[1], true).map(drop));
+                    }
+                }
+                self.symm.release();
             }
             for p in std::mem::take(&mut self.allocs) {
                 keep(cu_check("cuMemFree", cu::cuMemFree_v2(p)));
@@ -1447,6 +1524,7 @@ mod tests {
             reg: std::ptr::null_mut(),
             win: std::ptr::null_mut(),
             live: true,
+            peer_mapped: false,
         });
     }
 

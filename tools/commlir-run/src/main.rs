@@ -104,6 +104,12 @@ struct Args {
     /// registers them like nccl pools.
     #[arg(long, value_enum, default_value_t = OnOff::On)]
     symm_windows: OnOff,
+    /// cuda: `on` maps every symm_mem pool on every rank of its group (CUDA VMM export and
+    /// import, a signal pad per pool) and runs the symm ops as commlir's generated kernels
+    /// (falls back to NCCL with a note where peers cannot be mapped); `off` runs them as
+    /// NCCL collectives on the compute stream.
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    symm_kernels: OnOff,
 }
 
 /// `--symm-windows`.
@@ -273,6 +279,7 @@ fn run_baseline(args: &Args, ops: &str) -> Result<String, String> {
 fn run(args: &Args) -> Result<String, String> {
     cuda::affinity::set_enabled(args.cpu_affinity == Affinity::Gpu);
     cuda::rank::set_symm_windows(args.symm_windows == OnOff::On);
+    cuda::symm::set_peer_map(args.symm_kernels == OnOff::On);
     if args.cuda_graph && args.nccl_baseline.is_some() {
         return Err("error: --cuda-graph applies to programs, not to --nccl-baseline\n".into());
     }
