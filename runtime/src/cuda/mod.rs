@@ -69,6 +69,10 @@ pub struct CudaOptions {
     /// results come from one replay (arguments uploaded again before it), the timed calls are
     /// replays (`graph.rs`); the per-op pass stays on ordinary calls.
     pub cuda_graph: bool,
+    /// With `cuda_graph`: calls captured back to back in the timed graph (one replay counts as
+    /// this many calls), so that per-call device time excludes graph-launch gaps, as a
+    /// benchmark that captures 100 calls in one graph measures it.
+    pub graph_calls: usize,
 }
 
 impl Default for CudaOptions {
@@ -82,6 +86,7 @@ impl Default for CudaOptions {
             warmup: 0,
             slots: true,
             cuda_graph: false,
+            graph_calls: 1,
         }
     }
 }
@@ -932,7 +937,14 @@ unsafe fn run_calls(
         st.flush_waits(abi::STREAM_COMPUTE)?;
         cu_check("cuEventRecord", cu::cuEventRecord(e1, st.streams[0]))?;
         st.synchronize()?;
-        let wall = t0.elapsed().as_secs_f64() / sh.opts.bench_iters as f64;
+        // Calls per timed iteration: a replay holds `graph_calls` calls.
+        let per_iter = if replay.is_some() {
+            sh.opts.graph_calls.max(1)
+        } else {
+            1
+        };
+        let calls = (sh.opts.bench_iters * per_iter) as f64;
+        let wall = t0.elapsed().as_secs_f64() / calls;
         let mut ms = 0f32;
         cu_check(
             "cuEventElapsedTime",
@@ -940,8 +952,11 @@ unsafe fn run_calls(
         )?;
         st.recycle_events(&[e0, e1]);
         drop(replay.take());
-        let n = sh.opts.bench_iters as f64;
-        times.per_call = Some((wall, f64::from(ms) * 1e-3 / n, enqueued.as_secs_f64() / n));
+        times.per_call = Some((
+            wall,
+            f64::from(ms) * 1e-3 / calls,
+            enqueued.as_secs_f64() / calls,
+        ));
         // Per-op pass: events around every op, each call alone (ranks lined up by an NCCL
         // barrier, streams synchronized after it), so that no op's time includes another
         // call's work; the end-to-end time above is measured without these events. (Always
@@ -1078,15 +1093,18 @@ unsafe fn graph_calls(
     if sh.opts.bench_iters == 0 {
         return Ok((results, None));
     }
-    if fresh.is_empty() {
+    if fresh.is_empty() && sh.opts.graph_calls <= 1 {
         return Ok((results, Some(checked)));
     }
     drop(checked);
     let before = st.live_allocs();
     let (timed, ()) = graph::capture(st, fork, |s| {
-        caller.call(s)?;
-        for p in s.live_allocs().difference(&before) {
-            s.release_result(*p)?;
+        for _ in 0..sh.opts.graph_calls.max(1) {
+            caller.call(s)?;
+            let fresh: Vec<u64> = s.live_allocs().difference(&before).copied().collect();
+            for p in fresh {
+                s.release_result(p)?;
+            }
         }
         Ok(())
     })?;

@@ -77,6 +77,11 @@ struct Args {
     /// and `--nccl-baseline`.
     #[arg(long)]
     cuda_graph: bool,
+    /// cuda, with `--cuda-graph`: capture this many calls back to back in the timed graph
+    /// (each replay then counts as that many calls), so that the per-call device time holds
+    /// no graph-launch gap, as a benchmark capturing 100 calls in one graph measures it.
+    #[arg(long, default_value_t = 1)]
+    graph_calls: usize,
     /// cuda, no program: raw NCCL baseline of these collectives (comma-separated:
     /// all_reduce, all_gather, reduce_scatter), `--bench-iters` back-to-back bf16 calls per
     /// size after `--warmup`, CUDA events around the loop, mean over ranks.
@@ -153,6 +158,7 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
         warmup: args.warmup,
         slots: !args.no_slots,
         cuda_graph: args.cuda_graph,
+        graph_calls: args.graph_calls.max(1),
     };
     // The sim's source: the manifest's embedded text, else --check-against.
     let source = if args.check {
@@ -185,9 +191,12 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
         ));
         if let Some(e) = run.event_seconds_per_call {
             let what = if args.cuda_graph {
-                "graph replays of one captured call"
+                format!(
+                    "graph replays of {} captured call(s)",
+                    args.graph_calls.max(1)
+                )
             } else {
-                "calls"
+                "calls".to_string()
             };
             out.push_str(&format!(
                 "time(events): {:.3} us per call (events around the {} back-to-back {what}, mean over ranks; host enqueue {:.3} us per call; slots: {} argument(s), {} result(s))\n",
@@ -280,6 +289,9 @@ fn run(args: &Args) -> Result<String, String> {
     cuda::affinity::set_enabled(args.cpu_affinity == Affinity::Gpu);
     cuda::rank::set_symm_windows(args.symm_windows == OnOff::On);
     cuda::symm::set_peer_map(args.symm_kernels == OnOff::On);
+    if args.graph_calls > 1 && !args.cuda_graph {
+        return Err("error: --graph-calls needs --cuda-graph\n".into());
+    }
     if args.cuda_graph && args.nccl_baseline.is_some() {
         return Err("error: --cuda-graph applies to programs, not to --nccl-baseline\n".into());
     }
