@@ -2,11 +2,13 @@
 //! (`_c10d_functional`). Every collective result is an in-flight value that only
 //! `coll.wait_tensor` may consume; `coll.group` names a process group.
 
+mod all_slice;
 pub(crate) mod verify;
 
 use commlir_ir::{
     register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, OpDef, Trait, TypeConstraint,
 };
+pub use all_slice::{replicated_arg_group, ALL_SLICE, REPLICATED_ARG_ATTR};
 pub use verify::{group_of, GroupInfo};
 pub(crate) use verify::{group_ref, GroupRef};
 
