@@ -68,7 +68,12 @@ impl Pass for FuseMatmul {
     fn info(&self) -> &'static PassInfo {
         &COLL_FUSE_MATMUL
     }
-    fn run(&mut self, ctx: &mut Context, op: OpId, env: &mut PassEnv<'_>) -> Result<(), Diagnostic> {
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
         let mut stats = Stats::default();
         if let Some(block) = body_block(ctx, op) {
             fuse_block(ctx, block, &H200_NVLINK, self.ignore_cost, &mut stats);
@@ -80,11 +85,20 @@ impl Pass for FuseMatmul {
     }
 }
 
-fn fuse_block(ctx: &mut Context, block: BlockId, machine: &Machine, ignore_cost: bool, stats: &mut Stats) {
+fn fuse_block(
+    ctx: &mut Context,
+    block: BlockId,
+    machine: &Machine,
+    ignore_cost: bool,
+    stats: &mut Stats,
+) {
     let candidates: Vec<OpId> = ctx
         .block_ops(block)
         .filter(|&o| {
-            matches!(ctx.op_name(o), "coll.all_gather_into_tensor" | "coll.reduce_scatter_tensor")
+            matches!(
+                ctx.op_name(o),
+                "coll.all_gather_into_tensor" | "coll.reduce_scatter_tensor"
+            )
         })
         .collect();
     for op in candidates {
@@ -123,13 +137,18 @@ struct Plan {
 
 /// The group of collective `op`, if it enables symmetric memory (and its size).
 fn symm_group_size(ctx: &Context, op: OpId) -> Option<u64> {
-    group_of(ctx, op).ok().filter(|g| g.symm_mem).map(|g| g.size.max(1) as u64)
+    group_of(ctx, op)
+        .ok()
+        .filter(|g| g.symm_mem)
+        .map(|g| g.size.max(1) as u64)
 }
 
 /// The only user of `v`, if it is a `coll.wait_tensor` in `block`.
 fn sole_wait(ctx: &Context, block: BlockId, v: Value) -> Option<OpId> {
     match ctx.uses(v) {
-        [u] if ctx.op_name(u.op) == "coll.wait_tensor" && ctx.op_parent(u.op) == Some(block) => Some(u.op),
+        [u] if ctx.op_name(u.op) == "coll.wait_tensor" && ctx.op_parent(u.op) == Some(block) => {
+            Some(u.op)
+        }
         _ => None,
     }
 }
@@ -171,7 +190,11 @@ fn match_all_gather(ctx: &Context, block: BlockId, ag: OpId) -> Option<Plan> {
     let mut lhs_matmuls: Vec<OpId> = ctx
         .uses(y)
         .iter()
-        .filter(|u| u.index == 0 && ctx.op_name(u.op) == "compute.matmul" && ctx.op_parent(u.op) == Some(block))
+        .filter(|u| {
+            u.index == 0
+                && ctx.op_name(u.op) == "compute.matmul"
+                && ctx.op_parent(u.op) == Some(block)
+        })
         .map(|u| u.op)
         .filter(|&m| is_matrix(ctx, ctx.operand(m, 1)))
         .collect();
@@ -192,15 +215,30 @@ fn match_all_gather(ctx: &Context, block: BlockId, ag: OpId) -> Option<Plan> {
         .filter(|&m| available_before(ctx, block, ctx.operand(m, 1), at))
         .collect();
     // Other users read the returned gathered tensor, which exists only from `at` on.
-    let others: Vec<OpId> = ctx.uses(y).iter().map(|u| u.op).filter(|o| !matmuls.contains(o)).collect();
-    if others.iter().any(|&o| ctx.op_parent(o) != Some(block) || ctx.is_before_in_block(o, at)) {
+    let others: Vec<OpId> = ctx
+        .uses(y)
+        .iter()
+        .map(|u| u.op)
+        .filter(|o| !matmuls.contains(o))
+        .collect();
+    if others
+        .iter()
+        .any(|&o| ctx.op_parent(o) != Some(block) || ctx.is_before_in_block(o, at))
+    {
         return None;
     }
     // Moving the all-gather down to `at` must not pass another collective.
     if collective_between(ctx, ag, at) {
         return None;
     }
-    Some(Plan { gather: true, coll: ag, wait, matmuls, at, return_a: !others.is_empty() })
+    Some(Plan {
+        gather: true,
+        coll: ag,
+        wait,
+        matmuls,
+        at,
+        return_a: !others.is_empty(),
+    })
 }
 
 fn match_reduce_scatter(ctx: &Context, block: BlockId, rs: OpId) -> Option<Plan> {
@@ -213,25 +251,44 @@ fn match_reduce_scatter(ctx: &Context, block: BlockId, rs: OpId) -> Option<Plan>
         .and_then(|a| ctx.attr_as_str(a))
         .is_some_and(|r| r == "sum" || r == "avg");
     let x = ctx.operand(rs, 0);
-    let mm = ctx.defining_op(x).filter(|&m| ctx.op_name(m) == "compute.matmul" && ctx.op_parent(m) == Some(block))?;
-    if !op_ok || ctx.uses(x).len() != 1 || !is_matrix(ctx, ctx.operand(mm, 0)) || !is_matrix(ctx, ctx.operand(mm, 1)) {
+    let mm = ctx
+        .defining_op(x)
+        .filter(|&m| ctx.op_name(m) == "compute.matmul" && ctx.op_parent(m) == Some(block))?;
+    if !op_ok
+        || ctx.uses(x).len() != 1
+        || !is_matrix(ctx, ctx.operand(mm, 0))
+        || !is_matrix(ctx, ctx.operand(mm, 1))
+    {
         return None;
     }
     let wait = sole_wait(ctx, block, ctx.result(rs, 0))?;
-    Some(Plan { gather: false, coll: rs, wait, matmuls: vec![mm], at: rs, return_a: false })
+    Some(Plan {
+        gather: false,
+        coll: rs,
+        wait,
+        matmuls: vec![mm],
+        at: rs,
+        return_a: false,
+    })
 }
 
 impl Plan {
     /// Whether the pipelined op beats the unfused sequence under the cost model.
     fn wins(&self, ctx: &Context, machine: &Machine) -> bool {
         let g = symm_group_size(ctx, self.coll).unwrap_or(1);
-        let mm: f64 = self.matmuls.iter().map(|&m| op_cost(ctx, machine, m).ns()).sum();
+        let mm: f64 = self
+            .matmuls
+            .iter()
+            .map(|&m| op_cost(ctx, machine, m).ns())
+            .sum();
         let comm = op_cost(ctx, machine, self.coll).ns();
         pipelined_ns(machine, mm, comm, g) < mm + comm
     }
 
     fn apply(&self, ctx: &mut Context) {
-        let group: Attr = ctx.inherent_attr(self.coll, "group").expect("matched collectives have a group");
+        let group: Attr = ctx
+            .inherent_attr(self.coll, "group")
+            .expect("matched collectives have a group");
         let a = ctx.operand(self.coll, 0);
         if self.gather {
             let y = ctx.result(self.wait, 0);
@@ -268,14 +325,20 @@ impl Plan {
         } else {
             let mm = self.matmuls[0];
             let (lhs, rhs) = (ctx.operand(mm, 0), ctx.operand(mm, 1));
-            let reduce_op = ctx.inherent_attr(self.coll, "reduce_op").expect("matched reduce-scatters have a reduce_op");
+            let reduce_op = ctx
+                .inherent_attr(self.coll, "reduce_op")
+                .expect("matched reduce-scatters have a reduce_op");
             let dim = ctx.int_attr(0, 64);
             let ty = ctx.value_type(ctx.result(self.wait, 0));
             let fused = Builder::before(ctx, self.at).create(
                 "symm.fused_matmul_reduce_scatter",
                 &[lhs, rhs],
                 &[ty],
-                &[("reduce_op", reduce_op), ("scatter_dim", dim), ("group", group)],
+                &[
+                    ("reduce_op", reduce_op),
+                    ("scatter_dim", dim),
+                    ("group", group),
+                ],
             );
             let r = ctx.result(fused, 0);
             ctx.replace_all_uses(ctx.result(self.wait, 0), r);

@@ -57,10 +57,18 @@ impl Pass for SequenceParallel {
     fn info(&self) -> &'static PassInfo {
         &COLL_SEQUENCE_PARALLEL
     }
-    fn run(&mut self, ctx: &mut Context, op: OpId, env: &mut PassEnv<'_>) -> Result<(), Diagnostic> {
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
         let (mut rewritten, mut kept) = (0, 0);
         if let Some(block) = body_block(ctx, op) {
-            let ars: Vec<OpId> = ctx.block_ops(block).filter(|&o| ctx.op_name(o) == "coll.all_reduce").collect();
+            let ars: Vec<OpId> = ctx
+                .block_ops(block)
+                .filter(|&o| ctx.op_name(o) == "coll.all_reduce")
+                .collect();
             for ar in ars {
                 // The analysis is recomputed per candidate: each rewrite adds replicated values.
                 let reps = replication(ctx, op, block);
@@ -102,7 +110,10 @@ fn replication(ctx: &Context, func: OpId, block: BlockId) -> HashMap<Value, Rep>
         let rep = if name == "coll.wait_tensor" {
             ctx.defining_op(ctx.operand(op, 0))
                 .filter(|c| {
-                    matches!(ctx.op_name(*c), "coll.all_reduce" | "coll.all_gather_into_tensor" | "coll.broadcast")
+                    matches!(
+                        ctx.op_name(*c),
+                        "coll.all_reduce" | "coll.all_gather_into_tensor" | "coll.broadcast"
+                    )
                 })
                 .and_then(|c| group_of(ctx, c).ok())
                 .map(|g| Rep::Group(g.name))
@@ -143,15 +154,29 @@ struct Plan {
 fn is_unary_rowwise(name: &str) -> bool {
     matches!(
         name,
-        "compute.neg" | "compute.exp" | "compute.relu" | "compute.gelu" | "compute.silu" | "compute.tanh"
-            | "compute.sqrt" | "compute.rsqrt" | "compute.scale" | "compute.cast" | "compute.clone"
+        "compute.neg"
+            | "compute.exp"
+            | "compute.relu"
+            | "compute.gelu"
+            | "compute.silu"
+            | "compute.tanh"
+            | "compute.sqrt"
+            | "compute.rsqrt"
+            | "compute.scale"
+            | "compute.cast"
+            | "compute.clone"
     )
 }
 
 fn is_binary_rowwise(name: &str) -> bool {
     matches!(
         name,
-        "compute.add" | "compute.sub" | "compute.mul" | "compute.div" | "compute.maximum" | "compute.minimum"
+        "compute.add"
+            | "compute.sub"
+            | "compute.mul"
+            | "compute.div"
+            | "compute.maximum"
+            | "compute.minimum"
     )
 }
 
@@ -190,7 +215,9 @@ fn plan(ctx: &Context, block: BlockId, ar: OpId, reps: &HashMap<Value, Rep>) -> 
                 true
             } else if is_binary_rowwise(name) {
                 ops.iter().all(|v| {
-                    sharded.contains(v) || (reps.get(v) == Some(&mine) || reps.get(v) == Some(&Rep::Everywhere)) && rows(ctx, *v) == Some(n)
+                    sharded.contains(v)
+                        || (reps.get(v) == Some(&mine) || reps.get(v) == Some(&Rep::Everywhere))
+                            && rows(ctx, *v) == Some(n)
                 })
             } else if matches!(name, "compute.softmax" | "compute.reduce_sum") {
                 int_attr(ctx, op, "dim").is_some_and(|d| d > 0)
@@ -204,17 +231,27 @@ fn plan(ctx: &Context, block: BlockId, ar: OpId, reps: &HashMap<Value, Rep>) -> 
     }
     // Worth it only when a matmul reads the rows back (that all-gather is what fuses).
     let feeds_matmul = sharded.iter().any(|v| {
-        ctx.uses(*v).iter().any(|u| u.index == 0 && ctx.op_name(u.op) == "compute.matmul" && !region.contains(&u.op))
+        ctx.uses(*v).iter().any(|u| {
+            u.index == 0 && ctx.op_name(u.op) == "compute.matmul" && !region.contains(&u.op)
+        })
     });
     if !feeds_matmul {
         return None;
     }
-    Some(Plan { ar, wait, group: g.name, size: g.size, region })
+    Some(Plan {
+        ar,
+        wait,
+        group: g.name,
+        size: g.size,
+        region,
+    })
 }
 
 /// `t` with dim 0 divided by `g`.
 fn shard_type(ctx: &mut Context, v: Value, g: i64) -> commlir_ir::Type {
-    let t = value_tensor_view(ctx, v).expect("planned values are tensors").to_info();
+    let t = value_tensor_view(ctx, v)
+        .expect("planned values are tensors")
+        .to_info();
     let mut shape = t.shape.clone();
     shape[0] /= g;
     ctx.tensor_type(&shape, t.elem)
@@ -230,9 +267,16 @@ fn apply(ctx: &mut Context, block: BlockId, plan: &Plan) -> bool {
     // The reduce-scatter takes the all-reduce's place.
     let x = ctx.operand(plan.ar, 0);
     let st = shard_type(ctx, x, g);
-    let reduce_op = ctx.inherent_attr(plan.ar, "reduce_op").expect("verified all-reduces have a reduce_op");
+    let reduce_op = ctx
+        .inherent_attr(plan.ar, "reduce_op")
+        .expect("verified all-reduces have a reduce_op");
     let mut b = Builder::before(ctx, plan.ar);
-    let rs = b.create("coll.reduce_scatter_tensor", &[x], &[st], &[("reduce_op", reduce_op), ("group", group)]);
+    let rs = b.create(
+        "coll.reduce_scatter_tensor",
+        &[x],
+        &[st],
+        &[("reduce_op", reduce_op), ("group", group)],
+    );
     let rs_v = b.ctx.result(rs, 0);
     let mut b = Builder::before(b.ctx, plan.wait);
     let w = b.create("coll.wait_tensor", &[rs_v], &[st], &[]);
@@ -247,7 +291,12 @@ fn apply(ctx: &mut Context, block: BlockId, plan: &Plan) -> bool {
                 operands.push(s);
             } else {
                 let t = shard_type(ctx, v, g);
-                let sl = Builder::before(ctx, op).create("coll.all_slice", &[v], &[t], &[("dim", dim0), ("group", group)]);
+                let sl = Builder::before(ctx, op).create(
+                    "coll.all_slice",
+                    &[v],
+                    &[t],
+                    &[("dim", dim0), ("group", group)],
+                );
                 created.push(sl);
                 operands.push(ctx.result(sl, 0));
             }
@@ -269,14 +318,32 @@ fn apply(ctx: &mut Context, block: BlockId, plan: &Plan) -> bool {
         .chain(plan.region.iter().map(|&o| ctx.result(o, 0)))
         .collect();
     for v in originals {
-        let mut outside: Vec<OpId> = ctx.uses(v).iter().map(|u| u.op).filter(|o| !plan.region.contains(o)).collect();
+        let mut outside: Vec<OpId> = ctx
+            .uses(v)
+            .iter()
+            .map(|u| u.op)
+            .filter(|o| !plan.region.contains(o))
+            .collect();
         if outside.is_empty() {
             continue;
         }
-        outside.sort_by(|a, b| if a == b { std::cmp::Ordering::Equal } else if ctx.is_before_in_block(*a, *b) { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater });
+        outside.sort_by(|a, b| {
+            if a == b {
+                std::cmp::Ordering::Equal
+            } else if ctx.is_before_in_block(*a, *b) {
+                std::cmp::Ordering::Less
+            } else {
+                std::cmp::Ordering::Greater
+            }
+        });
         let t = ctx.value_type(v);
         let mut b = Builder::before(ctx, outside[0]);
-        let ag = b.create("coll.all_gather_into_tensor", &[shard[&v]], &[t], &[("group", group)]);
+        let ag = b.create(
+            "coll.all_gather_into_tensor",
+            &[shard[&v]],
+            &[t],
+            &[("group", group)],
+        );
         let ag_v = b.ctx.result(ag, 0);
         let mut b = Builder::before(b.ctx, outside[0]);
         let aw = b.create("coll.wait_tensor", &[ag_v], &[t], &[]);
@@ -312,4 +379,3 @@ fn apply(ctx: &mut Context, block: BlockId, plan: &Plan) -> bool {
     }
     false
 }
-

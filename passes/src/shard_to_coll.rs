@@ -283,7 +283,12 @@ impl Converter {
         let kind = name.trim_start_matches("shard.");
         if !matches!(
             kind,
-            "all_reduce" | "all_gather" | "reduce_scatter" | "all_to_all" | "broadcast" | "all_slice"
+            "all_reduce"
+                | "all_gather"
+                | "reduce_scatter"
+                | "all_to_all"
+                | "broadcast"
+                | "all_slice"
         ) {
             return Err(ctx.op_error(
                 op,
@@ -405,7 +410,12 @@ impl Converter {
                     x
                 } else {
                     let dim = b.ctx.int_attr(k as i64, 64);
-                    b.create_value("coll.all_slice", &[x], result_ty, &[("dim", dim), ("group", group_attr)])
+                    b.create_value(
+                        "coll.all_slice",
+                        &[x],
+                        result_ty,
+                        &[("dim", dim), ("group", group_attr)],
+                    )
                 }
             }
             "all_gather" => {

@@ -41,17 +41,27 @@ register_op!(
 
 fn verify_all_slice(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let g = group_ref(ctx, op)?;
-    let x = value_tensor_view(ctx, ctx.operand(op, 0)).ok_or_else(|| ctx.op_error(op, "expects a tensor operand"))?;
-    let r = value_tensor_view(ctx, ctx.result(op, 0)).ok_or_else(|| ctx.op_error(op, "expects a tensor result"))?;
+    let x = value_tensor_view(ctx, ctx.operand(op, 0))
+        .ok_or_else(|| ctx.op_error(op, "expects a tensor operand"))?;
+    let r = value_tensor_view(ctx, ctx.result(op, 0))
+        .ok_or_else(|| ctx.op_error(op, "expects a tensor result"))?;
     let d = int_attr(ctx, op, "dim").unwrap_or(-1);
     let dim = usize::try_from(d)
         .ok()
         .filter(|d| *d < x.shape.len())
-        .ok_or_else(|| ctx.op_error(op, format!("dim {d} is out of range for rank {}", x.shape.len())))?;
+        .ok_or_else(|| {
+            ctx.op_error(
+                op,
+                format!("dim {d} is out of range for rank {}", x.shape.len()),
+            )
+        })?;
     if g.size < 1 || x.shape[dim] % g.size != 0 {
         return Err(ctx.op_error(
             op,
-            format!("dim {dim} ({}) must be divisible by the size of group @{} ({})", x.shape[dim], g.name, g.size),
+            format!(
+                "dim {dim} ({}) must be divisible by the size of group @{} ({})",
+                x.shape[dim], g.name, g.size
+            ),
         ));
     }
     let mut want = x.shape.to_vec();
@@ -59,7 +69,11 @@ fn verify_all_slice(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     if r.shape != want.as_slice() || r.elem != x.elem {
         return Err(ctx.op_error(
             op,
-            format!("result must have shape {} and the operand's element type, got {}", fmt_shape(&want), fmt_shape(r.shape)),
+            format!(
+                "result must have shape {} and the operand's element type, got {}",
+                fmt_shape(&want),
+                fmt_shape(r.shape)
+            ),
         ));
     }
     Ok(())

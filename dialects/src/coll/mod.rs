@@ -5,10 +5,10 @@
 mod all_slice;
 pub(crate) mod verify;
 
+pub use all_slice::{replicated_arg_group, ALL_SLICE, REPLICATED_ARG_ATTR};
 use commlir_ir::{
     register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, OpDef, Trait, TypeConstraint,
 };
-pub use all_slice::{replicated_arg_group, ALL_SLICE, REPLICATED_ARG_ATTR};
 pub use verify::{group_of, GroupInfo};
 pub(crate) use verify::{group_ref, GroupRef};
 

@@ -95,10 +95,20 @@ fn dim_attr(ctx: &Context, op: OpId, name: &str, limit: usize) -> Result<usize, 
 }
 
 /// Checks that `b` (operand `i`) is a K×N matrix of `a`'s element type and returns N.
-fn check_b(ctx: &Context, op: OpId, i: usize, k: i64, elem: commlir_ir::Type) -> Result<i64, Diagnostic> {
-    let b = value_tensor_view(ctx, ctx.operand(op, i)).ok_or_else(|| ctx.op_error(op, "expects tensor operands"))?;
+fn check_b(
+    ctx: &Context,
+    op: OpId,
+    i: usize,
+    k: i64,
+    elem: commlir_ir::Type,
+) -> Result<i64, Diagnostic> {
+    let b = value_tensor_view(ctx, ctx.operand(op, i))
+        .ok_or_else(|| ctx.op_error(op, "expects tensor operands"))?;
     if b.elem != elem {
-        return Err(ctx.op_error(op, format!("operand #{i} must have the element type of 'a'")));
+        return Err(ctx.op_error(
+            op,
+            format!("operand #{i} must have the element type of 'a'"),
+        ));
     }
     match b.shape {
         [k2, n] if *k2 == k => Ok(*n),
@@ -106,13 +116,23 @@ fn check_b(ctx: &Context, op: OpId, i: usize, k: i64, elem: commlir_ir::Type) ->
             op,
             format!("contraction dims differ: 'a' has {k}, operand #{i} has {k2}"),
         )),
-        s => Err(ctx.op_error(op, format!("operand #{i} must be a matrix (K×N), got {}", fmt_shape(s)))),
+        s => Err(ctx.op_error(
+            op,
+            format!("operand #{i} must be a matrix (K×N), got {}", fmt_shape(s)),
+        )),
     }
 }
 
 /// Checks result `i` against the expected shape and element type.
-fn check_result(ctx: &Context, op: OpId, i: usize, want: &[i64], elem: commlir_ir::Type) -> Result<(), Diagnostic> {
-    let r = value_tensor_view(ctx, ctx.result(op, i)).ok_or_else(|| ctx.op_error(op, "expects tensor results"))?;
+fn check_result(
+    ctx: &Context,
+    op: OpId,
+    i: usize,
+    want: &[i64],
+    elem: commlir_ir::Type,
+) -> Result<(), Diagnostic> {
+    let r = value_tensor_view(ctx, ctx.result(op, i))
+        .ok_or_else(|| ctx.op_error(op, "expects tensor results"))?;
     if r.shape != want || r.elem != elem {
         return Err(ctx.op_error(
             op,
@@ -129,7 +149,10 @@ fn check_result(ctx: &Context, op: OpId, i: usize, want: &[i64], elem: commlir_i
 fn symm_group(ctx: &Context, op: OpId) -> Result<i64, Diagnostic> {
     let g = group_of(ctx, op)?;
     if !g.symm_mem {
-        return Err(ctx.op_error(op, format!("group @{} does not enable symmetric memory", g.name)));
+        return Err(ctx.op_error(
+            op,
+            format!("group @{} does not enable symmetric memory", g.name),
+        ));
     }
     Ok(g.size)
 }
@@ -137,7 +160,8 @@ fn symm_group(ctx: &Context, op: OpId) -> Result<i64, Diagnostic> {
 fn verify_all_gather_matmul(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let size = symm_group(ctx, op)?;
     verify_comm_buffer_operands(ctx, op)?;
-    let a = value_tensor_view(ctx, ctx.operand(op, 0)).ok_or_else(|| ctx.op_error(op, "expects tensor operands"))?;
+    let a = value_tensor_view(ctx, ctx.operand(op, 0))
+        .ok_or_else(|| ctx.op_error(op, "expects tensor operands"))?;
     if a.shape.len() < 2 {
         return Err(ctx.op_error(op, "operand 'a' must have rank at least 2"));
     }
@@ -151,7 +175,15 @@ fn verify_all_gather_matmul(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     if ctx.results(op).len() != want_results {
         return Err(ctx.op_error(
             op,
-            format!("expects {want_results} results ({}one per 'b'), got {}", if return_a { "the gathered 'a', then " } else { "" }, ctx.results(op).len()),
+            format!(
+                "expects {want_results} results ({}one per 'b'), got {}",
+                if return_a {
+                    "the gathered 'a', then "
+                } else {
+                    ""
+                },
+                ctx.results(op).len()
+            ),
         ));
     }
     let mut gathered = a.shape.to_vec();
@@ -171,7 +203,8 @@ fn verify_all_gather_matmul(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
 
 fn verify_matmul_reduce_scatter(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let size = symm_group(ctx, op)?;
-    let a = value_tensor_view(ctx, ctx.operand(op, 0)).ok_or_else(|| ctx.op_error(op, "expects tensor operands"))?;
+    let a = value_tensor_view(ctx, ctx.operand(op, 0))
+        .ok_or_else(|| ctx.op_error(op, "expects tensor operands"))?;
     if a.shape.len() < 2 {
         return Err(ctx.op_error(op, "operand 'a' must have rank at least 2"));
     }
@@ -183,7 +216,10 @@ fn verify_matmul_reduce_scatter(ctx: &Context, op: OpId) -> Result<(), Diagnosti
     if size < 1 || want[dim] % size != 0 {
         return Err(ctx.op_error(
             op,
-            format!("dim {dim} of the product ({}) must be divisible by the group size ({size})", want[dim]),
+            format!(
+                "dim {dim} of the product ({}) must be divisible by the group size ({size})",
+                want[dim]
+            ),
         ));
     }
     want[dim] /= size;

@@ -8,11 +8,11 @@ mod fused;
 use crate::coll::group_of;
 use crate::comm::buffer_encoding;
 use crate::shape::{same_modulo_encoding, ty_str};
-pub use fused::{FUSED_ALL_GATHER_MATMUL, FUSED_MATMUL_REDUCE_SCATTER};
 use commlir_ir::{
     register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, CommBufferKind,
     CommBufferOperand, Context, Diagnostic, OpDef, OpId, Trait, TypeConstraint,
 };
+pub use fused::{FUSED_ALL_GATHER_MATMUL, FUSED_MATMUL_REDUCE_SCATTER};
 
 register_dialect!(pub SYMM_DIALECT = commlir_ir::opdef::DialectDef {
     name: "symm",

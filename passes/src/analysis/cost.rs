@@ -309,7 +309,11 @@ pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
         if let Some(f) = fused {
             return OpCost::Fused {
                 ns: c,
-                exposed_ns: if f.total_ns > 0.0 { c * f.exposed_ns() / f.total_ns } else { 0.0 },
+                exposed_ns: if f.total_ns > 0.0 {
+                    c * f.exposed_ns() / f.total_ns
+                } else {
+                    0.0
+                },
             };
         }
         return if is_coll {
@@ -426,7 +430,13 @@ impl FusedCost {
 }
 
 /// The cost of a matmul of `m×k` by `k×n` of element type `elem` (`bytes`: operands + result).
-fn matmul_ns(ctx: &Context, machine: &Machine, elem: commlir_ir::Type, flops: f64, bytes: f64) -> f64 {
+fn matmul_ns(
+    ctx: &Context,
+    machine: &Machine,
+    elem: commlir_ir::Type,
+    flops: f64,
+    bytes: f64,
+) -> f64 {
     machine.roofline(flops, machine.matmul_peak(ctx, elem), bytes)
 }
 
@@ -458,14 +468,24 @@ pub fn fused_cost(ctx: &Context, machine: &Machine, op: OpId) -> Option<FusedCos
         let (out_elems, out_bytes, a_full) = if gather {
             let r = products.get(i)?;
             let t = tensor_info(ctx, ctx.value_type(*r))?;
-            (t.numel() as f64, tensor_bytes(ctx, ctx.value_type(*r))? as f64, a_bytes * g as f64)
+            (
+                t.numel() as f64,
+                tensor_bytes(ctx, ctx.value_type(*r))? as f64,
+                a_bytes * g as f64,
+            )
         } else {
             let r = tensor_info(ctx, ctx.value_type(ctx.result(op, 0)))?;
             let bytes = tensor_bytes(ctx, ctx.value_type(ctx.result(op, 0)))? as f64 * g as f64;
             comm_bytes = bytes;
             (r.numel() as f64 * g as f64, bytes, a_bytes)
         };
-        mm += matmul_ns(ctx, machine, a.elem, 2.0 * out_elems * k, a_full + b_bytes + out_bytes);
+        mm += matmul_ns(
+            ctx,
+            machine,
+            a.elem,
+            2.0 * out_elems * k,
+            a_full + b_bytes + out_bytes,
+        );
     }
     let kind = if gather {
         comm_bytes = a_bytes * g as f64;

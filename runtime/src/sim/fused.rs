@@ -78,9 +78,16 @@ impl RankInterp<'_> {
                 let b = me.tensor(op, 1)?;
                 let p = matmul_rows(&a, &b).map_err(|m| SimError::op(ctx, op, m))?;
                 if dim >= p.ty.shape.len() || !p.ty.shape[dim].is_multiple_of(g) {
-                    return Err(SimError::op(ctx, op, format!("cannot scatter dim {dim} of {} over {g} ranks", p.ty)));
+                    return Err(SimError::op(
+                        ctx,
+                        op,
+                        format!("cannot scatter dim {dim} of {} over {g} ranks", p.ty),
+                    ));
                 }
-                Ok((CollKind::ReduceScatter(reduce_op(ctx, op)?), vec![blocks_to_dim0(&p, g, dim)]))
+                Ok((
+                    CollKind::ReduceScatter(reduce_op(ctx, op)?),
+                    vec![blocks_to_dim0(&p, g, dim)],
+                ))
             }
         })?;
         if !done {
@@ -119,7 +126,11 @@ impl RankInterp<'_> {
         let (g, me) = (comm.members.len(), comm.position(self.rank).unwrap_or(0));
         let x = self.tensor(op, 0)?;
         if dim >= x.ty.shape.len() || !x.ty.shape[dim].is_multiple_of(g) {
-            return Err(SimError::op(ctx, op, format!("cannot slice dim {dim} of {} over {g} ranks", x.ty)));
+            return Err(SimError::op(
+                ctx,
+                op,
+                format!("cannot slice dim {dim} of {} over {g} ranks", x.ty),
+            ));
         }
         let size = x.ty.shape[dim] / g;
         let t = x.slice(dim, me * size, size);
