@@ -1,6 +1,8 @@
 //! commlir analyses and passes, one file per pass.
 pub mod analysis;
 pub mod arith_to_compute;
+pub mod coll_fuse_matmul;
+pub mod coll_sequence_parallel;
 pub mod coll_to_comm;
 pub mod comm_global_order;
 pub mod comm_plan_pools;
@@ -39,4 +41,6 @@ pub fn link() {
     std::hint::black_box(&comm_plan_pools::COMM_PLAN_POOLS);
     std::hint::black_box(&shard_to_coll::SHARD_TO_COLL);
     std::hint::black_box(&arith_to_compute::ARITH_TO_COMPUTE);
+    std::hint::black_box(&coll_fuse_matmul::COLL_FUSE_MATMUL);
+    std::hint::black_box(&coll_sequence_parallel::COLL_SEQUENCE_PARALLEL);
 }

@@ -283,12 +283,17 @@ impl Converter {
         let kind = name.trim_start_matches("shard.");
         if !matches!(
             kind,
-            "all_reduce" | "all_gather" | "reduce_scatter" | "all_to_all" | "broadcast"
+            "all_reduce"
+                | "all_gather"
+                | "reduce_scatter"
+                | "all_to_all"
+                | "broadcast"
+                | "all_slice"
         ) {
             return Err(ctx.op_error(
                 op,
                 format!(
-                    "'{name}' is not supported by shard-to-coll (it converts the collectives of a partitioned program: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast)"
+                    "'{name}' is not supported by shard-to-coll (it converts the collectives of a partitioned program: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, all_slice)"
                 ),
             ));
         }
@@ -392,6 +397,25 @@ impl Converter {
                         &[("src", src), ("group", group_attr)],
                     );
                     b.create_value("coll.wait_tensor", &[s], t, &[])
+                }
+            }
+            "all_slice" => {
+                // No communication: each process keeps its block of `slice_axis`.
+                let k = axis_attr(b.ctx, "slice_axis")?;
+                divisible(b.ctx, k, "sliced")?;
+                let mut want = in_shape.clone();
+                want[k] /= g;
+                expect_shape(b.ctx, &want)?;
+                if g == 1 {
+                    x
+                } else {
+                    let dim = b.ctx.int_attr(k as i64, 64);
+                    b.create_value(
+                        "coll.all_slice",
+                        &[x],
+                        result_ty,
+                        &[("dim", dim), ("group", group_attr)],
+                    )
                 }
             }
             "all_gather" => {

@@ -67,3 +67,15 @@ func.func @trivial(%x: tensor<4xf32>) -> tensor<4xf32> {
   %1 = "shard.all_reduce"(%0) <{grid = @g, grid_axes = array<i16: 1>}> : (tensor<4xf32>) -> tensor<4xf32>
   return %1 : tensor<4xf32>
 }
+
+// -----
+
+// `all_slice` moves no data: this process's block of the axis, through `coll.all_slice`.
+"shard.grid"() <{shape = array<i64: 2>, sym_name = "g"}> : () -> ()
+// CHECK-LABEL: func.func @slice
+func.func @slice(%x: tensor<4x6xf32>) -> tensor<4x3xf32> {
+  // CHECK: %[[S:.*]] = coll.all_slice %arg0 {dim = 1 : i64, group = @g_axes_0} : (tensor<4x6xf32>) -> tensor<4x3xf32>
+  // CHECK-NEXT: return %[[S]]
+  %0 = "shard.all_slice"(%x) <{grid = @g, grid_axes = array<i16: 0>, slice_axis = 1 : index}> : (tensor<4x6xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}

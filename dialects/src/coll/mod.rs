@@ -2,8 +2,10 @@
 //! (`_c10d_functional`). Every collective result is an in-flight value that only
 //! `coll.wait_tensor` may consume; `coll.group` names a process group.
 
+mod all_slice;
 pub(crate) mod verify;
 
+pub use all_slice::{replicated_arg_group, ALL_SLICE, REPLICATED_ARG_ATTR};
 use commlir_ir::{
     register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, OpDef, Trait, TypeConstraint,
 };

@@ -3,6 +3,8 @@
 //! op (`comm_buffer_operands`, PR #173513's argument registration), so `coll-to-comm`
 //! realizes it generically.
 
+mod fused;
+
 use crate::coll::group_of;
 use crate::comm::buffer_encoding;
 use crate::shape::{same_modulo_encoding, ty_str};
@@ -10,6 +12,7 @@ use commlir_ir::{
     register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, CommBufferKind,
     CommBufferOperand, Context, Diagnostic, OpDef, OpId, Trait, TypeConstraint,
 };
+pub use fused::{FUSED_ALL_GATHER_MATMUL, FUSED_MATMUL_REDUCE_SCATTER};
 
 register_dialect!(pub SYMM_DIALECT = commlir_ir::opdef::DialectDef {
     name: "symm",

@@ -217,13 +217,16 @@ pub enum OpCost {
     Collective(f64),
     /// Free (waits, allocations, structure).
     Free,
+    /// A fused collective-matmul (blocking, on the compute stream) for `ns`, of which
+    /// `exposed_ns` is communication its matmul does not hide.
+    Fused { ns: f64, exposed_ns: f64 },
 }
 
 impl OpCost {
     /// The time in ns, whatever the stream.
     pub fn ns(self) -> f64 {
         match self {
-            OpCost::Compute(t) | OpCost::Collective(t) => t,
+            OpCost::Compute(t) | OpCost::Collective(t) | OpCost::Fused { ns: t, .. } => t,
             OpCost::Free => 0.0,
         }
     }
@@ -297,10 +300,22 @@ pub fn collective_bytes(ctx: &Context, op: OpId) -> u64 {
 pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
     let name = ctx.op_name(op);
     let is_coll = coll_kind(name).is_some() || name == "symm.one_shot_all_reduce";
+    let fused = fused_cost(ctx, machine, op);
     if let Some(c) = ctx
         .inherent_attr(op, "cost_ns")
         .and_then(|a| ctx.attr_as_f64(a))
     {
+        // An override of a fused op keeps the model's share of exposed communication.
+        if let Some(f) = fused {
+            return OpCost::Fused {
+                ns: c,
+                exposed_ns: if f.total_ns > 0.0 {
+                    c * f.exposed_ns() / f.total_ns
+                } else {
+                    0.0
+                },
+            };
+        }
         return if is_coll {
             OpCost::Collective(c)
         } else if c == 0.0 {
@@ -323,6 +338,12 @@ pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
             OpCost::Free
         } else {
             OpCost::Compute(c)
+        };
+    }
+    if let Some(f) = fused {
+        return OpCost::Fused {
+            ns: f.total_ns,
+            exposed_ns: f.exposed_ns(),
         };
     }
     if let Some(kind) = coll_kind(name) {
@@ -382,6 +403,102 @@ pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
         machine.vector_flops,
         bytes,
     ))
+}
+
+/// The model of a fused collective-matmul (`symm.fused_all_gather_matmul`,
+/// `symm.fused_matmul_reduce_scatter`): its parts and its pipelined time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FusedCost {
+    /// All its matmuls, unchunked.
+    pub matmul_ns: f64,
+    /// Its collective, unfused (all-gather of `a`, or reduce-scatter of the product).
+    pub comm_ns: f64,
+    /// The pipeline: G chunks, each step's transfer overlapping the previous chunk's matmul.
+    pub total_ns: f64,
+}
+
+impl FusedCost {
+    /// The time beyond its matmuls: communication the pipeline leaves exposed.
+    pub fn exposed_ns(&self) -> f64 {
+        (self.total_ns - self.matmul_ns).max(0.0)
+    }
+
+    /// What the unfused sequence costs when nothing else hides the collective.
+    pub fn unfused_ns(&self) -> f64 {
+        self.matmul_ns + self.comm_ns
+    }
+}
+
+/// The cost of a matmul of `m×k` by `k×n` of element type `elem` (`bytes`: operands + result).
+fn matmul_ns(
+    ctx: &Context,
+    machine: &Machine,
+    elem: commlir_ir::Type,
+    flops: f64,
+    bytes: f64,
+) -> f64 {
+    machine.roofline(flops, machine.matmul_peak(ctx, elem), bytes)
+}
+
+/// The pipelined time of `g` chunks of a matmul taking `mm` and a collective taking `comm`:
+/// the longer of the two streams, plus the fill/drain step of the shorter (one chunk), plus
+/// one launch per chunk (a pipeline of tiny chunks loses to the unfused sequence).
+pub fn pipelined_ns(machine: &Machine, mm: f64, comm: f64, g: u64) -> f64 {
+    let g = g.max(1) as f64;
+    mm.max(comm) + mm.min(comm) / g + g * machine.launch_ns
+}
+
+/// The model of a fused collective-matmul, `None` for any other op.
+pub fn fused_cost(ctx: &Context, machine: &Machine, op: OpId) -> Option<FusedCost> {
+    let gather = match ctx.op_name(op) {
+        "symm.fused_all_gather_matmul" => true,
+        "symm.fused_matmul_reduce_scatter" => false,
+        _ => return None,
+    };
+    let g = group_of(ctx, op).map(|g| g.size.max(1) as u64).unwrap_or(1);
+    let a = tensor_info(ctx, ctx.value_type(*ctx.operands(op).first()?))?;
+    let k = *a.shape.last()? as f64;
+    let a_bytes = tensor_bytes(ctx, ctx.value_type(ctx.operand(op, 0)))? as f64;
+    let return_a = gather && ctx.inherent_attr(op, "return_a").is_some();
+    let (mut mm, mut comm_bytes) = (0.0, 0.0);
+    let products = &ctx.results(op)[usize::from(return_a)..];
+    for (i, b) in ctx.operands(op)[1..].iter().enumerate() {
+        let b_bytes = tensor_bytes(ctx, ctx.value_type(*b))? as f64;
+        // The full product: the all-gather side's results, or the reduce-scatter's input.
+        let (out_elems, out_bytes, a_full) = if gather {
+            let r = products.get(i)?;
+            let t = tensor_info(ctx, ctx.value_type(*r))?;
+            (
+                t.numel() as f64,
+                tensor_bytes(ctx, ctx.value_type(*r))? as f64,
+                a_bytes * g as f64,
+            )
+        } else {
+            let r = tensor_info(ctx, ctx.value_type(ctx.result(op, 0)))?;
+            let bytes = tensor_bytes(ctx, ctx.value_type(ctx.result(op, 0)))? as f64 * g as f64;
+            comm_bytes = bytes;
+            (r.numel() as f64 * g as f64, bytes, a_bytes)
+        };
+        mm += matmul_ns(
+            ctx,
+            machine,
+            a.elem,
+            2.0 * out_elems * k,
+            a_full + b_bytes + out_bytes,
+        );
+    }
+    let kind = if gather {
+        comm_bytes = a_bytes * g as f64;
+        CollKind::AllGather
+    } else {
+        CollKind::ReduceScatter
+    };
+    let comm = machine.collective(kind, comm_bytes as u64, g).ns;
+    Some(FusedCost {
+        matmul_ns: mm,
+        comm_ns: comm,
+        total_ns: pipelined_ns(machine, mm, comm, g),
+    })
 }
 
 #[cfg(test)]

@@ -199,6 +199,22 @@ pub fn simulate_ops(
                     ready[r.index()] = compute_free;
                 }
             }
+            OpCost::Fused { ns, exposed_ns } => {
+                // Blocking on the compute stream; only its unhidden communication is exposed.
+                let start = inputs_ready.max(compute_free);
+                compute_free = start + ns;
+                t.compute_ns += ns - exposed_ns;
+                t.comm_ns += exposed_ns;
+                t.collectives.push(CollectiveTiming {
+                    op,
+                    start_ns: start,
+                    end_ns: compute_free,
+                    exposed_ns,
+                });
+                for r in ctx.results(op) {
+                    ready[r.index()] = compute_free;
+                }
+            }
             OpCost::Free => {
                 for r in ctx.results(op) {
                     ready[r.index()] = inputs_ready;

@@ -101,6 +101,7 @@ impl RankInterp<'_> {
         let ctx = self.ctx;
         let kind = match ctx.op_name(op) {
             "coll.wait_tensor" => return self.exec_wait_tensor(op, engine),
+            "coll.all_slice" => return self.exec_all_slice(op),
             "coll.shard_dim_alltoall" => return self.exec_shard_dim(op, engine),
             "coll.all_reduce" | "coll.all_reduce_coalesced" => {
                 CollKind::AllReduce(reduce_op(ctx, op)?)

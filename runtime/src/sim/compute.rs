@@ -377,7 +377,7 @@ fn reduce_sum(t: &Tensor, dim: usize) -> Tensor {
     }
 }
 
-fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor, String> {
+pub(super) fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor, String> {
     let (sa, sb) = (&a.ty.shape, &b.ty.shape);
     let (batch, m, k, n) = match (sa.as_slice(), sb.as_slice()) {
         ([m, k1], [k2, n]) if k1 == k2 => (1, *m, *k1, *n),

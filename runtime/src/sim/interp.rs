@@ -314,7 +314,7 @@ impl<'c> RankInterp<'c> {
     // ----- collectives ----------------------------------------------------------------------
 
     /// The communicator this rank uses for the group of collective `op`.
-    fn communicator(&mut self, op: OpId) -> Result<Communicator, SimError> {
+    pub(super) fn communicator(&mut self, op: OpId) -> Result<Communicator, SimError> {
         let ctx = self.ctx;
         let g = group_op_of(ctx, op)?;
         if !self.layouts.contains_key(&g) {
@@ -383,6 +383,9 @@ impl<'c> RankInterp<'c> {
             "func.call" => self.exec_call(op),
             _ if name.starts_with("compute.") => self.exec_compute(op),
             _ if name.starts_with("coll.") => self.exec_coll(op, engine),
+            "symm.fused_all_gather_matmul" | "symm.fused_matmul_reduce_scatter" => {
+                self.exec_fused(op, engine)
+            }
             _ if name.starts_with("comm.") || name.starts_with("symm.") => {
                 self.exec_comm(op, engine)
             }

@@ -15,10 +15,12 @@ pub mod collective;
 mod comm;
 pub mod compute;
 pub mod engine;
+mod fused;
 pub mod groups;
 pub mod interp;
 pub mod memory;
 mod pools;
+mod replicated;
 pub mod scheduler;
 
 use crate::error::SimError;
@@ -81,12 +83,13 @@ pub fn try_run(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let input_ranks = replicated::input_ranks(ctx, entry, arg_types.len(), opts.ranks)?;
     let mut tasks = (0..opts.ranks)
         .map(|rank| {
             let args = arg_types
                 .iter()
                 .enumerate()
-                .map(|(i, t)| inputs::generate(t, opts.seed, rank, i))
+                .map(|(i, t)| inputs::generate(t, opts.seed, input_ranks[i][rank], i))
                 .collect();
             RankInterp::new(ctx, rank, opts.ranks, entry, args)
         })
