@@ -8,7 +8,7 @@ use commlir_ir::{
     register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, OpDef, Trait, TypeConstraint,
 };
 pub use verify::{group_of, GroupInfo};
-pub(crate) use verify::{group_ref, GroupRef};
+pub(crate) use verify::{check_gather_shape, group_ref, GroupRef};
 
 register_dialect!(pub COLL_DIALECT = commlir_ir::opdef::DialectDef {
     name: "coll",
