@@ -7,8 +7,8 @@ pub(crate) mod verify;
 use commlir_ir::{
     register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, OpDef, Trait, TypeConstraint,
 };
-pub use verify::{group_of, GroupInfo};
 pub(crate) use verify::{check_gather_shape, group_ref, GroupRef};
+pub use verify::{group_of, GroupInfo};
 
 register_dialect!(pub COLL_DIALECT = commlir_ir::opdef::DialectDef {
     name: "coll",
