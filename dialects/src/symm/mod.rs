@@ -71,9 +71,12 @@ register_op!(
         description: "Reduce-scatter then all-gather through peer memory: rank `r` reduces \
             chunk `r` of every rank's `input` (in rank order) and stores it into chunk `r` of \
             every rank's buffer. Each rank moves `2·(G-1)/G` of the buffer instead of \
-            one-shot's `G-1` times it, so it wins for larger messages. In place: `result` is \
-            `input`'s storage (an alias, same type) and the old value of `input` is gone. \
-            Blocking: no wait follows.",
+            one-shot's `G-1` times it, so it wins for larger messages. On a comm buffer it \
+            runs in place: `result` is `input`'s storage (an alias, same type) and the old \
+            value of `input` is gone. On a plain tensor (the input level) it has value \
+            semantics like every input-level op; `coll-to-comm` realizes the input as a symm \
+            buffer nobody else reads (a clone when it has other readers). Blocking: no wait \
+            follows.",
         operands: &[ArgDef::one("input", T)],
         results: &[ArgDef::one("result", T)],
         attributes: &[REDUCE_OP, GROUP, COST],

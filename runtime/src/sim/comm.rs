@@ -13,6 +13,7 @@ use super::engine::Engine;
 use super::interp::{garbage, Flow, RankInterp, Slot};
 use super::memory::StorageId;
 use crate::error::SimError;
+use commlir_dialects::comm::buffer_encoding;
 use commlir_ir::OpId;
 use std::borrow::Cow;
 
@@ -186,10 +187,20 @@ impl RankInterp<'_> {
         Ok(Flow::Next)
     }
 
-    /// `symm.two_shot_all_reduce`: in place, so the reduction lands in the input's storage
-    /// (every alias of it sees the result) and the result names that storage.
+    /// `symm.two_shot_all_reduce`: on a comm buffer (the lowered level) in place, so the
+    /// reduction lands in the input's storage (every alias of it sees the result) and the
+    /// result names that storage. On a plain tensor (the input level, value semantics like
+    /// every input-level op) the result is a fresh tensor: `coll-to-comm` realizes the input
+    /// as a buffer that no other reader sees, so both levels compute the same.
     fn exec_two_shot(&mut self, op: OpId, engine: &mut Engine) -> Result<Flow, SimError> {
         let ctx = self.ctx;
+        let in_place = ctx
+            .operands(op)
+            .first()
+            .is_some_and(|v| buffer_encoding(ctx, ctx.value_type(*v)).is_some());
+        if !in_place {
+            return self.exec_symm_out_of_place(op, engine);
+        }
         let buf = self.storage(op, 0)?;
         let (coll, done) = self.issue_blocking(engine, op, |me| {
             Ok((me.symm_kind(op)?, vec![me.tensor(op, 0)?.into_owned()]))
