@@ -235,9 +235,8 @@ fn two_shot_is_in_place() {
     let res = p.try_run(2).unwrap();
     let x0 = res[0].results[0].to_f64_vec();
     let x1 = res[1].results[0].to_f64_vec();
-    for rank in 0..2 {
-        let got = res[rank].results[1].to_f64_vec();
-        let want: Vec<f64> = x0.iter().zip(&x1).map(|(a, b)| 2.0 * (a + b)).collect();
-        assert_eq!(got, want, "rank {rank}");
+    let want: Vec<f64> = x0.iter().zip(&x1).map(|(a, b)| 2.0 * (a + b)).collect();
+    for (rank, r) in res.iter().enumerate() {
+        assert_eq!(r.results[1].to_f64_vec(), want, "rank {rank}");
     }
 }
