@@ -230,7 +230,7 @@ pub use commlir_ir::{
 pub use commlir_ir::{register_dialect, register_op, register_pass};
 
 // The typed options of the passes with typed helpers on [`Pipeline`].
-pub use commlir_passes::coll_to_comm::CollToCommOptions;
+pub use commlir_passes::coll_to_comm::{CollToCommOptions, SymmAlgoChoice};
 pub use commlir_passes::comm_plan_pools::PlanPoolsOptions;
 pub use commlir_passes::schedule::iterative::IterOptions;
 

@@ -17,7 +17,7 @@
 //!     .reorder_peak_memory(&IterOptions { peak_memory_budget: 0.1, ..Default::default() })?
 //!     .add("comm-sink-waits-iterative")?;
 //! let text = from_code.to_pipeline_string();
-//! assert!(text.starts_with("builtin.module(func.func(coll-to-comm{one-shot-threshold=131072},comm-reorder-peak-memory{"), "{text}");
+//! assert!(text.starts_with("builtin.module(func.func(coll-to-comm{one-shot-threshold=-1 symm-algo=auto},comm-reorder-peak-memory{"), "{text}");
 //! assert!(text.contains("peak-memory-budget=1.000000e-01"), "{text}");
 //!
 //! // From a string: the same pipeline.
@@ -124,11 +124,12 @@ impl Pipeline {
     /// Appends `coll-to-comm` with typed options.
     pub fn coll_to_comm(&mut self, o: &CollToCommOptions) -> Result<&mut Self, Diagnostics> {
         let mut opts = COLL_TO_COMM.default_options();
-        set(
-            &mut opts,
-            "one-shot-threshold",
-            &o.one_shot_threshold.to_string(),
-        )?;
+        // -1: not given (the cost model decides); thresholds beyond i64 mean "every size".
+        let threshold = o
+            .one_shot_threshold
+            .map_or(-1, |t| i64::try_from(t).unwrap_or(i64::MAX));
+        set(&mut opts, "one-shot-threshold", &threshold.to_string())?;
+        set(&mut opts, "symm-algo", o.symm_algo.as_str())?;
         self.add_registered(&COLL_TO_COMM, opts)
     }
 

@@ -10,8 +10,11 @@
 //! - In-place collectives (`all_reduce`, `broadcast`) become start ops on the buffer;
 //!   out-of-place ones write a `comm.alloc` destination; each `coll.wait_tensor` becomes a
 //!   `comm.wait` yielding the buffers; `shard_dim_alltoall` stays blocking.
-//! - Small sum all-reduces on symmetric-memory groups become `symm.one_shot_all_reduce`,
-//!   which blocks, so the original wait disappears.
+//! - An all-reduce on a symmetric-memory group runs through NCCL (start/wait),
+//!   `symm.one_shot_all_reduce` or the in-place `symm.two_shot_all_reduce`, whichever the
+//!   cost model estimates cheapest (copies into comm buffers included); the symm ops block,
+//!   so the original wait disappears. `symm-algo` forces one, `one-shot-threshold` restores
+//!   the size rule (at most that many bytes: one-shot, else NCCL).
 //! - Operands that an op declares as comm-buffer operands (PR #173513's argument
 //!   registration, see [`commlir_ir::CommBufferOperand`]) are realized generically.
 //!
@@ -21,6 +24,7 @@
 //! types, so the lowering resolves each group, interns each op name and builds each comm
 //! buffer type once per pass run (see [`Lowering`]'s caches) rather than once per op.
 
+use crate::analysis::cost::{CollKind, Machine, SymmAlgo, H200_NVLINK};
 use commlir_dialects::coll::group_of;
 use commlir_dialects::comm::{buffer_encoding, buffer_type, work_type};
 use commlir_dialects::shape::{strip_encoding, tensor_bytes};
@@ -31,22 +35,59 @@ use commlir_ir::{
 use rustc_hash::FxHashMap;
 use std::rc::Rc;
 
-/// Default size limit (bytes) for lowering an all-reduce to a one-shot all-reduce.
-pub const DEFAULT_ONE_SHOT_THRESHOLD: u64 = 131_072;
-
-/// Options of `coll-to-comm`.
-#[derive(Clone, Debug)]
-pub struct CollToCommOptions {
-    /// All-reduces of at most this many bytes on symmetric-memory groups become one-shot.
-    pub one_shot_threshold: u64,
+/// How an all-reduce on a symmetric-memory group is lowered (option `symm-algo`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SymmAlgoChoice {
+    /// The cheapest by the cost model (or the size rule of `one-shot-threshold`, if given).
+    #[default]
+    Auto,
+    /// Always NCCL: `comm.all_reduce` and its wait.
+    Nccl,
+    /// Always `symm.one_shot_all_reduce`.
+    OneShot,
+    /// Always `symm.two_shot_all_reduce`.
+    TwoShot,
 }
 
-impl Default for CollToCommOptions {
-    fn default() -> Self {
-        CollToCommOptions {
-            one_shot_threshold: DEFAULT_ONE_SHOT_THRESHOLD,
-        }
+impl SymmAlgoChoice {
+    /// The option spellings, in the order of the variants.
+    pub const NAMES: &'static [&'static str] = &["auto", "nccl", "one-shot", "two-shot"];
+
+    /// Parses an option spelling.
+    pub fn parse(s: &str) -> Option<SymmAlgoChoice> {
+        Some(match s {
+            "auto" => SymmAlgoChoice::Auto,
+            "nccl" => SymmAlgoChoice::Nccl,
+            "one-shot" => SymmAlgoChoice::OneShot,
+            "two-shot" => SymmAlgoChoice::TwoShot,
+            _ => return None,
+        })
     }
+
+    /// The option spelling.
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+/// Options of `coll-to-comm`.
+#[derive(Clone, Debug, Default)]
+pub struct CollToCommOptions {
+    /// `Some(t)`: the size rule instead of the cost model, for all-reduces on
+    /// symmetric-memory groups whose input can be realized without a copy: at most `t` bytes
+    /// become one-shot, the rest NCCL (`Some(0)`: always NCCL).
+    pub one_shot_threshold: Option<u64>,
+    /// Forces one lowering of all-reduces on symmetric-memory groups; wins over
+    /// `one_shot_threshold`.
+    pub symm_algo: SymmAlgoChoice,
+}
+
+/// The lowering chosen for one all-reduce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ArPath {
+    Nccl,
+    OneShot,
+    TwoShot,
 }
 
 /// What one run of the lowering did.
@@ -56,6 +97,8 @@ pub struct CollToCommStats {
     pub lowered: u64,
     /// All-reduces lowered to `symm.one_shot_all_reduce`.
     pub one_shot: u64,
+    /// All-reduces lowered to `symm.two_shot_all_reduce`.
+    pub two_shot: u64,
     /// Producers realized directly as comm buffers (no copy).
     pub realized_in_place: u64,
     /// Clones inserted into comm buffers.
@@ -101,6 +144,7 @@ pub fn lower(
             }
             "coll.all_to_all_single" => lw.out_of_place(ctx, op, "comm.all_to_all")?,
             "coll.shard_dim_alltoall" => lw.shard_dim_alltoall(ctx, op)?,
+            "symm.two_shot_all_reduce" => lw.two_shot_input(ctx, op)?,
             _ => {
                 if ctx
                     .op_def(op)
@@ -173,6 +217,90 @@ fn accepts_encoding(ctx: &Context, op: OpId, operand: usize) -> bool {
             .operands
             .get(operand)
             .is_some_and(|a| def.comm_buffer_operands.iter().any(|c| c.operand == a.name))
+}
+
+/// How [`Lowering::realize`] provides a comm buffer holding a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Realization {
+    /// The value already is one, used as is.
+    Use,
+    /// Its producer writes straight into one (the result type gets the encoding).
+    Retype,
+    /// A `compute.clone` into a fresh one.
+    Clone,
+}
+
+/// How a comm buffer of (`kind`, `group`) holding `v` is provided for `user`. With
+/// `mutates`, `user` writes the buffer, so `v` is only used directly when nobody else reads
+/// it.
+fn realization(
+    ctx: &Context,
+    v: Value,
+    kind: CommBufferKind,
+    group: &str,
+    user: OpId,
+    mutates: bool,
+) -> Realization {
+    let sole_reader = ctx.uses(v).iter().all(|u| u.op == user);
+    let already = buffer_encoding(ctx, ctx.value_type(v))
+        .is_some_and(|e| e.kind == kind && *e.group == *group);
+    if already && (!mutates || sole_reader) {
+        Realization::Use
+    } else if !already && realizable_in_place(ctx, v) && (!mutates || sole_reader) {
+        Realization::Retype
+    } else {
+        Realization::Clone
+    }
+}
+
+/// Whether a symm all-reduce may take `reduce_op` on `x`: the symm ops reject `sum`/`avg` of
+/// `i1` (see their verifier), which stays on NCCL's path.
+fn symm_reduce_ok(ctx: &Context, op: OpId, x: Value) -> bool {
+    let reduce = ctx
+        .inherent_attr(op, "reduce_op")
+        .and_then(|a| ctx.attr_as_str(a));
+    let is_i1 = commlir_dialects::shape::value_tensor_view(ctx, x).is_some_and(|t| {
+        matches!(
+            ctx.type_kind(t.elem),
+            commlir_ir::TypeKind::Integer { width: 1, .. }
+        )
+    });
+    !(is_i1 && matches!(reduce, Some("sum" | "avg")))
+}
+
+/// The cheapest lowering of an all-reduce of `bytes` on `n` ranks by `machine`'s estimates,
+/// each path charged the copy into a comm buffer it would need (`clone_*`). Ties go to NCCL,
+/// then one-shot: NCCL's start/wait pair can still overlap with compute, the blocking symm
+/// kernels cannot, so they must be strictly cheaper to be chosen.
+fn cheapest(
+    machine: &Machine,
+    bytes: u64,
+    n: u64,
+    clone_in_place: bool,
+    clone_out_of_place: bool,
+) -> ArPath {
+    let copy = |needed: bool| if needed { machine.copy(bytes) } else { 0.0 };
+    let candidates = [
+        (
+            ArPath::Nccl,
+            machine.collective(CollKind::AllReduce, bytes, n).ns + copy(clone_in_place),
+        ),
+        (
+            ArPath::OneShot,
+            machine.symm(SymmAlgo::OneShotAllReduce, bytes, n) + copy(clone_out_of_place),
+        ),
+        (
+            ArPath::TwoShot,
+            machine.symm(SymmAlgo::TwoShotAllReduce, bytes, n) + copy(clone_in_place),
+        ),
+    ];
+    let mut best = candidates[0];
+    for c in &candidates[1..] {
+        if c.1 < best.1 {
+            best = *c;
+        }
+    }
+    best.0
 }
 
 /// Whether `v` can be realized directly as a comm buffer: a compute op produced it (so its
@@ -257,17 +385,15 @@ impl Lowering<'_> {
         mutates: bool,
     ) -> Value {
         let t = ctx.value_type(v);
-        let sole_reader = ctx.uses(v).iter().all(|u| u.op == user);
-        let already =
-            buffer_encoding(ctx, t).is_some_and(|e| e.kind == kind && *e.group == **group);
-        if already && (!mutates || sole_reader) {
-            return v;
-        }
-        if !already && realizable_in_place(ctx, v) && (!mutates || sole_reader) {
-            let bt = self.buffer_type(ctx, t, kind, group);
-            ctx.set_value_type(v, bt);
-            self.stats.realized_in_place += 1;
-            return v;
+        match realization(ctx, v, kind, group, user, mutates) {
+            Realization::Use => return v,
+            Realization::Retype => {
+                let bt = self.buffer_type(ctx, t, kind, group);
+                ctx.set_value_type(v, bt);
+                self.stats.realized_in_place += 1;
+                return v;
+            }
+            Realization::Clone => {}
         }
         let plain = self.strip_encoding(ctx, t);
         let bt = self.buffer_type(ctx, plain, kind, group);
@@ -305,19 +431,44 @@ impl Lowering<'_> {
     fn all_reduce(&mut self, ctx: &mut Context, op: OpId) -> Result<(), Diagnostic> {
         let g = group_of(ctx, op)?;
         let x = ctx.operand(op, 0);
-        let is_sum = ctx
-            .inherent_attr(op, "reduce_op")
-            .and_then(|a| ctx.attr_as_str(a))
-            == Some("sum");
-        let bytes = tensor_bytes(ctx, ctx.value_type(x)).unwrap_or(u64::MAX);
-        if g.symm_mem
-            && is_sum
-            && bytes <= self.opts.one_shot_threshold
-            && realizable_in_place(ctx, x)
-        {
-            return self.one_shot(ctx, op, &Rc::from(g.name));
+        let path = if g.symm_mem && symm_reduce_ok(ctx, op, x) {
+            self.choose(ctx, op, x, g.size.max(1) as u64, &g.name)
+        } else {
+            ArPath::Nccl
+        };
+        let group = Rc::<str>::from(g.name);
+        match path {
+            ArPath::Nccl => self.in_place(ctx, op, "comm.all_reduce"),
+            ArPath::OneShot => self.one_shot(ctx, op, &group),
+            ArPath::TwoShot => self.two_shot(ctx, op, &group),
         }
-        self.in_place(ctx, op, "comm.all_reduce")
+    }
+
+    /// The lowering of all-reduce `op` of `x` on a symmetric-memory group of `n` ranks.
+    fn choose(&self, ctx: &Context, op: OpId, x: Value, n: u64, group: &str) -> ArPath {
+        let bytes = tensor_bytes(ctx, ctx.value_type(x));
+        match (self.opts.symm_algo, self.opts.one_shot_threshold) {
+            (SymmAlgoChoice::Nccl, _) => ArPath::Nccl,
+            (SymmAlgoChoice::OneShot, _) => ArPath::OneShot,
+            (SymmAlgoChoice::TwoShot, _) => ArPath::TwoShot,
+            (SymmAlgoChoice::Auto, Some(threshold)) => {
+                if bytes.is_some_and(|b| b <= threshold) && realizable_in_place(ctx, x) {
+                    ArPath::OneShot
+                } else {
+                    ArPath::Nccl
+                }
+            }
+            (SymmAlgoChoice::Auto, None) => {
+                let Some(bytes) = bytes else {
+                    return ArPath::Nccl;
+                };
+                let clone = |mutates| {
+                    realization(ctx, x, CommBufferKind::SymmMem, group, op, mutates)
+                        == Realization::Clone
+                };
+                cheapest(&H200_NVLINK, bytes, n, clone(true), clone(false))
+            }
+        }
     }
 
     /// `symm.one_shot_all_reduce`: blocking, so the collective's waits disappear.
@@ -337,6 +488,59 @@ impl Lowering<'_> {
         ctx.erase_op(op);
         self.stats.one_shot += 1;
         self.stats.lowered += 1;
+        Ok(())
+    }
+
+    /// `symm.two_shot_all_reduce`: blocking and in place, so its input is realized as a
+    /// buffer nobody else reads (cloned otherwise, like NCCL's in-place all-reduce), the
+    /// waits disappear and their readers read the buffer (copied out where they need a
+    /// plain tensor).
+    fn two_shot(&mut self, ctx: &mut Context, op: OpId, group: &Rc<str>) -> Result<(), Diagnostic> {
+        let y = self.two_shot_on(ctx, op, group)?;
+        let r = ctx.result(op, 0);
+        for w in waits_of(ctx, r) {
+            let wr = ctx.result(w, 0);
+            self.replace_with_buffer(ctx, wr, y);
+            ctx.erase_op(w);
+        }
+        ctx.erase_op(op);
+        self.stats.two_shot += 1;
+        self.stats.lowered += 1;
+        Ok(())
+    }
+
+    /// Creates `symm.two_shot_all_reduce` before `op` (an all-reduce, at either level) on
+    /// its operand realized as a symm buffer it may clobber; returns the result, which has
+    /// the buffer's type.
+    fn two_shot_on(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        group: &Rc<str>,
+    ) -> Result<Value, Diagnostic> {
+        let x = ctx.operand(op, 0);
+        let b = self.realize(ctx, x, CommBufferKind::SymmMem, group, op, true);
+        let bt = ctx.value_type(b);
+        let attrs = carried_attrs(ctx, op);
+        let y = self.create(ctx, op, "symm.two_shot_all_reduce", &[b], &[bt], attrs);
+        Ok(ctx.result(y, 0))
+    }
+
+    /// A `symm.two_shot_all_reduce` written at the input level: its result has its input's
+    /// type, so realizing the input (the generic comm-buffer-operand rule) changes the
+    /// result's type too; the op is rebuilt on the buffer and its readers read the buffer.
+    fn two_shot_input(&mut self, ctx: &mut Context, op: OpId) -> Result<(), Diagnostic> {
+        let (_, group) = self.kind_of(ctx, op)?;
+        let x = ctx.operand(op, 0);
+        if realization(ctx, x, CommBufferKind::SymmMem, &group, op, true) == Realization::Use {
+            self.stats.registered_operands += 1;
+            return Ok(());
+        }
+        let y = self.two_shot_on(ctx, op, &group)?;
+        let old = ctx.result(op, 0);
+        self.replace_with_buffer(ctx, old, y);
+        ctx.erase_op(op);
+        self.stats.registered_operands += 1;
         Ok(())
     }
 
@@ -565,7 +769,7 @@ fn sort_in_program_order(ctx: &Context, waits: &mut [(OpId, usize)]) {
 mod pass {
     //! The `coll-to-comm` pass: registration, options and statistics around [`super::lower`].
 
-    use super::{lower, CollToCommOptions};
+    use super::{lower, CollToCommOptions, SymmAlgoChoice};
     use commlir_ir::pass::{
         Anchor, OptionDef, OptionKind, Pass, PassEnv, PassInfo, PassOptions, StatisticDef,
     };
@@ -580,18 +784,30 @@ mod pass {
             the collective corrupts no other reader, else cloned; in-place all_reduce and \
             broadcast, out-of-place all_gather / reduce_scatter / all_to_all with `comm.alloc` \
             destinations, coalesced forms, blocking shard_dim_alltoall, `comm.wait` for each \
-            wait; small sum all-reduces on symm_mem groups become `symm.one_shot_all_reduce`; \
-            operands declared as comm-buffer operands are realized generically.",
+            wait; all-reduces on symm_mem groups run through NCCL, `symm.one_shot_all_reduce` \
+            or `symm.two_shot_all_reduce`, whichever the cost model estimates cheapest \
+            (`symm-algo` forces one, `one-shot-threshold` restores the size rule); operands \
+            declared as comm-buffer operands are realized generically.",
         anchor: Anchor::FUNC,
-        options: &[OptionDef::new(
-            "one-shot-threshold",
-            OptionKind::UInt,
-            "131072",
-            "Largest all-reduce (bytes) lowered to a one-shot all-reduce on symm_mem groups",
-        )],
+        options: &[
+            OptionDef::new(
+                "one-shot-threshold",
+                OptionKind::Int,
+                "-1",
+                "If at least 0: all-reduces of at most this many bytes on symm_mem groups become \
+                 one-shot, the others NCCL (the size rule instead of the cost model)",
+            ),
+            OptionDef::new(
+                "symm-algo",
+                OptionKind::Enum(SymmAlgoChoice::NAMES),
+                "auto",
+                "All-reduces on symm_mem groups: auto (cost model), nccl, one-shot or two-shot",
+            ),
+        ],
         statistics: &[
             StatisticDef::new("lowered", "Collectives lowered"),
             StatisticDef::new("one-shot", "All-reduces lowered to one-shot all-reduces"),
+            StatisticDef::new("two-shot", "All-reduces lowered to two-shot all-reduces"),
             StatisticDef::new("realized-in-place", "Producers realized directly as comm buffers"),
             StatisticDef::new("clones", "Copies into comm buffers"),
             StatisticDef::new("allocs", "Destination buffers allocated"),
@@ -599,7 +815,12 @@ mod pass {
             StatisticDef::new("registered-operands", "Declared comm-buffer operands realized"),
         ],
         create: |o: &PassOptions| {
-            Ok(Box::new(CollToComm(CollToCommOptions { one_shot_threshold: o.get_uint("one-shot-threshold") })))
+            let threshold = o.get_int("one-shot-threshold");
+            Ok(Box::new(CollToComm(CollToCommOptions {
+                // Negative (the default): not given, the cost model decides.
+                one_shot_threshold: u64::try_from(threshold).ok(),
+                symm_algo: SymmAlgoChoice::parse(o.get_str("symm-algo")).unwrap_or_default(),
+            })))
         },
     });
 
@@ -618,6 +839,7 @@ mod pass {
             let s = lower(ctx, op, &self.0)?;
             env.add_stat("lowered", s.lowered);
             env.add_stat("one-shot", s.one_shot);
+            env.add_stat("two-shot", s.two_shot);
             env.add_stat("realized-in-place", s.realized_in_place);
             env.add_stat("clones", s.clones);
             env.add_stat("allocs", s.allocs);

@@ -9,8 +9,8 @@ pub use all_slice::{replicated_arg_group, ALL_SLICE, REPLICATED_ARG_ATTR};
 use commlir_ir::{
     register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, OpDef, Trait, TypeConstraint,
 };
+pub(crate) use verify::{check_gather_shape, group_ref, GroupRef};
 pub use verify::{group_of, GroupInfo};
-pub(crate) use verify::{group_ref, GroupRef};
 
 register_dialect!(pub COLL_DIALECT = commlir_ir::opdef::DialectDef {
     name: "coll",

@@ -177,8 +177,8 @@ pub(super) fn verify_all_reduce_coalesced(ctx: &Context, op: OpId) -> Result<(),
     verify_in_flight(ctx, op)
 }
 
-/// `r` is `x` with dim 0 multiplied (`gather`) or divided by G.
-fn check_gather_shape(
+/// `r` is `x` with dim 0 multiplied (`gather`) or divided by G (operand and result #`i`).
+pub(crate) fn check_gather_shape(
     ctx: &Context,
     op: OpId,
     i: usize,

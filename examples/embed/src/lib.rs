@@ -221,7 +221,8 @@ pub fn pipeline() -> Result<Pipeline, Diagnostics> {
     p.coll_to_comm(&commlir::CollToCommOptions {
         // Keep the all-reduce a start/wait pair for the schedulers to overlap, rather than
         // a blocking one-shot all-reduce.
-        one_shot_threshold: 0,
+        one_shot_threshold: Some(0),
+        ..Default::default()
     })?
     .reorder_peak_memory(&schedule)?
     .sink_waits_iterative(&schedule)?

@@ -4,7 +4,8 @@
 //! - a result is allocated at its producer and freed after its last user (a user of any value
 //!   aliasing it);
 //! - aliases cost nothing new: a wait's results alias the buffers it completes, an in-place
-//!   collective mutates its buffer, `comm.shard_dim_alltoall` yields its destination;
+//!   collective mutates its buffer (`symm.two_shot_all_reduce`'s result is its input),
+//!   `comm.shard_dim_alltoall` yields its destination;
 //! - function results are never freed; arguments are not counted unless donated (argument
 //!   attribute `commlir.donated`), in which case they are freed after their last use.
 
@@ -56,7 +57,8 @@ pub struct BufferModel {
 pub fn alias_of(ctx: &Context, op: OpId, result: usize) -> Option<Value> {
     match ctx.op_name(op) {
         "comm.wait" => ctx.operands(op).get(result + 1).copied(),
-        "coll.wait_tensor" => ctx.operands(op).first().copied(),
+        // Two-shot reduces in place: its result is its input's symm buffer.
+        "coll.wait_tensor" | "symm.two_shot_all_reduce" => ctx.operands(op).first().copied(),
         "comm.shard_dim_alltoall" => ctx.operands(op).get(1).copied(),
         _ => None,
     }

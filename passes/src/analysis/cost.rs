@@ -3,8 +3,12 @@
 //! bandwidth) and a roofline for compute (max(flops / peak, bytes / bandwidth) by element
 //! type). A `cost_ns` attribute on an op overrides the estimate everywhere.
 //!
+//! The `symm` ops' kernels (blocking, over peer-mapped memory) cost a launch, two barriers
+//! and their NVLink traffic ([`Machine::symm`]).
+//!
 //! All constants live in [`H200_NVLINK`], fitted to measurements on 2×H200 (NVLink, NCCL
-//! 2.28.9, CUDA 13.0); `docs/cost-model.md` lists them with the error at each measurement.
+//! 2.28.9, CUDA 13.0); `docs/cost-model.md` lists them with the error at each measurement
+//! and says which are placeholders still to be measured.
 
 use commlir_dialects::coll::group_of;
 use commlir_dialects::shape::{tensor_bytes, tensor_info};
@@ -57,9 +61,18 @@ pub struct Machine {
     pub mem_bw: f64,
     /// Fixed cost of a kernel launch, ns.
     pub launch_ns: f64,
-    /// One-shot all-reduce through symmetric memory: latency µs and per-peer read bandwidth.
-    pub one_shot_base_us: f64,
-    pub one_shot_gbps: f64,
+    /// Symmetric-memory kernels (`symm` ops): launch of one kernel on the compute stream, µs.
+    pub symm_launch_us: f64,
+    /// One barrier across the group on the signal pad (a release put to every peer and an
+    /// acquire wait on each), µs; every symm kernel has two (start and end).
+    pub symm_barrier_us: f64,
+    /// Two-shot's second phase (storing the reduced chunk into every peer before the end
+    /// barrier), fixed part, µs.
+    pub symm_push_us: f64,
+    /// NVLink bandwidth of one rank reading its peers' memory, GB/s (10⁹ bytes/s).
+    pub symm_read_gbps: f64,
+    /// NVLink bandwidth of one rank reading and writing its peers' memory (two-shot), GB/s.
+    pub symm_rw_gbps: f64,
 }
 
 /// Calibrated on 2×H200 with NVLink (DESIGN §5). How each value was obtained is in
@@ -114,9 +127,38 @@ pub const H200_NVLINK: Machine = Machine {
     vector_flops: 60e12,
     mem_bw: 4.2e12,
     launch_ns: 2000.0,
-    one_shot_base_us: 5.0,
-    one_shot_gbps: 300.0,
+    // Placeholders until the symm kernels are measured (docs/cost-model.md): one-shot at
+    // G = 2 is 5.5 µs + n·(G-1) / 300 GB/s, two-shot 7 µs + 2·n·(G-1)/G / 330 GB/s.
+    symm_launch_us: 2.5,
+    symm_barrier_us: 1.5,
+    symm_push_us: 1.5,
+    symm_read_gbps: 300.0,
+    symm_rw_gbps: 330.0,
 };
+
+/// The algorithms of the `symm` ops (blocking kernels over peer-mapped memory).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SymmAlgo {
+    /// `symm.one_shot_all_reduce`: every rank reads every peer's whole buffer.
+    OneShotAllReduce,
+    /// `symm.two_shot_all_reduce`: reduce-scatter then all-gather through peer memory.
+    TwoShotAllReduce,
+    /// `symm.all_gather`.
+    AllGather,
+    /// `symm.reduce_scatter`.
+    ReduceScatter,
+}
+
+/// The symm algorithm of an op name.
+pub fn symm_algo(name: &str) -> Option<SymmAlgo> {
+    Some(match name {
+        "symm.one_shot_all_reduce" => SymmAlgo::OneShotAllReduce,
+        "symm.two_shot_all_reduce" => SymmAlgo::TwoShotAllReduce,
+        "symm.all_gather" => SymmAlgo::AllGather,
+        "symm.reduce_scatter" => SymmAlgo::ReduceScatter,
+        _ => return None,
+    })
+}
 
 /// Kinds of collective the model distinguishes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,6 +233,37 @@ impl Machine {
             }
         }
         best
+    }
+
+    /// Time in ns of a symm kernel on `n` ranks; `bytes` is the larger of its input and
+    /// output buffers per rank (the all-reduces: the buffer; all-gather: its output;
+    /// reduce-scatter: its input). Like [`Machine::collective`], free on one rank.
+    pub fn symm(&self, algo: SymmAlgo, bytes: u64, n: u64) -> f64 {
+        if n <= 1 || bytes == 0 {
+            return 0.0;
+        }
+        let (nf, s) = (n as f64, bytes as f64);
+        let fixed = self.symm_launch_us + 2.0 * self.symm_barrier_us;
+        // µs: bytes / (GB/s · 10³).
+        let us = match algo {
+            // Each rank reads the whole buffer of every peer.
+            SymmAlgo::OneShotAllReduce => fixed + (nf - 1.0) * s / (self.symm_read_gbps * 1e3),
+            // Each rank reads its chunk from every peer, then writes it to every peer.
+            SymmAlgo::TwoShotAllReduce => {
+                fixed + self.symm_push_us + 2.0 * (nf - 1.0) / nf * s / (self.symm_rw_gbps * 1e3)
+            }
+            // Each rank reads (G-1)/G of the large buffer from its peers.
+            SymmAlgo::AllGather | SymmAlgo::ReduceScatter => {
+                fixed + (nf - 1.0) / nf * s / (self.symm_read_gbps * 1e3)
+            }
+        };
+        us * 1e3
+    }
+
+    /// Time in ns of copying `bytes` on the device (a `compute.clone`, as [`op_cost`]
+    /// estimates it): memory-bound, reading and writing each byte.
+    pub fn copy(&self, bytes: u64) -> f64 {
+        self.roofline(0.0, self.vector_flops, 2.0 * bytes as f64)
     }
 
     /// Matmul peak for an element type.
@@ -299,7 +372,8 @@ pub fn collective_bytes(ctx: &Context, op: OpId) -> u64 {
 /// the op's definition if it has one, else the model.
 pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
     let name = ctx.op_name(op);
-    let is_coll = coll_kind(name).is_some() || name == "symm.one_shot_all_reduce";
+    let symm = symm_algo(name);
+    let is_coll = coll_kind(name).is_some() || symm.is_some();
     let fused = fused_cost(ctx, machine, op);
     if let Some(c) = ctx
         .inherent_attr(op, "cost_ns")
@@ -350,17 +424,10 @@ pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
         let n = group_of(ctx, op).map(|g| g.size.max(1) as u64).unwrap_or(1);
         return OpCost::Collective(machine.collective(kind, collective_bytes(ctx, op), n).ns);
     }
-    if name == "symm.one_shot_all_reduce" {
+    if let Some(algo) = symm {
         let n = group_of(ctx, op).map(|g| g.size.max(1) as u64).unwrap_or(1);
-        let s = ctx
-            .operands(op)
-            .first()
-            .and_then(|v| tensor_bytes(ctx, ctx.value_type(*v)))
-            .unwrap_or(0) as f64;
-        // Each rank reads every peer's buffer once; blocking, so it occupies the compute stream.
-        let t = machine.one_shot_base_us * 1e3
-            + (n as f64 - 1.0) * s / (machine.one_shot_gbps * 1e9) * 1e9;
-        return OpCost::Compute(t);
+        // Blocking kernels: they occupy the compute stream.
+        return OpCost::Compute(machine.symm(algo, collective_bytes(ctx, op), n));
     }
     if !name.starts_with("compute.") {
         return OpCost::Free;
@@ -541,6 +608,25 @@ mod tests {
         assert!((t - 1.40).abs() / 1.40 < 0.02, "bf16 gemm {t} ms");
         let t = m.roofline(flops, m.matmul_flops_f32, bytes * 2.0) / 1e6;
         assert!((t - 21.6).abs() / 21.6 < 0.02, "f32 gemm {t} ms");
+    }
+
+    /// The symm placeholders at G = 2 (docs/cost-model.md), and the crossovers they imply:
+    /// one-shot below two-shot for small messages, two-shot below one-shot for large ones.
+    #[test]
+    fn symm_estimates() {
+        let m = H200_NVLINK;
+        let one = |b| m.symm(SymmAlgo::OneShotAllReduce, b, 2) / 1e3;
+        let two = |b| m.symm(SymmAlgo::TwoShotAllReduce, b, 2) / 1e3;
+        assert!((one(0) - 0.0).abs() < 1e-9);
+        assert!((one(3_000_000) - (5.5 + 10.0)).abs() < 1e-9);
+        assert!((two(3_300_000) - (7.0 + 10.0)).abs() < 1e-9);
+        assert!(one(16 << 10) < two(16 << 10));
+        assert!(two(16 * MIB) < one(16 * MIB));
+        assert_eq!(m.symm(SymmAlgo::AllGather, 1 << 20, 1), 0.0);
+        assert!(
+            m.symm(SymmAlgo::ReduceScatter, 1 << 20, 4)
+                > m.symm(SymmAlgo::ReduceScatter, 1 << 20, 2)
+        );
     }
 
     #[test]

@@ -622,7 +622,8 @@ pub enum AliasRule {
     None,
     /// Result `r` aliases operand `r + 1` (`comm.wait`: the work handle, then the buffers).
     NextOperand,
-    /// Every result aliases the first operand (`coll.wait_tensor`).
+    /// Every result aliases the first operand (`coll.wait_tensor`, the in-place
+    /// `symm.two_shot_all_reduce`).
     First,
     /// Every result aliases the second operand (`comm.shard_dim_alltoall`).
     Second,
@@ -633,7 +634,7 @@ impl AliasRule {
     pub fn of_name(name: &str) -> AliasRule {
         match name {
             "comm.wait" => AliasRule::NextOperand,
-            "coll.wait_tensor" => AliasRule::First,
+            "coll.wait_tensor" | "symm.two_shot_all_reduce" => AliasRule::First,
             "comm.shard_dim_alltoall" => AliasRule::Second,
             _ => AliasRule::None,
         }

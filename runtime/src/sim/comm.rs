@@ -3,8 +3,9 @@
 //! Start ops snapshot their input buffers and return a work handle that remembers the
 //! destination storages; `comm.wait` blocks until the collective completed, writes this
 //! rank's outputs into those storages (in place: every alias sees them) and yields the
-//! buffers again as aliases. Blocking ops (`comm.shard_dim_alltoall`,
-//! `symm.one_shot_all_reduce`) issue and wait in one step.
+//! buffers again as aliases. Blocking ops (`comm.shard_dim_alltoall` and the `symm` ops)
+//! issue and wait in one step. Each `symm` op computes exactly what its `coll` counterpart
+//! does (the same engine collective), whatever algorithm the GPU uses for it.
 
 use super::coll::{all_to_all_kind, index_attr, reduce_op};
 use super::collective::CollKind;
@@ -12,6 +13,7 @@ use super::engine::Engine;
 use super::interp::{garbage, Flow, RankInterp, Slot};
 use super::memory::StorageId;
 use crate::error::SimError;
+use commlir_dialects::comm::buffer_encoding;
 use commlir_ir::OpId;
 use std::borrow::Cow;
 
@@ -36,7 +38,10 @@ impl RankInterp<'_> {
                 return Ok(Flow::Next);
             }
             "comm.shard_dim_alltoall" => return self.exec_shard_dim_buffer(op, engine),
-            "symm.one_shot_all_reduce" => return self.exec_one_shot(op, engine),
+            "symm.one_shot_all_reduce" | "symm.all_gather" | "symm.reduce_scatter" => {
+                return self.exec_symm_out_of_place(op, engine)
+            }
+            "symm.two_shot_all_reduce" => return self.exec_two_shot(op, engine),
             "comm.all_reduce" | "comm.all_reduce_coalesced" => (
                 CollKind::AllReduce(reduce_op(ctx, op)?),
                 (0..n).collect(),
@@ -158,19 +163,53 @@ impl RankInterp<'_> {
         Ok(Flow::Next)
     }
 
-    fn exec_one_shot(&mut self, op: OpId, engine: &mut Engine) -> Result<Flow, SimError> {
+    /// The engine collective a `symm` op computes.
+    fn symm_kind(&self, op: OpId) -> Result<CollKind, SimError> {
         let ctx = self.ctx;
+        Ok(match ctx.op_name(op) {
+            "symm.all_gather" => CollKind::AllGather,
+            "symm.reduce_scatter" => CollKind::ReduceScatter(reduce_op(ctx, op)?),
+            _ => CollKind::AllReduce(reduce_op(ctx, op)?),
+        })
+    }
+
+    /// `symm.one_shot_all_reduce`, `symm.all_gather`, `symm.reduce_scatter`: the result is a
+    /// fresh tensor.
+    fn exec_symm_out_of_place(&mut self, op: OpId, engine: &mut Engine) -> Result<Flow, SimError> {
         let (coll, done) = self.issue_blocking(engine, op, |me| {
-            Ok((
-                CollKind::AllReduce(reduce_op(ctx, op)?),
-                vec![me.tensor(op, 0)?.into_owned()],
-            ))
+            Ok((me.symm_kind(op)?, vec![me.tensor(op, 0)?.into_owned()]))
         })?;
         if !done {
             return Ok(Flow::Block(coll));
         }
         let t = engine.outputs(coll, self.rank)[0].clone();
         self.define(op, 0, t)?;
+        Ok(Flow::Next)
+    }
+
+    /// `symm.two_shot_all_reduce`: on a comm buffer (the lowered level) in place, so the
+    /// reduction lands in the input's storage (every alias of it sees the result) and the
+    /// result names that storage. On a plain tensor (the input level, value semantics like
+    /// every input-level op) the result is a fresh tensor: `coll-to-comm` realizes the input
+    /// as a buffer that no other reader sees, so both levels compute the same.
+    fn exec_two_shot(&mut self, op: OpId, engine: &mut Engine) -> Result<Flow, SimError> {
+        let ctx = self.ctx;
+        let in_place = ctx
+            .operands(op)
+            .first()
+            .is_some_and(|v| buffer_encoding(ctx, ctx.value_type(*v)).is_some());
+        if !in_place {
+            return self.exec_symm_out_of_place(op, engine);
+        }
+        let buf = self.storage(op, 0)?;
+        let (coll, done) = self.issue_blocking(engine, op, |me| {
+            Ok((me.symm_kind(op)?, vec![me.tensor(op, 0)?.into_owned()]))
+        })?;
+        if !done {
+            return Ok(Flow::Block(coll));
+        }
+        self.apply(op, engine, coll, &[buf])?;
+        self.bind(ctx.result(op, 0), Slot::Tensor(buf));
         Ok(Flow::Next)
     }
 }
