@@ -57,6 +57,11 @@ fn lower_bound(ctx: &Context, module: OpId) -> (f64, f64) {
         match c {
             OpCost::Compute(t) => compute += t,
             OpCost::Collective(t) => comm += t,
+            // Blocking on the compute stream; only its exposed part is communication.
+            OpCost::Fused { ns, exposed_ns } => {
+                compute += ns - exposed_ns;
+                comm += exposed_ns;
+            }
             OpCost::Free => {}
         }
         let end = ready + c.ns();
