@@ -467,7 +467,8 @@ impl<'a, 'c> Gen<'a, 'c> {
             AtomicRMWBinOp::Xchg,
             e.status,
             code,
-            AtomicOrdering::Monotonic
+            // Release at system scope: the host's watchdog reads the word.
+            AtomicOrdering::Release
         ));
         b!(self.b.build_store(failed, self.i32(1)));
         b!(self.b.build_unconditional_branch(done));
