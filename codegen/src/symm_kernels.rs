@@ -467,8 +467,9 @@ impl<'a, 'c> Gen<'a, 'c> {
             AtomicRMWBinOp::Xchg,
             e.status,
             code,
-            // Release at system scope: the host's watchdog reads the word.
-            AtomicOrdering::Release
+            // Relaxed: the word is all the watchdog reads, and it orders nothing else (NVPTX
+            // emits `atom.global.exch` for any ordering of an exchange).
+            AtomicOrdering::Monotonic
         ));
         b!(self.b.build_store(failed, self.i32(1)));
         b!(self.b.build_unconditional_branch(done));
