@@ -892,7 +892,11 @@ impl<'a, 'c> Host<'a, 'c> {
             // Each value gets an 8-byte cell of `kvals`, whatever its width.
             let vp = unsafe { b!(self.b.build_in_bounds_gep(self.ptr(), sc.kvals, &idx, "sv")) };
             b!(self.b.build_store(vp, *v));
-            let pp = unsafe { b!(self.b.build_in_bounds_gep(self.ptr(), sc.kparams, &idx, "sp")) };
+            let pp = unsafe {
+                b!(self
+                    .b
+                    .build_in_bounds_gep(self.ptr(), sc.kparams, &idx, "sp"))
+            };
             b!(self.b.build_store(pp, vp));
         }
         self.call(

@@ -1194,7 +1194,11 @@ fn lower_symm(
         Some(s) => s.clone(),
         None => {
             if module.is_none() {
-                return Err(err(ctx, func, "comm-to-rt: the function must be in a module"));
+                return Err(err(
+                    ctx,
+                    func,
+                    "comm-to-rt: the function must be in a module",
+                ));
             }
             let sym = format!("s{}_{coll}", kernels.count);
             kernels.count += 1;
@@ -1213,7 +1217,8 @@ fn lower_symm(
             for (nm, v) in attrs {
                 k.attrs.push((ctx.ident(nm), v));
             }
-            k.attrs.sort_by(|a, b| ctx.ident_str(a.0).cmp(ctx.ident_str(b.0)));
+            k.attrs
+                .sort_by(|a, b| ctx.ident_str(a.0).cmp(ctx.ident_str(b.0)));
             let kop = ctx.create_op(k);
             ctx.insert_before(func, kop);
             kernels.by_key.insert(key, sym.clone());

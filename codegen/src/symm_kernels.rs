@@ -91,8 +91,14 @@ pub struct SymmSpec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ty {
     /// Storage bits (16, 16 bf, 32, 64) and whether it is bf16.
-    Float { bits: u32, bf16: bool },
-    Int { bits: u32, signed: bool },
+    Float {
+        bits: u32,
+        bf16: bool,
+    },
+    Int {
+        bits: u32,
+        signed: bool,
+    },
 }
 
 impl Ty {
@@ -159,7 +165,10 @@ pub fn generate<'c>(cx: &'c Context, m: &Module<'c>, name: &str, spec: &SymmSpec
         (c, r) => return Err(format!("symm kernel {c}: bad reduce_op {r:?}")),
     };
     if !(1..=abi::SYMM_MAX_PEERS as u64).contains(&spec.world) {
-        return Err(format!("symm kernels: group size {} not in [1, 8]", spec.world));
+        return Err(format!(
+            "symm kernels: group size {} not in [1, 8]",
+            spec.world
+        ));
     }
     let g = Gen {
         cx,
@@ -236,7 +245,11 @@ impl<'a, 'c> Gen<'a, 'c> {
 
     /// A u64 field of the descriptor at byte offset `off` (a runtime i64).
     fn desc_u64(&self, desc: PointerValue<'c>, off: IntValue<'c>, nm: &str) -> R<IntValue<'c>> {
-        let p = unsafe { b!(self.b.build_in_bounds_gep(self.cx.i8_type(), desc, &[off], nm)) };
+        let p = unsafe {
+            b!(self
+                .b
+                .build_in_bounds_gep(self.cx.i8_type(), desc, &[off], nm))
+        };
         let v = b!(self.b.build_load(self.cx.i64_type(), p, nm));
         v.as_instruction_value()
             .map(|i| i.set_alignment(8))
@@ -281,7 +294,9 @@ impl<'a, 'c> Gen<'a, 'c> {
                 .build_in_bounds_gep(self.cx.i8_type(), desc, &[self.i64(144)], "rankp"))
         };
         let rank = b!(self.b.build_load(self.cx.i32_type(), rank_p, "rank")).into_int_value();
-        let rank = b!(self.b.build_int_z_extend(rank, self.cx.i64_type(), "rank64"));
+        let rank = b!(self
+            .b
+            .build_int_z_extend(rank, self.cx.i64_type(), "rank64"));
         let status = self.desc_u64(desc, self.i64(128), "status")?;
         let env = Env {
             f,
@@ -430,7 +445,9 @@ impl<'a, 'c> Gen<'a, 'c> {
     ) -> R<()> {
         let i32t = self.cx.i32_type();
         let t0 = self.sreg_u64("globaltimer")?;
-        let head = self.cx.append_basic_block(e.f, if put { "put" } else { "wait" });
+        let head = self
+            .cx
+            .append_basic_block(e.f, if put { "put" } else { "wait" });
         let check = self.cx.append_basic_block(e.f, "clock");
         let fault = self.cx.append_basic_block(e.f, "fault");
         let done = self.cx.append_basic_block(e.f, "signalled");
@@ -491,9 +508,12 @@ impl<'a, 'c> Gen<'a, 'c> {
             acc = b!(self.b.build_or(acc, v, "al"));
         }
         let low = b!(self.b.build_and(acc, self.i64(15), "low"));
-        Ok(b!(self
-            .b
-            .build_int_compare(IntPredicate::EQ, low, self.i64(0), "aligned")))
+        Ok(b!(self.b.build_int_compare(
+            IntPredicate::EQ,
+            low,
+            self.i64(0),
+            "aligned"
+        )))
     }
 
     /// Runs `body(index, width)` over elements `[lo, hi)` grid-stride: by 16-byte vectors
@@ -538,7 +558,10 @@ impl<'a, 'c> Gen<'a, 'c> {
 
     fn storage(&self) -> BasicTypeEnum<'c> {
         match self.ty {
-            Ty::Float { bits: 16, bf16: true } => self.cx.bf16_type().into(),
+            Ty::Float {
+                bits: 16,
+                bf16: true,
+            } => self.cx.bf16_type().into(),
             Ty::Float { bits: 16, .. } => self.cx.f16_type().into(),
             Ty::Float { bits: 32, .. } => self.cx.f32_type().into(),
             Ty::Float { .. } => self.cx.f64_type().into(),
@@ -569,12 +592,23 @@ impl<'a, 'c> Gen<'a, 'c> {
             .map_err(|e| e.to_string())?;
         let v = v.into_vector_value();
         (0..width)
-            .map(|k| Ok(b!(self.b.build_extract_element(v, self.i32(u64::from(k)), "lane"))))
+            .map(|k| {
+                Ok(b!(self.b.build_extract_element(
+                    v,
+                    self.i32(u64::from(k)),
+                    "lane"
+                )))
+            })
             .collect()
     }
 
     /// Stores storage lanes at element `idx` of `ptr` (one vector store when several).
-    fn store(&self, ptr: PointerValue<'c>, idx: IntValue<'c>, lanes: &[BasicValueEnum<'c>]) -> R<()> {
+    fn store(
+        &self,
+        ptr: PointerValue<'c>,
+        idx: IntValue<'c>,
+        lanes: &[BasicValueEnum<'c>],
+    ) -> R<()> {
         let st = self.storage();
         let p = unsafe { b!(self.b.build_in_bounds_gep(st, ptr, &[idx], "p")) };
         if lanes.len() == 1 {
@@ -596,12 +630,12 @@ impl<'a, 'c> Gen<'a, 'c> {
     /// A storage lane → the compute value (f32 / f64 / the integer itself).
     fn widen(&self, v: BasicValueEnum<'c>) -> R<BasicValueEnum<'c>> {
         Ok(match self.ty {
-            Ty::Float { bits: 16, .. } => b!(self.b.build_float_ext(
-                v.into_float_value(),
-                self.cx.f32_type(),
-                "ext"
-            ))
-            .into(),
+            Ty::Float { bits: 16, .. } => {
+                b!(self
+                    .b
+                    .build_float_ext(v.into_float_value(), self.cx.f32_type(), "ext"))
+                .into()
+            }
             _ => v,
         })
     }
@@ -698,7 +732,9 @@ impl<'a, 'c> Gen<'a, 'c> {
         let mut ptrs = e.inputs.clone();
         ptrs.extend_from_slice(dests);
         let lo_b = b!(self.b.build_int_mul(lo, self.i64(self.ty.bytes()), "lob"));
-        let sh_b = b!(self.b.build_int_mul(shift, self.i64(self.ty.bytes()), "shb"));
+        let sh_b = b!(self
+            .b
+            .build_int_mul(shift, self.i64(self.ty.bytes()), "shb"));
         let extra = b!(self.b.build_or(lo_b, sh_b, "ex"));
         let aligned = self.aligned(&ptrs, extra)?;
         self.range(e, lo, hi, aligned, &mut |i, w| {
@@ -735,7 +771,11 @@ impl<'a, 'c> Gen<'a, 'c> {
             let src = b!(self.b.build_int_add(base, e.in_offset, "src"));
             let src = self.to_ptr(src, "srcp")?;
             let at = b!(self.b.build_int_mul(p, self.i64(count), "at"));
-            let dst = unsafe { b!(self.b.build_in_bounds_gep(self.storage(), e.out, &[at], "dst")) };
+            let dst = unsafe {
+                b!(self
+                    .b
+                    .build_in_bounds_gep(self.storage(), e.out, &[at], "dst"))
+            };
             let aligned = self.aligned(&[src, dst], self.i64(0))?;
             self.range(e, self.i64(0), self.i64(count), aligned, &mut |i, w| {
                 let v = self.load(src, i, w)?;

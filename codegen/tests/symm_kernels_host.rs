@@ -68,7 +68,9 @@ fn jit(specs: &[(&str, u64, &str, Option<&str>, u64)]) -> Jit {
     }
     ir.push_str("define i1 @host_bar_or(i32 %b, i1 %p) {\n  ret i1 %p\n}\n");
     ir.push_str("declare i64 @symm_clock()\n");
-    ir.push_str("define i64 @sreg_globaltimer() {\n  %t = call i64 @symm_clock()\n  ret i64 %t\n}\n");
+    ir.push_str(
+        "define i64 @sreg_globaltimer() {\n  %t = call i64 @symm_clock()\n  ret i64 %t\n}\n",
+    );
     Target::initialize_native(&InitializationConfig::default()).unwrap();
     let llcx: &'static LlContext = Box::leak(Box::new(LlContext::create()));
     let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "symm");
@@ -133,7 +135,11 @@ impl Group {
     /// `in_offset` of the pools.
     fn run(&mut self, addr: usize, in_offset: u64, site: u32, ranks: &[usize], timeout_ns: u64) {
         let descs: Vec<SymmDesc> = (0..self.world).map(|r| self.desc(r, timeout_ns)).collect();
-        let outs: Vec<usize> = self.outs.iter_mut().map(|o| o.as_mut_ptr() as usize).collect();
+        let outs: Vec<usize> = self
+            .outs
+            .iter_mut()
+            .map(|o| o.as_mut_ptr() as usize)
+            .collect();
         // SAFETY: `addr` is a symm kernel (desc, in_offset, out, site); every buffer it
         // touches is as large as its compiled-in count needs, and lives through the scope.
         let k: SymmKernel = unsafe { std::mem::transmute::<usize, SymmKernel>(addr) };
@@ -346,7 +352,11 @@ fn check(jit: &Jit, k: usize, case: Case, calls: usize, seed: u64) {
         let ranks: Vec<usize> = (0..case.world).collect();
         g.run(jit.addrs[k], off as u64, k as u32, &ranks, 20_000_000_000);
         for r in 0..case.world {
-            assert_eq!(g.status[r].load(Ordering::SeqCst), 0, "fault word of rank {r}");
+            assert_eq!(
+                g.status[r].load(Ordering::SeqCst),
+                0,
+                "fault word of rank {r}"
+            );
             let want: Vec<u8> = match case.coll {
                 "all_gather" => ins.iter().flat_map(|t| encode(d, t)).collect(),
                 "reduce_scatter" => {
@@ -371,12 +381,7 @@ fn check(jit: &Jit, k: usize, case: Case, calls: usize, seed: u64) {
                 &Group::bytes(&g.outs[r])[..want.len()]
             };
             if got != want.as_slice() {
-                let i = got
-                    .iter()
-                    .zip(&want)
-                    .position(|(a, b)| a != b)
-                    .unwrap_or(0)
-                    / d.size;
+                let i = got.iter().zip(&want).position(|(a, b)| a != b).unwrap_or(0) / d.size;
                 panic!(
                     "{} {} x{} {:?} G={} call {call} rank {r}: element {i} differs: got {:?}, want {:?}",
                     case.coll,

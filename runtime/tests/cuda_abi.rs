@@ -154,15 +154,29 @@ fn symm_desc_layout_matches_the_header() {
     let h = header();
     let body = &h[h.find("typedef struct commlir_symm_desc").unwrap()..];
     let body = &body[..body.find('}').unwrap()];
-    let fields: Vec<&str> = ["base[", "signal[", "status;", "timeout_ns;", "rank;", "world;"]
-        .into_iter()
-        .filter(|f| body.contains(f))
-        .collect();
+    let fields: Vec<&str> = [
+        "base[",
+        "signal[",
+        "status;",
+        "timeout_ns;",
+        "rank;",
+        "world;",
+    ]
+    .into_iter()
+    .filter(|f| body.contains(f))
+    .collect();
     assert_eq!(fields.len(), 6, "commlir_symm_desc fields: {body}");
-    let order: Vec<usize> = ["base[", "signal[", "status;", "timeout_ns;", "rank;", "world;"]
-        .iter()
-        .map(|f| body.find(f).unwrap())
-        .collect();
+    let order: Vec<usize> = [
+        "base[",
+        "signal[",
+        "status;",
+        "timeout_ns;",
+        "rank;",
+        "world;",
+    ]
+    .iter()
+    .map(|f| body.find(f).unwrap())
+    .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "field order");
 }
 

@@ -19,8 +19,8 @@ func.func @no_symm_group(%x: tensor<8xbf16, #comm.buffer<symm_mem, @tp>>) -> ten
 // -----
 
 coll.group @tp {size = 2 : i64, symm_mem}
-func.func @only_sum(%x: tensor<8xbf16, #comm.buffer<symm_mem, @tp>>) -> tensor<8xbf16> {
-  // expected-error @below {{attribute 'reduce_op' must be one of "sum"}}
-  %y = symm.one_shot_all_reduce %x {reduce_op = "max", group = @tp} : (tensor<8xbf16, #comm.buffer<symm_mem, @tp>>) -> tensor<8xbf16>
+func.func @bad_reduce(%x: tensor<8xbf16, #comm.buffer<symm_mem, @tp>>) -> tensor<8xbf16> {
+  // expected-error @below {{attribute 'reduce_op' must be one of "sum", "avg", "max", "min", "product"}}
+  %y = symm.one_shot_all_reduce %x {reduce_op = "mean", group = @tp} : (tensor<8xbf16, #comm.buffer<symm_mem, @tp>>) -> tensor<8xbf16>
   return %y : tensor<8xbf16>
 }
