@@ -95,7 +95,7 @@ struct Group {
     world: usize,
     pools: Vec<Vec<u128>>,
     pads: Vec<Vec<u32>>,
-    status: Vec<Box<AtomicU64>>,
+    status: Vec<AtomicU64>,
     outs: Vec<Vec<u128>>,
 }
 
@@ -109,7 +109,7 @@ impl Group {
             pads: (0..world)
                 .map(|_| vec![0u32; SYMM_MAX_BLOCKS * SYMM_MAX_PEERS])
                 .collect(),
-            status: (0..world).map(|_| Box::new(AtomicU64::new(0))).collect(),
+            status: (0..world).map(|_| AtomicU64::new(0)).collect(),
             outs: (0..world)
                 .map(|_| vec![0u128; out_bytes.div_ceil(16).max(1)])
                 .collect(),
@@ -118,7 +118,7 @@ impl Group {
 
     fn desc(&self, rank: usize, timeout_ns: u64) -> SymmDesc {
         let mut d = SymmDesc {
-            status: self.status[rank].as_ref() as *const AtomicU64 as u64,
+            status: &self.status[rank] as *const AtomicU64 as u64,
             timeout_ns,
             rank: rank as u32,
             world: self.world as u32,
