@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define COMMLIR_RT_ABI_VERSION 1u
+#define COMMLIR_RT_ABI_VERSION 2u
 
 /* Streams. */
 enum { COMMLIR_STREAM_COMPUTE = 0, COMMLIR_STREAM_COMM = 1 };
@@ -29,10 +29,30 @@ enum {
 };
 /* Reductions: the values of ncclRedOp_t. */
 enum { COMMLIR_SUM = 0, COMMLIR_PROD = 1, COMMLIR_MAX = 2, COMMLIR_MIN = 3, COMMLIR_AVG = 4 };
+/* Symmetric-memory collectives (the coll argument of symm_fallback). */
+enum {
+  COMMLIR_SYMM_ONE_SHOT_ALL_REDUCE = 0, COMMLIR_SYMM_TWO_SHOT_ALL_REDUCE = 1,
+  COMMLIR_SYMM_ALL_GATHER = 2, COMMLIR_SYMM_REDUCE_SCATTER = 3
+};
+
+#define COMMLIR_SYMM_MAX_PEERS 8
+#define COMMLIR_SYMM_MAX_BLOCKS 128
+/* The peer descriptor of a peer-mapped symm_mem pool, in device memory, read by the
+ * generated symm kernels; their parameters are (const commlir_symm_desc *desc, uint64_t
+ * in_offset, void *out, uint32_t site). */
+typedef struct commlir_symm_desc {
+  uint64_t base[COMMLIR_SYMM_MAX_PEERS];   /* pool base of each group rank, mapped here */
+  uint64_t signal[COMMLIR_SYMM_MAX_PEERS]; /* signal pad of each group rank:
+                                              uint32_t[COMMLIR_SYMM_MAX_BLOCKS][8] */
+  uint64_t status;     /* device address of this rank's fault word (uint32_t, host-mapped) */
+  uint64_t timeout_ns; /* barrier timeout (%globaltimer ns); 0 = never */
+  uint32_t rank;       /* this rank's index in the group */
+  uint32_t world;      /* group size */
+} commlir_symm_desc;
 
 typedef struct commlir_rt_api {
   uint32_t abi_version; /* COMMLIR_RT_ABI_VERSION; commlir_main returns -1 on a mismatch */
-  uint32_t num_fns;     /* number of function pointers that follow (16 in version 1) */
+  uint32_t num_fns;     /* number of function pointers that follow (17 in version 2) */
   /* compute stream, stream-ordered (cudaMallocAsync / cudaFreeAsync) */
   int (*alloc)(void *rt, uint64_t bytes, void **out);
   int (*free)(void *rt, void *ptr);
@@ -68,13 +88,22 @@ typedef struct commlir_rt_api {
                    uint32_t dtype, uint32_t root);
   int (*group_start)(void *rt);
   int (*group_end)(void *rt);
-  /* compute stream, blocking for the collective: sums count elements at pool_base + offset of
-   * a symm_mem pool over the group into out */
-  int (*one_shot_all_reduce)(void *rt, uint32_t group, void *pool_base, uint64_t offset,
-                             void *out, uint64_t count, uint32_t dtype);
+  /* compute stream, blocking for the collective: the NCCL form of a symm op, used when the
+   * symm_mem pool is not peer-mapped (symm_pool_desc gave NULL). coll: one of
+   * COMMLIR_SYMM_*; the input is at pool_base + offset of a symm_mem pool of `group`:
+   * ONE_SHOT: count elements reduced into out; TWO_SHOT: in place (out == pool_base + offset),
+   * count elements; ALL_GATHER: count elements per rank sent, out holds G*count;
+   * REDUCE_SCATTER: count elements per rank received, the input holds G*count.
+   * op is ignored by ALL_GATHER. */
+  int (*symm_fallback)(void *rt, uint32_t coll, uint32_t group, void *pool_base,
+                       uint64_t offset, void *out, uint64_t count, uint32_t dtype, uint32_t op);
   /* events: indices below the artifact's num_events, created by the runtime at load */
   int (*event_record)(void *rt, uint32_t stream, uint32_t event);
   int (*stream_wait)(void *rt, uint32_t stream, uint32_t event);
+  /* host only (no stream work, cheap): *desc = the device address of the peer descriptor
+   * (commlir_symm_desc) of the symm_mem pool at pool_base, or NULL when its peers are not
+   * mapped (then the program calls symm_fallback) */
+  int (*symm_pool_desc)(void *rt, void *pool_base, void **desc);
 } commlir_rt_api;
 
 /* The entry of a compiled function: args[i] = device pointer of argument i (the caller's

@@ -298,7 +298,8 @@ impl<'a, 'c> Host<'a, 'c> {
             "all_gather" => vec![p, u32t, p, p, u64t, u32t],
             "all_to_all" => vec![p, u32t, p, p, u64t, u64t, u32t, p, p],
             "group_start" | "group_end" => vec![p],
-            "one_shot_all_reduce" => vec![p, u32t, p, u64t, p, u64t, u32t],
+            "symm_fallback" => vec![p, u32t, u32t, p, u64t, p, u64t, u32t, u32t],
+            "symm_pool_desc" => vec![p, p, p],
             "event_record" | "stream_wait" => vec![p, u32t, u32t],
             _ => vec![p],
         };
@@ -394,6 +395,8 @@ impl<'a, 'c> Host<'a, 'c> {
         for op in ctx.block_ops(body) {
             match ctx.op_name(op) {
                 "rt.launch" => nk = nk.max(ctx.operands(op).len() as u32),
+                // (desc, in_offset, out, site)
+                "rt.symm_collective" => nk = nk.max(4),
                 "func.call" => {
                     na = na.max(ctx.operands(op).len() as u32);
                     nr = nr.max(ctx.results(op).len() as u32);
@@ -750,19 +753,7 @@ impl<'a, 'c> Host<'a, 'c> {
             }
             "rt.nccl_group_start" => self.call("group_start", &[])?,
             "rt.nccl_group_end" => self.call("group_end", &[])?,
-            "rt.symm_one_shot_all_reduce" => {
-                self.call(
-                    "one_shot_all_reduce",
-                    &[
-                        self.group_index(ctx, op)?.into(),
-                        operand(0)?.into(),
-                        self.i64(Self::attr_i64(ctx, op, "offset")?).into(),
-                        operand(1)?.into(),
-                        self.i64(Self::attr_i64(ctx, op, "count")?).into(),
-                        self.dtype(ctx, op)?.into(),
-                    ],
-                )?;
-            }
+            "rt.symm_collective" => self.symm_collective(ctx, op, operand(0)?, operand(1)?)?,
             "rt.event_record" => {
                 let e = *next_event;
                 *next_event += 1;
@@ -851,6 +842,95 @@ impl<'a, 'c> Host<'a, 'c> {
                 ))
             }
         }
+        Ok(())
+    }
+
+    /// `desc = symm_pool_desc(pool)`; when the pool is peer-mapped, the generated kernel is
+    /// launched with `(desc, in_offset, out, site)`, else `symm_fallback` runs NCCL.
+    fn symm_collective(
+        &self,
+        ctx: &IrContext,
+        op: OpId,
+        pool: PointerValue<'c>,
+        out: PointerValue<'c>,
+    ) -> R<()> {
+        let coll_name = Self::attr_str(ctx, op, "coll")?;
+        let coll = abi::code(abi::SYMM_COLLS, coll_name)
+            .ok_or_else(|| format!("unknown symm collective {coll_name}"))?;
+        let k = ctx
+            .inherent_attr(op, "kernel")
+            .and_then(|a| ctx.attr_as_symbol(a))
+            .ok_or("requires 'kernel'")?;
+        let site = self
+            .device
+            .kernels
+            .iter()
+            .position(|n| n == k)
+            .ok_or_else(|| format!("kernel @{k} was not compiled"))?;
+        let offset = Self::attr_i64(ctx, op, "offset")?;
+        let slot = self.slot.ok_or("no slot")?;
+        self.call("symm_pool_desc", &[pool.into(), slot.into()])?;
+        let desc = b!(self.b.build_load(self.ptr(), slot, "desc")).into_pointer_value();
+        let f = self.func.ok_or("no function")?;
+        let mapped = self.cx.append_basic_block(f, "symm_kernel");
+        let fallback = self.cx.append_basic_block(f, "symm_nccl");
+        let join = self.cx.append_basic_block(f, "symm_done");
+        let is_null = b!(self.b.build_is_null(desc, "unmapped"));
+        b!(self.b.build_conditional_branch(is_null, fallback, mapped));
+        // Kernel parameters: pointers to (desc, in_offset, out, site), in the launch
+        // scratch arrays (sized for at least 4 by `function`).
+        self.b.position_at_end(mapped);
+        let sc = self.scratch.ok_or("no scratch arrays")?;
+        let vals: [BasicValueEnum<'c>; 4] = [
+            desc.into(),
+            self.i64(offset).into(),
+            out.into(),
+            self.i32(site as u64).into(),
+        ];
+        for (i, v) in vals.iter().enumerate() {
+            let idx = [self.i64(i as i64)];
+            // Each value gets an 8-byte cell of `kvals`, whatever its width.
+            let vp = unsafe { b!(self.b.build_in_bounds_gep(self.ptr(), sc.kvals, &idx, "sv")) };
+            b!(self.b.build_store(vp, *v));
+            let pp = unsafe {
+                b!(self
+                    .b
+                    .build_in_bounds_gep(self.ptr(), sc.kparams, &idx, "sp"))
+            };
+            b!(self.b.build_store(pp, vp));
+        }
+        self.call(
+            "launch",
+            &[
+                self.i32(site as u64).into(),
+                self.i32(Self::attr_i64(ctx, op, "grid")? as u64).into(),
+                self.i32(Self::attr_i64(ctx, op, "block")? as u64).into(),
+                self.i32(0).into(),
+                sc.kparams.into(),
+                self.i32(4).into(),
+            ],
+        )?;
+        b!(self.b.build_unconditional_branch(join));
+        self.b.position_at_end(fallback);
+        let red = match ctx.inherent_attr(op, "reduce_op") {
+            Some(_) => self.redop(ctx, op)?,
+            None => self.i32(0),
+        };
+        self.call(
+            "symm_fallback",
+            &[
+                self.i32(u64::from(coll)).into(),
+                self.group_index(ctx, op)?.into(),
+                pool.into(),
+                self.i64(offset).into(),
+                out.into(),
+                self.i64(Self::attr_i64(ctx, op, "count")?).into(),
+                self.dtype(ctx, op)?.into(),
+                red.into(),
+            ],
+        )?;
+        b!(self.b.build_unconditional_branch(join));
+        self.b.position_at_end(join);
         Ok(())
     }
 

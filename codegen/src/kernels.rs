@@ -241,10 +241,20 @@ pub fn compile(ctx: &IrContext, module: OpId) -> Result<DeviceCode, Diagnostic> 
     let mut names = Vec::new();
     if let Some(body) = module_block(ctx, module) {
         for op in ctx.block_ops(body) {
-            if ctx.op_name(op) == "rt.kernel" {
-                let name = ctx.symbol_name(op).unwrap_or("").to_string();
-                g.kernel(ctx, op, &name)?;
-                names.push(name);
+            match ctx.op_name(op) {
+                "rt.kernel" => {
+                    let name = ctx.symbol_name(op).unwrap_or("").to_string();
+                    g.kernel(ctx, op, &name)?;
+                    names.push(name);
+                }
+                "rt.symm_kernel" => {
+                    let name = ctx.symbol_name(op).unwrap_or("").to_string();
+                    let spec = symm_spec(ctx, op)?;
+                    crate::symm_kernels::generate(&llcx, &lm, &name, &spec)
+                        .map_err(|m| ctx.op_error(op, m))?;
+                    names.push(name);
+                }
+                _ => {}
             }
         }
     }
@@ -268,6 +278,28 @@ pub fn compile(ctx: &IrContext, module: OpId) -> Result<DeviceCode, Diagnostic> 
         llvm_ir,
         ptx,
         kernels: names,
+    })
+}
+
+/// The compile-time parameters of an `rt.symm_kernel`.
+fn symm_spec(ctx: &IrContext, op: OpId) -> Result<crate::symm_kernels::SymmSpec, Diagnostic> {
+    let s = |n: &str| {
+        ctx.inherent_attr(op, n)
+            .and_then(|a| ctx.attr_as_str(a))
+            .map(str::to_string)
+    };
+    let i = |n: &str| {
+        ctx.inherent_attr(op, n)
+            .and_then(|a| ctx.attr_as_i64(a))
+            .and_then(|v| u64::try_from(v).ok())
+    };
+    let missing = |n: &str| ctx.op_error(op, format!("rt.symm_kernel requires '{n}'"));
+    Ok(crate::symm_kernels::SymmSpec {
+        coll: s("coll").ok_or_else(|| missing("coll"))?,
+        count: i("count").ok_or_else(|| missing("count"))?,
+        dtype: s("dtype").ok_or_else(|| missing("dtype"))?,
+        reduce_op: s("reduce_op"),
+        world: i("world").ok_or_else(|| missing("world"))?,
     })
 }
 

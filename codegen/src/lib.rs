@@ -4,6 +4,8 @@
 //! - [`lower_to_rt`]: the `comm-to-rt` pass, planned comm IR → the `rt` runtime-call dialect,
 //!   with [`fusion`] of elementwise chains into single kernels.
 //! - [`kernels`]: every `rt.kernel` → one NVPTX entry (inkwell, LLVM 22, `sm_90`), PTX text.
+//! - [`symm_kernels`]: every `rt.symm_kernel` → a symmetric-memory collective kernel with
+//!   peer barriers (same module and kernel table).
 //! - [`host`]: every lowered function → host LLVM IR calling the runtime's C ABI ([`abi`]).
 //! - [`slots`]: arguments and results that may live in comm-pool slots (copies skipped).
 //! - [`artifact`]: the single-file artifact `commlir-run --backend=cuda` loads.
@@ -19,6 +21,7 @@ pub mod host;
 pub mod kernels;
 pub mod lower_to_rt;
 pub mod slots;
+pub mod symm_kernels;
 pub mod translate;
 
 /// Forces the registrations of this crate (the `comm-to-rt` pass) and of the dialects and

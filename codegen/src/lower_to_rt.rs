@@ -781,27 +781,11 @@ fn lower_op(
                 }
             }
         }
-        "symm.one_shot_all_reduce" => {
-            let x = ctx.operand(op, 0);
-            // Always a sum (the op's only reduction): no i1 (a coll-to-comm fallback to NCCL
-            // would be rejected the same way).
-            check_i1_reduce(ctx, op, x, ctx.inherent_attr(op, "reduce_op"), "all-reduce")?;
-            let (pool, off) = comm_loc(ctx, st, op, x)?;
-            let dtype = dtype_of(ctx, op, x)?;
-            let r = ctx.result(op, 0);
-            let out = result_buffer(ctx, st, op, r)?;
-            let group = ctx
-                .inherent_attr(op, "group")
-                .ok_or_else(|| err(ctx, op, "requires 'group'"))?;
-            let attrs = [
-                ("offset", i64_attr(ctx, off as i64)),
-                ("count", i64_attr(ctx, numel(ctx, x))),
-                ("dtype", ctx.str_attr(dtype)),
-                ("group", group),
-            ];
-            let mut bld = Builder::before(ctx, op);
-            bld.create("rt.symm_one_shot_all_reduce", &[pool, out], &[], &attrs);
-            st.compute_dirty = true;
+        "symm.one_shot_all_reduce"
+        | "symm.two_shot_all_reduce"
+        | "symm.all_gather"
+        | "symm.reduce_scatter" => {
+            lower_symm(ctx, op, module, func, st, kernels)?;
         }
         "func.call" => {
             let mut args = Vec::new();
@@ -1156,6 +1140,127 @@ fn lower_shard_dim_alltoall(
     launch(ctx, op, &unpack, &[recv, ob], ot.numel());
     st.compute_dirty = true;
     Ok(())
+}
+
+/// A symm collective (`symm.*`, blocking, compute stream) → an `rt.symm_kernel` specialized
+/// on (collective, count, dtype, reduction, G) and the `rt.symm_collective` that launches it
+/// (or calls the runtime's NCCL fallback when the pool is not peer-mapped).
+fn lower_symm(
+    ctx: &mut Context,
+    op: OpId,
+    module: Option<OpId>,
+    func: OpId,
+    st: &mut Lowering,
+    kernels: &mut KernelTable,
+) -> Result<(), Diagnostic> {
+    let name = ctx.op_name(op).to_string();
+    let coll = name.trim_start_matches("symm.").to_string();
+    let x = ctx.operand(op, 0);
+    let reduce = ctx.inherent_attr(op, "reduce_op");
+    let what = if coll == "reduce_scatter" {
+        "reduce-scatter"
+    } else {
+        "all-reduce"
+    };
+    check_i1_reduce(ctx, op, x, reduce, what)?;
+    let (pool, off) = comm_loc(ctx, st, op, x)?;
+    let dtype = dtype_of(ctx, op, x)?;
+    let group_attr = ctx
+        .inherent_attr(op, "group")
+        .ok_or_else(|| err(ctx, op, "requires 'group'"))?;
+    let group = ctx.attr_as_symbol(group_attr).unwrap_or("").to_string();
+    let world = group_size(ctx, op, &group)?;
+    let r = ctx.result(op, 0);
+    let n = numel(ctx, x);
+    // `count` as the ABI counts: per rank for the all-gather (sent) and reduce-scatter
+    // (received), the whole tensor for the all-reduces.
+    let count = match coll.as_str() {
+        "reduce_scatter" => n / world,
+        _ => n,
+    };
+    let out = if coll == "two_shot_all_reduce" {
+        // In place: the result is the input's slot.
+        let b = buffer(ctx, st, op, x)?;
+        st.buf.insert(r, b);
+        st.comm.insert(r, (pool, off));
+        b
+    } else {
+        result_buffer(ctx, st, op, r)?
+    };
+    let elem = value_tensor(ctx, x).map_or(1, |t| elem_bytes(ctx, t.elem));
+    let reduce_name = reduce.and_then(|a| ctx.attr_as_str(a)).map(str::to_string);
+    let key = format!("symm:{coll}:{count}:{dtype}:{reduce_name:?}:{world}");
+    let sym = match kernels.by_key.get(&key) {
+        Some(s) => s.clone(),
+        None => {
+            if module.is_none() {
+                return Err(err(
+                    ctx,
+                    func,
+                    "comm-to-rt: the function must be in a module",
+                ));
+            }
+            let sym = format!("s{}_{coll}", kernels.count);
+            kernels.count += 1;
+            let mut attrs: Vec<(&str, commlir_ir::Attr)> = vec![
+                ("sym_name", ctx.str_attr(&sym)),
+                ("coll", ctx.str_attr(&coll)),
+                ("count", i64_attr(ctx, count)),
+                ("dtype", ctx.str_attr(dtype)),
+                ("world", i64_attr(ctx, world)),
+            ];
+            if let Some(rd) = &reduce_name {
+                attrs.push(("reduce_op", ctx.str_attr(rd)));
+            }
+            let loc = ctx.op_loc(op);
+            let mut k = OpState::new(ctx.ident("rt.symm_kernel"), loc);
+            for (nm, v) in attrs {
+                k.attrs.push((ctx.ident(nm), v));
+            }
+            k.attrs
+                .sort_by(|a, b| ctx.ident_str(a.0).cmp(ctx.ident_str(b.0)));
+            let kop = ctx.create_op(k);
+            ctx.insert_before(func, kop);
+            kernels.by_key.insert(key, sym.clone());
+            sym
+        }
+    };
+    let (grid, block) = crate::symm_kernels::launch_shape(&coll, count, elem, world as u64);
+    let mut attrs: Vec<(&str, commlir_ir::Attr)> = vec![
+        ("coll", ctx.str_attr(&coll)),
+        ("kernel", ctx.symbol_ref(&sym)),
+        ("offset", i64_attr(ctx, off as i64)),
+        ("count", i64_attr(ctx, count)),
+        ("dtype", ctx.str_attr(dtype)),
+        ("group", group_attr),
+        ("grid", i64_attr(ctx, grid as i64)),
+        ("block", i64_attr(ctx, block as i64)),
+    ];
+    if let Some(rd) = reduce {
+        attrs.push(("reduce_op", rd));
+    }
+    let mut bld = Builder::before(ctx, op);
+    bld.create("rt.symm_collective", &[pool, out], &[], &attrs);
+    st.compute_dirty = true;
+    Ok(())
+}
+
+/// The size of group `@name` as seen from `op`, in [1, `abi::SYMM_MAX_PEERS`].
+fn group_size(ctx: &Context, op: OpId, name: &str) -> Result<i64, Diagnostic> {
+    let size = ctx
+        .lookup_symbol(op, name)
+        .and_then(|g| ctx.inherent_attr(g, "size"))
+        .and_then(|a| ctx.attr_as_i64(a))
+        .ok_or_else(|| err(ctx, op, format!("comm-to-rt: unknown group @{name}")))?;
+    let max = crate::abi::SYMM_MAX_PEERS as i64;
+    if !(1..=max).contains(&size) {
+        return Err(err(
+            ctx,
+            op,
+            format!("comm-to-rt: symmetric-memory kernels support groups of 1 to {max} ranks, @{name} has {size}"),
+        ));
+    }
+    Ok(size)
 }
 
 /// Emits an `rt.launch` of kernel `k` over `items` elements before `op`.

@@ -216,16 +216,26 @@ unsafe extern "C" fn m_gemm(
 unsafe extern "C" fn m_group(_rt: *mut c_void) -> Status {
     0
 }
-unsafe extern "C" fn m_one_shot(
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn m_symm_fallback(
     rt: *mut c_void,
+    _coll: u32,
     _g: u32,
     _pool: *mut c_void,
     _off: u64,
     _out: *mut c_void,
     _count: u64,
     _d: u32,
+    _op: u32,
 ) -> Status {
-    mock(rt).fail("one-shot all-reduce is not generated".into())
+    mock(rt).fail("symm collectives are not generated".into())
+}
+unsafe extern "C" fn m_symm_pool_desc(
+    rt: *mut c_void,
+    _pool: *mut c_void,
+    _desc: *mut *mut c_void,
+) -> Status {
+    mock(rt).fail("symm collectives are not generated".into())
 }
 unsafe extern "C" fn m_event_record(rt: *mut c_void, _stream: u32, e: u32) -> Status {
     let m = mock(rt);
@@ -259,9 +269,10 @@ static API: CommlirRtApi = CommlirRtApi {
     broadcast: m_all_reduce,
     group_start: m_group,
     group_end: m_group,
-    one_shot_all_reduce: m_one_shot,
+    symm_fallback: m_symm_fallback,
     event_record: m_event_record,
     stream_wait: m_stream_wait,
+    symm_pool_desc: m_symm_pool_desc,
 };
 
 const T: &str = "tensor<4x16xf32>";

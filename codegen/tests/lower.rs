@@ -56,7 +56,7 @@ fn check_streams(ctx: &Context, f: OpId) {
             assert!(!freed.contains(&v), "use after rt.free at op {i} ({name})");
         }
         match name {
-            "rt.launch" | "rt.gemm" | "rt.symm_one_shot_all_reduce" => compute_unsynced = true,
+            "rt.launch" | "rt.gemm" | "rt.symm_collective" => compute_unsynced = true,
             "rt.event_record" => {
                 recorded.insert(ctx.result(op, 0));
                 let s = ctx.get_attr(op, "stream").and_then(|a| ctx.attr_as_str(a));

@@ -50,7 +50,7 @@ fn fields_match_the_header_in_order() {
         abi::API_FIELDS,
         "field order differs from the header"
     );
-    assert!(h.contains(&format!("({} in version 1)", abi::API_FIELDS.len())));
+    assert!(h.contains(&format!("({} in version 2)", abi::API_FIELDS.len())));
 }
 
 #[test]
@@ -72,9 +72,10 @@ fn layout_is_two_u32_then_pointers() {
         offset_of!(CommlirRtApi, broadcast),
         offset_of!(CommlirRtApi, group_start),
         offset_of!(CommlirRtApi, group_end),
-        offset_of!(CommlirRtApi, one_shot_all_reduce),
+        offset_of!(CommlirRtApi, symm_fallback),
         offset_of!(CommlirRtApi, event_record),
         offset_of!(CommlirRtApi, stream_wait),
+        offset_of!(CommlirRtApi, symm_pool_desc),
     ];
     assert_eq!(offsets.len(), abi::API_FIELDS.len());
     for (i, o) in offsets.iter().enumerate() {
@@ -121,6 +122,62 @@ fn codes_match_the_header() {
     assert_eq!(header_enum(&h, "COMMLIR_STREAM_COMM"), abi::STREAM_COMM);
     assert_eq!(header_enum(&h, "COMMLIR_POOL_NCCL"), abi::POOL_NCCL);
     assert_eq!(header_enum(&h, "COMMLIR_POOL_SYMM_MEM"), abi::POOL_SYMM_MEM);
+    for (name, code) in abi::SYMM_COLLS {
+        assert_eq!(
+            header_enum(&h, &format!("COMMLIR_SYMM_{}", name.to_uppercase())),
+            *code,
+            "{name}"
+        );
+    }
+    assert!(h.contains(&format!(
+        "#define COMMLIR_SYMM_MAX_PEERS {}",
+        abi::SYMM_MAX_PEERS
+    )));
+    assert!(h.contains(&format!(
+        "#define COMMLIR_SYMM_MAX_BLOCKS {}",
+        abi::SYMM_MAX_BLOCKS
+    )));
+}
+
+#[test]
+fn symm_desc_layout_matches_the_header() {
+    use commlir_dialects::rt::abi::SymmDesc;
+    // 8 + 8 pointers, status, timeout_ns, then two uint32_t: 152 bytes, 8-byte aligned.
+    assert_eq!(offset_of!(SymmDesc, base), 0);
+    assert_eq!(offset_of!(SymmDesc, signal), 64);
+    assert_eq!(offset_of!(SymmDesc, status), 128);
+    assert_eq!(offset_of!(SymmDesc, timeout_ns), 136);
+    assert_eq!(offset_of!(SymmDesc, rank), 144);
+    assert_eq!(offset_of!(SymmDesc, world), 148);
+    assert_eq!(size_of::<SymmDesc>(), 152);
+    assert_eq!(std::mem::align_of::<SymmDesc>(), 8);
+    let h = header();
+    let body = &h[h.find("typedef struct commlir_symm_desc").unwrap()..];
+    let body = &body[..body.find('}').unwrap()];
+    let fields: Vec<&str> = [
+        "base[",
+        "signal[",
+        "status;",
+        "timeout_ns;",
+        "rank;",
+        "world;",
+    ]
+    .into_iter()
+    .filter(|f| body.contains(f))
+    .collect();
+    assert_eq!(fields.len(), 6, "commlir_symm_desc fields: {body}");
+    let order: Vec<usize> = [
+        "base[",
+        "signal[",
+        "status;",
+        "timeout_ns;",
+        "rank;",
+        "world;",
+    ]
+    .iter()
+    .map(|f| body.find(f).unwrap())
+    .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "field order");
 }
 
 #[test]

@@ -30,7 +30,7 @@ coll.group @tp {size = 2 : i64, symm_mem}
 // RT: rt.launch %arg1, %{{.*}} {block = 256 : i64, grid = 4 : i64, kernel = @k2_softmax}
 // RT: %[[V:.*]] = rt.pool_view %{{.*}} {offset = 0 : i64}
 // RT: rt.launch %arg2, %[[V]] {{.*}}kernel = @k6_cast_fill_maximum_rsqrt
-// RT: rt.symm_one_shot_all_reduce %{{.*}}, %{{.*}} {count = 32 : i64, dtype = "f32", group = @tp, offset = 0 : i64}
+// RT: rt.symm_collective %{{.*}}, %{{.*}} {block = 32 : i64, coll = "one_shot_all_reduce", count = 32 : i64, dtype = "f32", grid = 1 : i64, group = @tp, kernel = @{{.*}}, offset = 0 : i64, reduce_op = "sum"}
 // RT: rt.pool_free
 // RT: return
 

@@ -9,7 +9,7 @@
 use std::ffi::c_void;
 
 /// Bumped on every incompatible change of [`CommlirRtApi`] or of `commlir_main`.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 /// Stream numbers.
 pub const STREAM_COMPUTE: u32 = 0;
@@ -60,10 +60,51 @@ pub const API_FIELDS: &[&str] = &[
     "broadcast",
     "group_start",
     "group_end",
-    "one_shot_all_reduce",
+    "symm_fallback",
     "event_record",
     "stream_wait",
+    "symm_pool_desc",
 ];
+
+/// Symmetric-memory collectives: the `coll` argument of `symm_fallback`, by the name of
+/// the `rt.symm_collective` attribute `coll`.
+pub const SYMM_COLLS: &[(&str, u32)] = &[
+    ("one_shot_all_reduce", 0),
+    ("two_shot_all_reduce", 1),
+    ("all_gather", 2),
+    ("reduce_scatter", 3),
+];
+
+/// Peers a symm descriptor holds (the largest group a symm kernel runs on).
+pub const SYMM_MAX_PEERS: usize = 8;
+/// The largest grid of a symm kernel: a signal pad has one row of [`SYMM_MAX_PEERS`] slots
+/// per block.
+pub const SYMM_MAX_BLOCKS: usize = 128;
+
+/// The peer descriptor of a peer-mapped `symm_mem` pool (`commlir_symm_desc`), in device
+/// memory; the first parameter of every symm kernel.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SymmDesc {
+    /// Pool base of each group rank, mapped in this process (index = group rank).
+    pub base: [u64; SYMM_MAX_PEERS],
+    /// Signal pad of each group rank: `u32[SYMM_MAX_BLOCKS][SYMM_MAX_PEERS]`.
+    pub signal: [u64; SYMM_MAX_PEERS],
+    /// Device address of this rank's fault word (`u32`, host-mapped).
+    pub status: u64,
+    /// Barrier timeout in `%globaltimer` nanoseconds; 0 = never.
+    pub timeout_ns: u64,
+    /// This rank's index in the group.
+    pub rank: u32,
+    /// The group size.
+    pub world: u32,
+}
+
+/// The fault word a symm kernel's barrier writes on a timeout: `peer` is the group rank that
+/// did not arrive, `site` the kernel's index in the artifact's kernel table.
+pub fn symm_fault_code(peer: u32, site: u32) -> u32 {
+    0x8000_0000 | ((peer & 0x7f) << 24) | (site & 0x00ff_ffff)
+}
 
 /// Status: 0 is success, anything else a runtime-defined error code.
 pub type Status = i32;
@@ -163,17 +204,23 @@ pub struct CommlirRtApi {
     ) -> Status,
     pub group_start: unsafe extern "C" fn(rt: Rt) -> Status,
     pub group_end: unsafe extern "C" fn(rt: Rt) -> Status,
-    pub one_shot_all_reduce: unsafe extern "C" fn(
+    /// The NCCL form of a symm op (compute stream), when the pool is not peer-mapped.
+    pub symm_fallback: unsafe extern "C" fn(
         rt: Rt,
+        coll: u32,
         group: u32,
         pool_base: *mut c_void,
         offset: u64,
         out: *mut c_void,
         count: u64,
         dtype: u32,
+        op: u32,
     ) -> Status,
     pub event_record: unsafe extern "C" fn(rt: Rt, stream: u32, event: u32) -> Status,
     pub stream_wait: unsafe extern "C" fn(rt: Rt, stream: u32, event: u32) -> Status,
+    /// The device address of a pool's [`SymmDesc`], or null when its peers are not mapped.
+    pub symm_pool_desc:
+        unsafe extern "C" fn(rt: Rt, pool_base: *mut c_void, desc: *mut *mut c_void) -> Status,
 }
 
 /// `int32_t commlir_main(const commlir_rt_api *api, void *rt, void *const *args, void **results)`.

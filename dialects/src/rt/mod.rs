@@ -545,27 +545,119 @@ register_op!(
     }
 );
 
+const SYMM_COLL: AttrDef = AttrDef::required(
+    "coll",
+    AttrConstraint::StrEnum(&[
+        "one_shot_all_reduce",
+        "two_shot_all_reduce",
+        "all_gather",
+        "reduce_scatter",
+    ]),
+)
+.doc("The collective (`symm_fallback`'s `coll` code, `abi::SYMM_COLLS`).");
+const SYMM_COUNT: AttrDef = AttrDef::required("count", AttrConstraint::Integer).doc(
+    "Elements: of the input (all-reduces), sent per rank (all-gather) or received per rank \
+     (reduce-scatter).",
+);
+const SYMM_REDUCE_OP: AttrDef = AttrDef::optional(
+    "reduce_op",
+    AttrConstraint::StrEnum(&["sum", "product", "max", "min", "avg"]),
+)
+.doc("The reduction; required except on `all_gather`.");
+
+/// `reduce_op` is present exactly when the collective reduces.
+fn verify_symm_reduce(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let coll = ctx
+        .inherent_attr(op, "coll")
+        .and_then(|a| ctx.attr_as_str(a))
+        .unwrap_or("");
+    let has = ctx.inherent_attr(op, "reduce_op").is_some();
+    if (coll == "all_gather") == has {
+        return Err(ctx.op_error(
+            op,
+            "'reduce_op' is required by the reducing collectives and absent from all_gather",
+        ));
+    }
+    nonneg(ctx, op, &["count"])
+}
+
 register_op!(
-    pub SYMM_ONE_SHOT_ALL_REDUCE = OpDef {
-        name: "rt.symm_one_shot_all_reduce",
-        summary: "One-shot all-reduce from symmetric memory (compute stream, blocking)",
-        description: "Sums `count` elements at `offset` of a `symm_mem` pool over the group's \
-            ranks (each reads every peer's copy) into `out`. Runs on the compute stream, so no \
-            event is needed; the runtime synchronizes the peers (barrier) before reading.",
+    pub SYMM_KERNEL = OpDef {
+        name: "rt.symm_kernel",
+        summary: "A generated symmetric-memory collective kernel",
+        description: "Module-level symbol, compiled like an `rt.kernel` into one NVPTX entry \
+            (same kernel table): a collective over peer-mapped `symm_mem` pools, specialized on \
+            its element count, dtype, reduction and group size `world`. Its parameters are the \
+            ABI's `(const commlir_symm_desc *desc, uint64_t in_offset, void *out, uint32_t \
+            site)`; it synchronizes with its peers through the pools' signal pads (see \
+            docs/codegen.md).",
+        attributes: &[
+            AttrDef::required("sym_name", AttrConstraint::SymbolName),
+            SYMM_COLL,
+            SYMM_COUNT,
+            DTYPE,
+            SYMM_REDUCE_OP,
+            AttrDef::required("world", AttrConstraint::Integer).doc("The group size G (2 to 8)."),
+        ],
+        traits: &[Trait::Symbol],
+        verify: Some(|ctx, op| {
+            verify_symm_reduce(ctx, op)?;
+            let w = int(ctx, op, "world").unwrap_or(0);
+            if !(1..=abi::SYMM_MAX_PEERS as i64).contains(&w) {
+                return Err(ctx.op_error(
+                    op,
+                    format!("'world' must be in [1, {}]", abi::SYMM_MAX_PEERS),
+                ));
+            }
+            Ok(())
+        }),
+        example: "rt.symm_kernel @s0_one_shot_all_reduce {coll = \"one_shot_all_reduce\", count = 16 : i64, dtype = \"f32\", reduce_op = \"sum\", world = 2 : i64}",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub SYMM_COLLECTIVE = OpDef {
+        name: "rt.symm_collective",
+        summary: "A symmetric-memory collective (compute stream, blocking)",
+        description: "The input is at `offset` of a `symm_mem` pool, `out` the local result \
+            (for the in-place two-shot all-reduce, the input's own slot). The host program asks \
+            the runtime for the pool's peer descriptor (`symm_pool_desc`): when the peers are \
+            mapped it launches `kernel` (an `rt.symm_kernel`) with `grid` blocks of `block` \
+            threads, else it calls `symm_fallback` (NCCL on the compute stream). Either way it \
+            runs on the compute stream, so no event is needed.",
         operands: &[ArgDef::one("pool", ANY), ArgDef::one("out", ANY)],
         attributes: &[
-            AttrDef::required("offset", AttrConstraint::Integer),
-            AttrDef::required("count", AttrConstraint::Integer),
+            SYMM_COLL,
+            AttrDef::required("kernel", AttrConstraint::SymbolRef),
+            AttrDef::required("offset", AttrConstraint::Integer).doc("Bytes."),
+            SYMM_COUNT,
             DTYPE,
+            SYMM_REDUCE_OP,
             GROUP,
+            AttrDef::required("grid", AttrConstraint::Integer),
+            AttrDef::required("block", AttrConstraint::Integer),
         ],
         traits: &[Trait::Collective, Trait::MemRead, Trait::MemWrite, Trait::Blocking],
         verify: Some(|ctx, op| {
             expect_type(ctx, op, ctx.operand(op, 0), "rt.pool", "operand 'pool'")?;
             expect_memref(ctx, op, ctx.operand(op, 1), "operand 'out'")?;
-            nonneg(ctx, op, &["offset", "count"])
+            verify_symm_reduce(ctx, op)?;
+            nonneg(ctx, op, &["offset"])?;
+            let grid = int(ctx, op, "grid").unwrap_or(0);
+            if !(1..=abi::SYMM_MAX_BLOCKS as i64).contains(&grid) {
+                return Err(ctx.op_error(
+                    op,
+                    format!("'grid' must be in [1, {}]", abi::SYMM_MAX_BLOCKS),
+                ));
+            }
+            let block = int(ctx, op, "block").unwrap_or(0);
+            if !(32..=1024).contains(&block) {
+                return Err(ctx.op_error(op, "'block' must be in [32, 1024]"));
+            }
+            Ok(())
         }),
-        example: "rt.symm_one_shot_all_reduce %p, %out {count = 16 : i64, dtype = \"f32\", group = @tp, offset = 0 : i64} : (!rt.pool, memref<4x4xf32>) -> ()",
+        example: "rt.symm_collective %p, %out {block = 512 : i64, coll = \"one_shot_all_reduce\", count = 16 : i64, dtype = \"f32\", grid = 1 : i64, group = @tp, kernel = @s0_one_shot_all_reduce, offset = 0 : i64, reduce_op = \"sum\"} : (!rt.pool, memref<4x4xf32>) -> ()",
         ..OpDef::EMPTY
     }
 );

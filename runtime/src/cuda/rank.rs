@@ -480,7 +480,9 @@ impl RankState {
             .unwrap_or("?");
         let nf = n as f64;
         let (bytes, factor) = match kind {
-            "all_reduce" | "one_shot_all_reduce" => (elems * esz, 2.0 * (nf - 1.0) / nf),
+            "all_reduce" | "one_shot_all_reduce" | "two_shot_all_reduce" => {
+                (elems * esz, 2.0 * (nf - 1.0) / nf)
+            }
             "all_gather" | "reduce_scatter" => (elems * esz * n, (nf - 1.0) / nf),
             "all_to_all" => (elems * esz, (nf - 1.0) / nf),
             _ => (elems * esz, 1.0),
@@ -780,7 +782,7 @@ impl RankState {
             && self
                 .kernel_names
                 .get(kernel as usize)
-                .is_some_and(|k| k.starts_with("symm"))
+                .is_some_and(|k| super::symm::is_symm_kernel(k))
         {
             // The injected fault (`COMMLIR_FAULT_SKIP_SYMM`): this rank never arrives.
             self.symm.skip_next = false;
@@ -1424,32 +1426,75 @@ unsafe extern "C" fn rt_group_end(rt: *mut c_void) -> Status {
     })
 }
 
-unsafe extern "C" fn rt_one_shot_all_reduce(
+/// The NCCL form of a symm op (ABI `symm_fallback`), on the compute stream so that it is
+/// blocking and in compute order, like the generated kernel it replaces; used while the pool
+/// is not peer-mapped.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn rt_symm_fallback(
     rt: *mut c_void,
+    coll: u32,
     group: u32,
     pool_base: *mut c_void,
     offset: u64,
     out: *mut c_void,
     count: u64,
     dtype: u32,
+    op: u32,
 ) -> Status {
-    // A real one-shot kernel needs peer-mapped symmetric memory; NCCL's all-reduce on the
-    // compute stream has the same semantics (blocking for the collective, in compute order).
+    let kind = abi::SYMM_COLLS
+        .iter()
+        .find(|(_, c)| *c == coll)
+        .map_or("symm", |(n, _)| *n);
     with_state(rt, |s| {
         s.timed(
             abi::STREAM_COMPUTE,
-            |s| s.coll_label("one_shot_all_reduce", group, count, dtype),
+            |s| s.coll_label(kind, group, count, dtype),
             |s| {
                 let (c, dt) = (s.comm(group)?, nccl_dtype(dtype)?);
                 let src = (pool_base as *const u8).add(offset as usize) as *const c_void;
                 let (n, stream) = (count as usize, s.streams[0] as nccl::cudaStream_t);
-                let sum = nccl::ncclRedOp_t::ncclSum;
-                let r = s
-                    .prof
-                    .nccl(|| nccl::ncclAllReduce(src, out, n, dt, sum, c, stream));
-                nccl_check("ncclAllReduce (one-shot)", r, c)
+                let (what, r) = match coll {
+                    0 | 1 => {
+                        let op = nccl_op(op)?;
+                        let r = s
+                            .prof
+                            .nccl(|| nccl::ncclAllReduce(src, out, n, dt, op, c, stream));
+                        ("ncclAllReduce (symm)", r)
+                    }
+                    2 => {
+                        let r = s
+                            .prof
+                            .nccl(|| nccl::ncclAllGather(src, out, n, dt, c, stream));
+                        ("ncclAllGather (symm)", r)
+                    }
+                    3 => {
+                        let op = nccl_op(op)?;
+                        let r = s
+                            .prof
+                            .nccl(|| nccl::ncclReduceScatter(src, out, n, dt, op, c, stream));
+                        ("ncclReduceScatter (symm)", r)
+                    }
+                    _ => return Err(format!("symm_fallback: unknown collective {coll}")),
+                };
+                nccl_check(what, r, c)
             },
         )
+    })
+}
+
+/// ABI `symm_pool_desc`: the device descriptor of a peer-mapped pool (`symm.rs`), or NULL
+/// when the pool takes the NCCL path (then the program calls `symm_fallback`).
+unsafe extern "C" fn rt_symm_pool_desc(
+    rt: *mut c_void,
+    pool_base: *mut c_void,
+    desc: *mut *mut c_void,
+) -> Status {
+    with_state(rt, |s| {
+        if desc.is_null() {
+            return Err("symm_pool_desc: null result pointer".into());
+        }
+        *desc = s.symm.desc(pool_base as u64) as *mut c_void;
+        Ok(())
     })
 }
 
@@ -1478,9 +1523,10 @@ pub static API: CommlirRtApi = CommlirRtApi {
     broadcast: rt_broadcast,
     group_start: rt_group_start,
     group_end: rt_group_end,
-    one_shot_all_reduce: rt_one_shot_all_reduce,
+    symm_fallback: rt_symm_fallback,
     event_record: rt_event_record,
     stream_wait: rt_stream_wait,
+    symm_pool_desc: rt_symm_pool_desc,
 };
 
 /// Loads the kernels of `ptx` (NUL-terminated) and looks up `names` in order.

@@ -30,6 +30,7 @@
 //! code into this rank's host-mapped fault word of the pool and leave; `check_faults` turns
 //! it into an error naming the kernel (hence the op) and the pool.
 
+use super::abi::{SymmDesc, SYMM_MAX_BLOCKS, SYMM_MAX_PEERS};
 use super::ffi::{cu_check, nccl_check};
 use cudarc::driver::sys as cu;
 use cudarc::nccl::sys as nccl;
@@ -55,25 +56,21 @@ pub fn peer_map_enabled() -> bool {
     PEER_MAP.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Peers a descriptor can name (one node).
-pub const SYMM_MAX_PEERS: usize = 8;
-/// Blocks a symm kernel may launch (each has its own barrier slots).
-pub const SYMM_MAX_BLOCKS: usize = 128;
 /// Bytes of a signal pad.
 pub const SIGNAL_PAD_BYTES: usize = SYMM_MAX_BLOCKS * SYMM_MAX_PEERS * 4;
 /// Fault words per rank (one per symm pool, by creation order modulo this).
 const FAULT_WORDS: usize = 256;
 
-/// `commlir_symm_desc`: what a symm kernel reads to find its peers.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SymmDesc {
-    pub base: [u64; SYMM_MAX_PEERS],
-    pub signal: [u64; SYMM_MAX_PEERS],
-    pub status: u64,
-    pub timeout_ns: u64,
-    pub rank: u32,
-    pub world: u32,
+/// Whether a kernel of the artifact's table is a symm collective kernel (`s<N>_<coll>`, as
+/// the code generator names them).
+pub fn is_symm_kernel(name: &str) -> bool {
+    name.strip_prefix('s')
+        .and_then(|r| r.split_once('_'))
+        .is_some_and(|(n, coll)| {
+            !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+                && super::abi::SYMM_COLLS.iter().any(|(c, _)| *c == coll)
+        })
 }
 
 /// How a fault word reads: `0x8000_0000 | peer << 24 | site`.
@@ -269,6 +266,7 @@ impl SymmState {
     ///
     /// # Safety
     /// The rank's context is current; `comm` is this rank's communicator of `group`.
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn create(
         &mut self,
         group: u32,
@@ -299,54 +297,55 @@ impl SymmState {
         // 1. This rank's allocation: pool bytes, then the signal pad.
         let prop = alloc_prop(dev);
         let mut gran = 0usize;
-        let local = (|| -> Result<(cu::CUmemGenericAllocationHandle, usize, usize, u64), String> {
-            cu_check(
-                "cuMemGetAllocationGranularity",
-                cu::cuMemGetAllocationGranularity(
-                    &mut gran,
-                    &prop,
-                    cu::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
-                ),
-            )?;
-            let gran = gran.max(alignment as usize).max(4096);
-            let pad_offset = round_up(bytes.max(1) as usize, 256);
-            let map_bytes = round_up(pad_offset + SIGNAL_PAD_BYTES, gran);
-            let mut h: cu::CUmemGenericAllocationHandle = 0;
-            cu_check("cuMemCreate", cu::cuMemCreate(&mut h, map_bytes, &prop, 0))?;
-            let devices: Vec<i32> = match &exchange {
-                Exchange::InProcess { devices, .. } => m
-                    .members
-                    .iter()
-                    .map(|&r| devices.get(r).copied().unwrap_or(dev))
-                    .collect(),
-                Exchange::Sockets { .. } => vec![dev],
-            };
-            for &d in &devices {
-                if d != dev {
-                    let mut ok = 0;
-                    cu_check(
-                        "cuDeviceCanAccessPeer",
-                        cu::cuDeviceCanAccessPeer(&mut ok, dev, d),
-                    )?;
-                    if ok == 0 {
-                        cu::cuMemRelease(h);
-                        return Err(format!("device {dev} cannot access device {d} (no P2P)"));
+        let local =
+            (|| -> Result<(cu::CUmemGenericAllocationHandle, usize, usize, u64), String> {
+                cu_check(
+                    "cuMemGetAllocationGranularity",
+                    cu::cuMemGetAllocationGranularity(
+                        &mut gran,
+                        &prop,
+                        cu::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
+                    ),
+                )?;
+                let gran = gran.max(alignment as usize).max(4096);
+                let pad_offset = round_up(bytes.max(1) as usize, 256);
+                let map_bytes = round_up(pad_offset + SIGNAL_PAD_BYTES, gran);
+                let mut h: cu::CUmemGenericAllocationHandle = 0;
+                cu_check("cuMemCreate", cu::cuMemCreate(&mut h, map_bytes, &prop, 0))?;
+                let devices: Vec<i32> = match &exchange {
+                    Exchange::InProcess { devices, .. } => m
+                        .members
+                        .iter()
+                        .map(|&r| devices.get(r).copied().unwrap_or(dev))
+                        .collect(),
+                    Exchange::Sockets { .. } => vec![dev],
+                };
+                for &d in &devices {
+                    if d != dev {
+                        let mut ok = 0;
+                        cu_check(
+                            "cuDeviceCanAccessPeer",
+                            cu::cuDeviceCanAccessPeer(&mut ok, dev, d),
+                        )?;
+                        if ok == 0 {
+                            cu::cuMemRelease(h);
+                            return Err(format!("device {dev} cannot access device {d} (no P2P)"));
+                        }
                     }
                 }
-            }
-            let va = match map(h, map_bytes, gran, &devices) {
-                Ok(va) => va,
-                Err(e) => {
-                    cu::cuMemRelease(h);
-                    return Err(e);
-                }
-            };
-            // Zero everything (the pad must read 0 before any peer signals: the exchange
-            // below happens after this completes).
-            cu_check("cuMemsetD8", cu::cuMemsetD8_v2(va, 0, map_bytes))?;
-            cu_check("cuCtxSynchronize", cu::cuCtxSynchronize())?;
-            Ok((h, map_bytes, pad_offset, va))
-        })();
+                let va = match map(h, map_bytes, gran, &devices) {
+                    Ok(va) => va,
+                    Err(e) => {
+                        cu::cuMemRelease(h);
+                        return Err(e);
+                    }
+                };
+                // Zero everything (the pad must read 0 before any peer signals: the exchange
+                // below happens after this completes).
+                cu_check("cuMemsetD8", cu::cuMemsetD8_v2(va, 0, map_bytes))?;
+                cu_check("cuCtxSynchronize", cu::cuCtxSynchronize())?;
+                Ok((h, map_bytes, pad_offset, va))
+            })();
         // 2. Exchange (always, also after a local failure, so that no peer waits forever).
         let mut why: Option<String> = None;
         let mut peers = vec![0u64; g];
@@ -459,7 +458,9 @@ impl SymmState {
                     unmap(va, map_bytes);
                     cu::cuMemRelease(h);
                 }
-                return Ok(Err(why.unwrap_or_else(|| "a peer could not map its pool".into())));
+                return Ok(Err(
+                    why.unwrap_or_else(|| "a peer could not map its pool".into())
+                ));
             }
         };
         // 4. The descriptor.
@@ -770,7 +771,7 @@ fn recv_fd(s: &UnixStream) -> std::io::Result<([u8; 16], Option<OwnedFd>)> {
             && (*c).cmsg_type == libc::SCM_RIGHTS
         {
             Some(OwnedFd::from_raw_fd(std::ptr::read_unaligned(
-                libc::CMSG_DATA(c) as *const RawFd
+                libc::CMSG_DATA(c) as *const RawFd,
             )))
         } else {
             None
@@ -784,20 +785,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn descriptor_layout_matches_the_header() {
-        // commlir_symm_desc: 8 bases, 8 pads, status, timeout, rank, world.
-        assert_eq!(std::mem::size_of::<SymmDesc>(), 152);
-        assert_eq!(std::mem::offset_of!(SymmDesc, signal), 64);
-        assert_eq!(std::mem::offset_of!(SymmDesc, status), 128);
-        assert_eq!(std::mem::offset_of!(SymmDesc, timeout_ns), 136);
-        assert_eq!(std::mem::offset_of!(SymmDesc, rank), 144);
-        assert_eq!(std::mem::offset_of!(SymmDesc, world), 148);
+    fn symm_kernels_are_told_apart_by_name() {
+        assert!(is_symm_kernel("s0_one_shot_all_reduce"));
+        assert!(is_symm_kernel("s12_reduce_scatter"));
+        assert!(!is_symm_kernel("k3_fused"));
+        assert!(!is_symm_kernel("s_all_gather"));
+        assert!(!is_symm_kernel("sx_all_gather"));
     }
 
     #[test]
     fn fault_words_decode() {
         assert_eq!(decode_fault(0), None);
-        assert_eq!(decode_fault(0x8000_0000 | (3 << 24) | 17), Some((3, 17)));
+        assert_eq!(
+            decode_fault(super::super::abi::symm_fault_code(3, 17)),
+            Some((3, 17))
+        );
     }
 
     #[test]
@@ -817,7 +819,8 @@ mod tests {
                 let mut fds = [0 as RawFd; 2];
                 // SAFETY: creates a pipe.
                 assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-                let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+                let (r, w) =
+                    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
                 // Two pools in a row: the second exchange may find the first one's messages.
                 let a = st.exchange_fds(job, 0, 1, &m, me, Some(&w)).unwrap();
                 let b = st.exchange_fds(job, 0, 2, &m, me, None).unwrap();
