@@ -2,6 +2,7 @@
 #
 #   make setup   install what is missing (LLVM/MLIR 22, lit/FileCheck, rustfmt, clippy)
 #   make build   cargo build --release of the tools (target/release/commlir-*)
+#   make dist    dist/commlir-run: the runner for GPU nodes (< 20 MB, no LLVM/MLIR), checked
 #   make demo    run commlir-opt with a real pipeline on an example and show input and result
 #   make test    the one test command: fmt, clippy, cargo tests (incl. lit and docs freshness)
 #   make bench   commlir-opt vs mlir-opt on a generated 200k-op file (ratio, same run)
@@ -37,11 +38,11 @@ DEMO_SCHEDULE ?= builtin.module(func.func(coll-to-comm{one-shot-threshold=0},com
 FUZZ_SECONDS ?= 600
 FUZZ_TARGET ?= roundtrip
 
-.PHONY: help setup setup-apt setup-rust setup-bench setup-fuzz build demo test fmt clippy \
+.PHONY: help setup setup-apt setup-rust setup-bench setup-fuzz build dist demo test fmt clippy \
         cargo-test lit bench fuzz clean
 
 help:
-	@sed -n '3,9p' Makefile | sed 's/^# *//'
+	@sed -n '3,10p' Makefile | sed 's/^# *//'
 
 setup: setup-apt setup-rust
 
@@ -72,6 +73,15 @@ setup-fuzz: setup-rust
 
 build:
 	$(CARGO) build --release $(addprefix -p ,$(TOOLS))
+
+# The runner alone, to copy to GPU nodes: the release build (debug info stripped, symbols kept:
+# Cargo.toml's [profile.release.package.commlir-run]), then the deployability test on that file
+# (under 20 MB, no LLVM/MLIR library, symbol or crate; tools/commlir-run/tests/deployable.rs).
+dist:
+	$(CARGO) build --release -p commlir-run
+	@mkdir -p dist && cp $(RELEASE_BIN)/commlir-run dist/
+	COMMLIR_RUN_BINARY=$(CURDIR)/dist/commlir-run $(CARGO) test --release -p commlir-run --test deployable
+	@ls -l dist/commlir-run
 
 demo: setup build
 	@echo "==> input: $(DEMO_INPUT)"; echo
@@ -140,4 +150,4 @@ fuzz: setup-fuzz
 
 clean:
 	$(CARGO) clean
-	rm -rf bench/out bench/target fuzz/target
+	rm -rf bench/out bench/target fuzz/target dist

@@ -3,7 +3,7 @@
 # cudarc dlopens libcuda.so(.1), libcublas.so.13 and libnccl.so by name. PyTorch's wheels
 # ship NCCL as libnccl.so.2 (a name cudarc does not try) and cuBLAS outside the loader's path,
 # so this links both into one folder and puts it on LD_LIBRARY_PATH. It also keeps NVLink
-# multicast off (shared hosts: see the device notes).
+# multicast off (NVLS needs exclusive use of the NVSwitch fabric, which shared hosts lack).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 _commlir_libs=${COMMLIR_LIB_DIR:-/tmp/commlir-libs}
 mkdir -p "$_commlir_libs"

@@ -1,4 +1,4 @@
-# Sourced by the device scripts after env.sh, with `dir` (from bench/gpu/prepare.sh) and
+# Sourced by the run_*.sh scripts after env.sh, with `dir` (from bench/gpu/prepare.sh) and
 # `out` set: the log they write and the `--check` sweeps they share.
 #   . "$here/lib.sh"
 R="$dir/commlir-run"

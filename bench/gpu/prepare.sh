@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Builds, on a machine with LLVM, everything bench/gpu/run_all.sh needs on the GPU machine,
-# into DIR (default .gpubench, listed in .git/info/exclude so that it travels only by carry).
+# Builds, on a machine with LLVM, what the bench/gpu/run_*.sh scripts need on the GPU machine
+# (all but run_symm_kernels.sh, which has prepare_symm.sh), into DIR (default .gpubench): the
+# stripped runner; every example through the full pipeline (examples/) and through
+# coll-to-comm + comm-plan-pools only (examples_nosched/), with its source (src/); the upstream
+# MLIR programs (upstream/); the probes (probe/); single-collective programs (colls/, their
+# sources colls_src/, and colls_symm/ on a symm_mem group); the 4-layer transformers (tf/, and
+# tf_symm/ for TP on a symm_mem group). Copy DIR and bench/gpu to the GPU machine.
 #   bench/gpu/prepare.sh [DIR]
 set -euo pipefail
 dir=${1:-.gpubench}
@@ -29,12 +34,28 @@ for f in examples/upstream/*.mlir; do
   $tr --import-mlir "$f" --emit=artifact -o "$dir/upstream/$b.commlir" \
     --pass-pipeline="builtin.module($conv,func.func(coll-to-comm,comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools))"
 done
-bench/gpu/gen_collectives.sh /tmp/commlir-colls 2
-for f in /tmp/commlir-colls/*.mlir; do
-  $tr "$f" --pass-pipeline="$full" --emit=artifact -o "$dir/colls/$(basename "$f" .mlir).commlir"
+# Probes (run_check.sh): the transcendental ones run on 1 rank with no collective; the others
+# through the full pipeline.
+mkdir -p "$dir/probe"
+for f in bench/gpu/probe/*.mlir; do
+  b=$(basename "$f" .mlir)
+  cp "$f" "$dir/probe/"
+  case $b in
+    transcendental*) $tr "$f" --emit=artifact -o "$dir/probe/$b.commlir" ;;
+    *) $tr "$f" --pass-pipeline="$full" --emit=artifact -o "$dir/probe/$b.commlir" ;;
+  esac
 done
-# Transformer step-time programs (bench/gpu/run_transformer.sh): 4 layers, TP and FSDP, at the
-# benchmark size (BIG, not simulated) and at a size the sim checks in seconds (SMALL).
+bench/gpu/gen_collectives.sh "$dir/colls_src" 2
+mkdir -p "$dir/colls_symm"
+for f in "$dir"/colls_src/*.mlir; do
+  b=$(basename "$f" .mlir)
+  $tr "$f" --pass-pipeline="$full" --emit=artifact -o "$dir/colls/$b.commlir"
+  sed 's/{size = 2 : i64}/{size = 2 : i64, symm_mem}/' "$f" >"$dir/colls_symm/$b.mlir"
+  $tr "$dir/colls_symm/$b.mlir" --pass-pipeline="$full" --emit=artifact -o "$dir/colls_symm/$b.commlir"
+done
+# Transformer step-time programs (run_steps.sh): 4 layers, TP and FSDP, at the benchmark size
+# (BIG, not simulated) and at a size the sim checks in seconds (SMALL); TP also on a symm_mem
+# group (run_symm_windows.sh).
 gen=target/release/examples/gen_transformer
 for p in tp fsdp; do
   for sz in "big 2048 4096 16384" "small 64 256 1024"; do
@@ -43,5 +64,11 @@ for p in tp fsdp; do
     $tr "$dir/tf/${p}4_$1.mlir" --pass-pipeline="$full" --emit=artifact -o "$dir/tf/${p}4_$1.full.commlir"
     $tr "$dir/tf/${p}4_$1.mlir" --pass-pipeline="$plain" --emit=artifact -o "$dir/tf/${p}4_$1.plain.commlir"
   done
+done
+mkdir -p "$dir/tf_symm"
+for sz in "big 2048 4096 16384" "small 64 256 1024"; do
+  set -- $sz
+  $gen tp 4 $2 $3 $4 bf16 symm >"$dir/tf_symm/tp4_$1.mlir"
+  $tr "$dir/tf_symm/tp4_$1.mlir" --pass-pipeline="$full" --emit=artifact -o "$dir/tf_symm/tp4_$1.full.commlir"
 done
 du -sh "$dir"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One short device call (2 GPUs): 1 and 4 MiB collectives, raw NCCL and commlir, with each
+# Thread placement on 2 GPUs (a few minutes): 1 and 4 MiB collectives, raw NCCL and commlir, with each
 # rank's host thread pinned to its GPU's CPUs (`--cpu-affinity gpu`, the default) and unpinned
 # (`none`), alternating, 3 reps of 2000 back-to-back calls; plus the machine's topology.
 #   bench/gpu/run_affinity.sh DIR     (DIR holds commlir-run and colls/*MiB.commlir)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (2 GPUs): small-size parity with raw NCCL, one collective per process on
+# Small-size parity with raw NCCL on 2 GPUs, one collective per process on
 # both sides (as nccl-tests runs one binary per collective), so that each measurement draws
 # its own process start (thread and NCCL proxy placement, which the slow runs track). Per
 # round and collective: raw NCCL (registered buffers laid out as the pool, one event per call,

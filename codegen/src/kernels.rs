@@ -326,7 +326,7 @@ struct Gen<'a, 'c> {
 /// A unit attribute on the module that opts bf16 tanh/gelu into the hardware approximation:
 /// 3.6x faster gelu on H200, but its rounding differs from the sim backend's in a few
 /// elements, enough for a deep bf16 network to drift past `--check`'s tolerance (see
-/// docs/benchmarks.md, sixth run).
+/// docs/benchmarks.md, *GPU: correctness*).
 pub const APPROX_TANH_ATTR: &str = "commlir.approx_tanh";
 
 impl<'a, 'c> Gen<'a, 'c> {

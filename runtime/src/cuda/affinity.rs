@@ -5,8 +5,8 @@
 //! runs for about 10 µs on an H200 and its enqueue (mostly inside NCCL) takes 7–11 µs, so the
 //! GPU waits whenever the host thread is slow; an unpinned thread that the scheduler moves to
 //! the other socket reaches NCCL's host structures and the GPU's doorbells across the
-//! interconnect, and in the 2026-11-22 runs (docs/benchmarks.md) the same NCCL call's host
-//! time moved between 6.9 and 10.8 µs from run to run. The set is read from sysfs
+//! interconnect; on one host the same NCCL call's host time already moves between 6.9 and
+//! 10.8 µs from run to run (docs/benchmarks.md, *GPU: host time per call*). The set is read from sysfs
 //! (`/sys/bus/pci/devices/<bus id>/local_cpulist`) and intersected with the CPUs the process
 //! may use (a container's cpuset); when either is unknown or the intersection is empty the
 //! thread stays as it is. `commlir-run --cpu-affinity none` turns it off.

@@ -254,7 +254,8 @@ mod tests {
         assert_eq!(ulp(-1544.0, ElemType::BF16), 8.0);
         assert_eq!(ulp(1.0, ElemType::F32), 2f64.powi(-23));
         assert_eq!(ulp(0.0, ElemType::BF16), 0.0);
-        // The 4-layer TP transformer at 64x256x1024 on 2 x H200 (docs/benchmarks.md (d)):
+        // The 4-layer TP transformer at 64x256x1024 on 2 x H200 (tf/tp4_small in
+        // docs/benchmarks.md, *GPU: correctness*):
         // an element that cancels to -7.18e6 in a tensor whose largest magnitude is 7.80e8
         // came out -3.90e6 on the GPU, 0.78 ulp of 7.80e8 (4.19e6) away. The old bound,
         // 2^-8 x 7.80e8 = 3.05e6, was 0.73 ulp there and failed it.

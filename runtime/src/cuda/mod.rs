@@ -658,7 +658,7 @@ fn rank_body(
         // every split, in manifest order; non-members pass NCCL_SPLIT_NOCOLOR). A group that
         // is the whole world in rank order runs on the world communicator itself, as raw NCCL
         // would: a split duplicate is a second set of channels and buffers for the same ranks
-        // (measured: 1-1.5 µs more per call at 1-4 MiB, docs/benchmarks.md (k)). Sharing is
+        // (measured on 2 x H200: 1-1.5 µs more per call at 1-4 MiB). Sharing is
         // safe: every rank issues the program's collectives and the runner's barriers on it in
         // the same order, all from this thread.
         let uid = nccl::ncclUniqueId {

@@ -1074,7 +1074,7 @@ static SYMM_WINDOWS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBo
 /// Turns the registration of symm_mem pools as NCCL symmetric windows on (the default) or off
 /// (plain `ncclCommRegister`, like nccl pools), for pools created after the call. NCCL picks
 /// its symmetric-memory kernels for collectives on windows, which is faster at some sizes and
-/// slower at others (docs/benchmarks.md (r)).
+/// slower at others (docs/benchmarks.md, *GPU: symm_mem pools as NCCL symmetric windows*).
 pub fn set_symm_windows(on: bool) {
     SYMM_WINDOWS.store(on, std::sync::atomic::Ordering::Relaxed);
 }

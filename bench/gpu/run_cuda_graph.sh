@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# One device call (2 GPUs): like-for-like collective parity with and without `--cuda-graph`
-# (one captured call replayed), and `--check` of the graph path.
-#   bench/gpu/run_graph.sh [DIR]      (DIR from bench/gpu/prepare.sh)
+# `--cuda-graph` (one captured call, replayed) on 2 GPUs: single collectives at 1-64 MiB
+# against raw NCCL, with and without graph replay (100 calls after 10 warm-up); `--check` of
+# the graph path (single collectives, the two-graph `--no-slots` path, examples, upstream
+# programs, small transformers); the 4-layer transformer steps with and without it.
+#   bench/gpu/run_cuda_graph.sh [DIR]      (DIR from bench/gpu/prepare.sh)
 set -uo pipefail
 dir=${1:-.gpubench}
 here=$(cd "$(dirname "$0")" && pwd)

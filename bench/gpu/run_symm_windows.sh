@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# One device call (2 GPUs): symm_mem pools as NCCL symmetric windows (ncclCommWindowRegister).
+# symm_mem pools as NCCL symmetric windows (ncclCommWindowRegister), on 2 GPUs.
 # --check of the symm_mem example and a symm_mem TP transformer (with the runner's notes, which
 # say whether the windows were registered), then ROUNDS rounds (default 4) of 1/4/16 MiB:
 # raw NCCL (registered buffers, one event per call), commlir with an nccl pool and commlir with
 # a symm_mem pool (DIR/colls_symm), one collective per process, 2000 calls after 50 warm-up;
 # and the 4-layer TP step with and without symm_mem.
-#   bench/gpu/run_symm.sh [DIR] [OUT] [ROUNDS]
+#   bench/gpu/run_symm_windows.sh [DIR] [OUT] [ROUNDS]
 # Lines: RUN,raw|nccl|symm,OP,MIB,GPU us/call
 set -uo pipefail
 dir=${1:-.gpubench}

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# One short device call (2 GPUs): where the slow runs of a 1 MiB collective lose their time.
-# 10 runs each of commlir's all_gather and reduce_scatter 1 MiB programs and of raw NCCL (+ one
-# event per call, what a program records), every run with the host profile on
-# (COMMLIR_HOST_PROFILE=1), 2000 calls after 50 warm-up; plus the CPU topology.
-#   bench/gpu/run_tail.sh DIR
+# Where the host time of a 1 MiB collective's call goes, on 2 GPUs (about a minute): 10 runs
+# each of commlir's all_gather and reduce_scatter 1 MiB programs and of raw NCCL (+ one event
+# per call, what a program records), every run with the host profile on
+# (COMMLIR_HOST_PROFILE=1, docs/runtime.md), 2000 calls after 50 warm-up; plus the CPU
+# topology. The profile's clock reads inflate its timings slightly: take GPU times per call
+# from run_parity.sh.
+#   bench/gpu/run_host_profile.sh [DIR]
 # Lines: RUN,raw+event|commlir,OP,GPU us/call,host us/call,host profile: ...
 set -uo pipefail
 dir=${1:-.gpubench}
