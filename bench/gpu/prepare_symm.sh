@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds, on a machine with LLVM, what bench/gpu/run_symm_kernels.sh needs on the GPU machine,
 # into DIR (default .gpubench-symm; travels by carry):
-# the stripped runner; the symm probes (bench/gpu/probe/symm_*.mlir) lowered two ways; one
+# the stripped runner; the one-GPU self-test of the symm kernels (G = 2 and 4 virtual ranks); the symm probes (bench/gpu/probe/symm_*.mlir) lowered two ways; one
 # bf16 all-reduce program per size, compiled for each all-reduce algorithm (coll-to-comm's
 # symm-algo: one-shot, two-shot, auto = chosen by the cost model, nccl); the decode-like TP
 # program (bench/gpu/gen_decode.py) at several token counts with and without symm_mem.
@@ -11,9 +11,17 @@ dir=${1:-.gpubench-symm}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 cargo build --release -p commlir-run -p commlir-translate
-rm -rf "$dir" && mkdir -p "$dir"/{probe,ar,decode}
+cargo build --release -p commlir-runtime --example symm_selftest
+rm -rf "$dir" && mkdir -p "$dir"/{probe,ar,decode,selftest}
 cp target/release/commlir-run "$dir/" && strip "$dir/commlir-run"
+cp target/release/examples/symm_selftest "$dir/" && strip "$dir/symm_selftest"
 tr=target/release/commlir-translate
+# The kernels at G = 2 and 4 for the one-GPU self-test (virtual ranks).
+for g in 2 4; do
+  python3 bench/gpu/gen_symm_selftest.py "$g" >"$dir/selftest/selftest_$g.mlir"
+  $tr "$dir/selftest/selftest_$g.mlir" --pass-pipeline="builtin.module(func.func(coll-to-comm,comm-plan-pools))" \
+    --emit=artifact -o "$dir/selftest/selftest_$g.commlir"
+done
 full='comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools'
 for f in bench/gpu/probe/symm_*.mlir examples/tp_mlp.mlir; do
   b=$(basename "$f" .mlir)

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Symmetric memory on 2 GPUs, in one device call (after bench/gpu/prepare_symm.sh DIR):
+#  0. (one GPU is enough) the generated kernels with G = 2 and 4 virtual ranks on one device,
+#     bit for bit against the sim, back to back, and a missing peer (symm_selftest);
 #  1. --check of the symm probes (both pipelines), threads in one process and one process per
 #     GPU, also after 50 graph replays (back-to-back calls on reused slots);
 #  2. the injected fault: rank 1 skips a symm kernel, rank 0 must fail naming op and pool;
@@ -9,12 +11,12 @@
 #     two-shot captured the same way (symm_torch.py), in the same run;
 #  4. the decode-like TP program (4 layers, hidden 4096) at 1/8/32/128 tokens with and without
 #     symm_mem, against torch.compile of the same model (decode_torch.py).
-#   bench/gpu/run_symm_kernels.sh [DIR] [OUT] [PARTS]     PARTS: any of 1234 (default all)
+#   bench/gpu/run_symm_kernels.sh [DIR] [OUT] [PARTS]     PARTS: any of 01234 (default all)
 # Lines: commlir,<algo>,<bytes>,<us> / torch,<op>,<bytes>,<us> / decode,<tokens>,<variant>,<us>
 set -uo pipefail
 dir=${1:-.gpubench-symm}
 out=${2:-${OUT:-gpu-out}}
-parts=${3:-1234}
+parts=${3:-01234}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/env.sh"
 . "$here/lib.sh"
@@ -23,6 +25,10 @@ chk() {  # chk LABEL ARTIFACT SOURCE [runner args...]
   say "\$ commlir-run $l --check $*"
   timeout 120 "$R" "$a" --backend cuda --ranks 2 --check --check-against "$s" "$@" 2>&1 | grep -E '^check: |note|error|element' | tee -a "$log"
 }
+if [[ $parts == *0* ]]; then
+  say "== 0. symm kernels with virtual ranks on one GPU"
+  for g in 2 4; do timeout 300 "$dir/symm_selftest" "$dir/selftest/selftest_$g.commlir" 200 2>&1 | tee -a "$log"; done
+fi
 if [[ $parts == *1* ]]; then
   say "== 1. --check"
   for p in "$dir"/probe/*.commlir; do
