@@ -449,7 +449,23 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
     let mut done = 0;
     while done < layout.local.len() {
         let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
+        // A symm kernel that gave up on a peer ends the run at once (its rank would only go on
+        // to time out in the next barriers): the watchdog polls the fault words.
+        if let Some(fault) = symm::poll_faults() {
+            let comms = shared.comms.lock().map(|c| c.clone()).unwrap_or_default();
+            for c in &comms {
+                // SAFETY: as below, for the timeout.
+                unsafe {
+                    nccl::ncclCommAbort(c.0);
+                }
+            }
+            std::mem::forget(lib);
+            return Err(format!(
+                "error: {fault}\nerror: aborted {} NCCL communicator(s)",
+                comms.len()
+            ));
+        }
+        match rx.recv_timeout(left.min(Duration::from_millis(20))) {
             Ok((rank, r)) => {
                 done += 1;
                 if rank == 0 {
@@ -480,6 +496,7 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
                     Err(e) => errors.push(format!("error: rank {rank}: {e}")),
                 }
             }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => continue,
             Err(_) => {
                 let comms = shared.comms.lock().map(|c| c.clone()).unwrap_or_default();
                 for c in &comms {
@@ -793,7 +810,9 @@ fn setup_symm(sh: &Shared, st: &mut RankState, id: &[u8; rdzv::ID_BYTES]) {
     let job = id.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
     });
+    let kernels = Arc::new(st.kernel_names.clone());
     let s = &mut st.symm;
+    s.kernel_names = kernels;
     s.enabled = symm::peer_map_enabled();
     s.exchange = Some(if sh.in_process_devices.is_empty() {
         symm::Exchange::Sockets { job }
@@ -825,6 +844,7 @@ fn setup_symm(sh: &Shared, st: &mut RankState, id: &[u8; rdzv::ID_BYTES]) {
         .map(|g| g.name.clone())
         .collect();
     s.timeout = (sh.opts.timeout / 2).max(Duration::from_secs(1));
+    s.rank = st.rank;
     s.skip_next = std::env::var("COMMLIR_FAULT_SKIP_SYMM")
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())

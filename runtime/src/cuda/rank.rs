@@ -524,7 +524,7 @@ impl RankState {
             cu_check("cuStreamSynchronize", unsafe { cu::cuStreamSynchronize(s) })?;
         }
         self.order.synchronized();
-        self.symm.check_faults(&self.kernel_names)
+        self.symm.check_faults()
     }
 
     /// Frees a result buffer the program allocated with `alloc` (results are owned by the

@@ -132,6 +132,10 @@ pub struct SymmState {
     stash: HashMap<(u32, u64, usize), Option<OwnedFd>>,
     /// A one-time injected fault: the next symm kernel launch is skipped.
     pub skip_next: bool,
+    /// The artifact's kernel names (fault messages name the kernel).
+    pub kernel_names: std::sync::Arc<Vec<String>>,
+    /// This rank (global), for messages.
+    pub rank: usize,
 }
 
 impl Default for SymmState {
@@ -148,8 +152,59 @@ impl Default for SymmState {
             listener: None,
             stash: HashMap::new(),
             skip_next: false,
+            kernel_names: Default::default(),
+            rank: 0,
         }
     }
+}
+
+/// What the watchdog (the launcher's thread, [`poll_faults`]) reads: per peer-mapped pool of
+/// every rank of this process, its host-mapped fault word and how to name it. Entries are
+/// removed before the words are freed ([`SymmState::release`]), under the same lock.
+struct Watch {
+    rank: usize,
+    /// Host address of the fault word.
+    word: usize,
+    /// "the symm_mem pool of group @tp (N bytes at 0x…)".
+    pool: String,
+    kernels: std::sync::Arc<Vec<String>>,
+    timeout_s: u64,
+}
+
+fn watches() -> &'static Mutex<Vec<Watch>> {
+    static W: OnceLock<Mutex<Vec<Watch>>> = OnceLock::new();
+    W.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+/// The error of a fault word's value, if it holds a fault.
+fn fault_message(
+    rank: Option<usize>,
+    w: u32,
+    pool: &str,
+    kernels: &[String],
+    timeout_s: u64,
+) -> Option<String> {
+    let (peer, site) = decode_fault(w)?;
+    let kernel = kernels
+        .get(site as usize)
+        .map(|k| format!("kernel `{k}`"))
+        .unwrap_or_else(|| format!("kernel #{site}"));
+    let who = rank.map(|r| format!("rank {r}: ")).unwrap_or_default();
+    Some(format!(
+        "{who}symm_mem barrier timed out: {kernel} on {pool} waited more than {timeout_s} s for group rank {peer}, which never arrived (a rank skipped or failed the collective)"
+    ))
+}
+
+/// The first fault any rank of this process has reported so far (the watchdog polls this
+/// while the ranks run, so a stuck barrier is reported when its kernel gives up rather than
+/// when the run's timeout expires).
+pub fn poll_faults() -> Option<String> {
+    let w = watches().lock().ok()?;
+    w.iter().find_map(|x| {
+        // SAFETY: the word is live while its entry is registered (see `Watch`).
+        let v = unsafe { std::ptr::read_volatile(x.word as *const u32) };
+        fault_message(Some(x.rank), v, &x.pool, &x.kernels, x.timeout_s)
+    })
 }
 
 /// The board of the in-process exchange: (job, group, seq) → per group rank, the published
@@ -490,6 +545,16 @@ impl SymmState {
                 std::mem::size_of::<SymmDesc>(),
             ),
         )?;
+        let (fault_host, _) = self.fault_words()?;
+        if let Ok(mut w) = watches().lock() {
+            w.push(Watch {
+                rank: self.rank,
+                word: fault_host.wrapping_add(fault_word) as usize,
+                pool: self.pool_name(group, bytes, va),
+                kernels: self.kernel_names.clone(),
+                timeout_s: self.timeout.as_secs(),
+            });
+        }
         self.pools.insert(
             va,
             SymmPool {
@@ -620,7 +685,7 @@ impl SymmState {
 
     /// The first fault a symm kernel reported since the last check, as an error naming the
     /// kernel and the pool (and clears it).
-    pub fn check_faults(&mut self, kernel_names: &[String]) -> Result<(), String> {
+    pub fn check_faults(&mut self) -> Result<(), String> {
         let Some((host, _)) = self.faults else {
             return Ok(());
         };
@@ -629,22 +694,22 @@ impl SymmState {
         for p in pools {
             // SAFETY: `host` holds FAULT_WORDS words of pinned memory the device may write.
             let w = unsafe { std::ptr::read_volatile(host.add(p.fault_word)) };
-            if let Some((peer, site)) = decode_fault(w) {
-                unsafe { std::ptr::write_volatile(host.add(p.fault_word), 0) };
-                let kernel = kernel_names
-                    .get(site as usize)
-                    .map(|k| format!("kernel `{k}`"))
-                    .unwrap_or_else(|| format!("kernel #{site}"));
-                return Err(format!(
-                    "symm_mem barrier timed out: {kernel} on the symm_mem pool of group {} ({} bytes at {:#x}) waited more than {} s for group rank {peer}, which never arrived (a rank skipped or failed the collective)",
-                    self.group_name(p.group),
-                    p.bytes,
-                    p.base,
-                    self.timeout.as_secs()
-                ));
+            let pool = self.pool_name(p.group, p.bytes, p.base);
+            // (The caller prefixes the rank.)
+            if let Some(m) =
+                fault_message(None, w, &pool, &self.kernel_names, self.timeout.as_secs())
+            {
+                return Err(m);
             }
         }
         Ok(())
+    }
+
+    fn pool_name(&self, group: u32, bytes: u64, base: u64) -> String {
+        format!(
+            "the symm_mem pool of group {} ({bytes} bytes at {base:#x})",
+            self.group_name(group)
+        )
     }
 
     /// Whether `base` is a peer-mapped pool (its memory is released by [`Self::release`]).
@@ -658,6 +723,10 @@ impl SymmState {
     /// # Safety
     /// The rank's context is current; no work using the pools is in flight.
     pub unsafe fn release(&mut self) {
+        if let Ok(mut w) = watches().lock() {
+            let me = self.rank;
+            w.retain(|x| x.rank != me);
+        }
         for (_, p) in self.pools.drain() {
             for (va, h) in p.imported {
                 unmap(va, p.map_bytes);
