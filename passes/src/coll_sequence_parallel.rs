@@ -8,7 +8,12 @@
 //! Row-local ops: elementwise unary ops, `scale`, `cast`, `clone`; elementwise binary ops
 //! whose other operand is either also on the rows or replicated on the group (a residual
 //! add: it is cut to this rank's rows with `coll.all_slice`, legal only because the value is
-//! proven identical on every rank); `softmax` and `reduce_sum` along a dimension other than 0.
+//! proven identical on every rank); `softmax` and `reduce_sum` along a dimension other than 0;
+//! `reshape` keeping dim 0; `matmul` of rows by a replicated right operand (the broadcast of a
+//! norm's per-row factor); `coll.all_slice` of the all-reduce's own result. Together these
+//! cover Megatron's layer: the residual stream stays sharded from one reduce-scatter to the
+//! next and to the return, norms run on shards, and all-gathers sit before the
+//! column-parallel matmuls.
 //!
 //! Replication analysis: a value is replicated on group `g` when it is a waited all-reduce,
 //! all-gather or broadcast on `g`, a function argument marked `coll.replicated = @g`, or
@@ -263,14 +268,18 @@ fn plan(ctx: &Context, block: BlockId, ar: OpId, reps: &HashMap<Value, Rep>) -> 
             region.push(op);
         }
     }
-    // Worth it when a matmul reads the rows back (that all-gather is what fuses) or when
-    // row-local work moves onto the shards (the norm, the residual stream).
-    let feeds_matmul = sharded.iter().any(|v| {
+    // Worth it when a matmul reads the rows back (that all-gather is what fuses), when only
+    // this rank's rows were wanted anyway (an earlier rewrite sliced this all-reduce for the
+    // sharded residual stream: the reduce-scatter is half the traffic), or when the chain
+    // ends at the function's return (Megatron's final norm on shards, one gather at the end).
+    let worth = sharded.iter().any(|v| {
         ctx.uses(*v).iter().any(|u| {
-            u.index == 0 && ctx.op_name(u.op) == "compute.matmul" && !region.contains(&u.op)
+            let name = ctx.op_name(u.op);
+            ((u.index == 0 && name == "compute.matmul") || name == "func.return")
+                && !region.contains(&u.op)
         })
-    });
-    if !feeds_matmul && region.is_empty() {
+    }) || region.iter().any(|&o| ctx.op_name(o) == "coll.all_slice");
+    if !worth {
         return None;
     }
     Some(Plan {

@@ -64,6 +64,9 @@ pub struct Machine {
     /// n½ on the chunked dimension): a fused op's chunk has 1/G of the rows, fewer tiles per
     /// wave and the ramp-up and tail paid G times, so it runs below the whole GEMM's rate.
     pub chunk_half_rows: f64,
+    /// The least rate a chunk keeps relative to the whole GEMM: below about a thousand rows
+    /// per chunk the loss is launch- and step-bound, which `chunk_step_ns` already counts.
+    pub chunk_min_efficiency: f64,
     /// Fixed cost of one pipeline step of a fused op, ns: the chunk's GEMM launch, the
     /// cross-rank signal that orders the chunk's transfer with its GEMM, and the transfer's
     /// start.
@@ -125,6 +128,7 @@ pub const H200_NVLINK: Machine = Machine {
     one_shot_base_us: 5.0,
     one_shot_gbps: 300.0,
     chunk_half_rows: 256.0,
+    chunk_min_efficiency: 0.9,
     chunk_step_ns: 32_000.0,
 };
 
@@ -465,7 +469,8 @@ pub fn pipelined_ns(machine: &Machine, mm: f64, comm: f64, g: u64, rows: f64) ->
     let g = g as f64;
     let eff = |m: f64| m / (m + machine.chunk_half_rows);
     let rows = rows.max(g);
-    let chunk_mm = mm / g * eff(rows) / eff(rows / g);
+    let rel = (eff(rows / g) / eff(rows)).max(machine.chunk_min_efficiency);
+    let chunk_mm = mm / g / rel;
     let chunk_comm = comm / (g - 1.0);
     chunk_mm + (g - 1.0) * chunk_mm.max(chunk_comm) + g * machine.chunk_step_ns
 }
