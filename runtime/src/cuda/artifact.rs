@@ -47,6 +47,11 @@ pub struct FunctionInfo {
     /// entry; the program then skips the allocation and the copy).
     #[serde(default)]
     pub result_slots: Vec<SlotInfo>,
+    /// Per argument, the index in `groups` of the group its `coll.replicated` attribute
+    /// names (`null`: the argument may differ per rank). Empty from older compilers: every
+    /// argument then gets its own per-rank input.
+    #[serde(default)]
+    pub arg_replicated: Vec<Option<usize>>,
 }
 
 /// A pool a function allocates (docs/codegen.md, "Slots").
