@@ -57,6 +57,12 @@ fn lower_bound(ctx: &Context, module: OpId) -> (f64, f64) {
         match c {
             OpCost::Compute(t) => compute += t,
             OpCost::Collective(t) => comm += t,
+            // A fused collective-matmul keeps the compute stream busy for its whole time;
+            // only its exposed part counts as communication.
+            OpCost::Fused { ns, exposed_ns } => {
+                compute += ns - exposed_ns;
+                comm += exposed_ns;
+            }
             OpCost::Free => {}
         }
         let end = ready + c.ns();
