@@ -162,9 +162,9 @@ fn verify_replicated_args(ctx: &Context, op: OpId, n_args: usize) -> Result<(), 
                 "argument #{i}: '{REPLICATED_ARG_ATTR}' must be a symbol reference to a 'coll.group'"
             )));
         };
-        if !ctx
+        if ctx
             .lookup_symbol(op, name)
-            .is_some_and(|g| ctx.op_name(g) == "coll.group")
+            .is_none_or(|g| ctx.op_name(g) != "coll.group")
         {
             return Err(at(format!(
                 "argument #{i} is replicated on @{name}, which does not reference a 'coll.group'"

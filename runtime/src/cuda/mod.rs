@@ -800,9 +800,9 @@ fn is_whole_world(subs: &[Vec<usize>], world: usize) -> bool {
 /// kernel, as a rank that never arrives would).
 fn setup_symm(sh: &Shared, st: &mut RankState, id: &[u8; rdzv::ID_BYTES]) {
     // FNV-1a of the NCCL id: the same on every rank of the job, different across jobs.
-    let job = id
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let job = id.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
     let s = &mut st.symm;
     s.enabled = symm::peer_map_enabled();
     s.exchange = Some(if sh.in_process_devices.is_empty() {
@@ -818,14 +818,22 @@ fn setup_symm(sh: &Shared, st: &mut RankState, id: &[u8; rdzv::ID_BYTES]) {
         .iter()
         .map(|subs| {
             subs.iter().find_map(|m| {
-                m.iter().position(|&r| r == st.rank).map(|me| symm::Membership {
-                    members: m.clone(),
-                    me,
-                })
+                m.iter()
+                    .position(|&r| r == st.rank)
+                    .map(|me| symm::Membership {
+                        members: m.clone(),
+                        me,
+                    })
             })
         })
         .collect();
-    s.group_names = sh.art.manifest.groups.iter().map(|g| g.name.clone()).collect();
+    s.group_names = sh
+        .art
+        .manifest
+        .groups
+        .iter()
+        .map(|g| g.name.clone())
+        .collect();
     s.timeout = (sh.opts.timeout / 2).max(Duration::from_secs(1));
     s.skip_next = std::env::var("COMMLIR_FAULT_SKIP_SYMM")
         .ok()

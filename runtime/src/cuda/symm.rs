@@ -269,6 +269,9 @@ impl SymmState {
     ///
     /// # Safety
     /// The rank's context is current; `comm` is this rank's communicator of `group`.
+    // Each argument is one fact of the collective setup every member passes identically;
+    // bundling them would only rename them.
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn create(
         &mut self,
         group: u32,
@@ -299,54 +302,55 @@ impl SymmState {
         // 1. This rank's allocation: pool bytes, then the signal pad.
         let prop = alloc_prop(dev);
         let mut gran = 0usize;
-        let local = (|| -> Result<(cu::CUmemGenericAllocationHandle, usize, usize, u64), String> {
-            cu_check(
-                "cuMemGetAllocationGranularity",
-                cu::cuMemGetAllocationGranularity(
-                    &mut gran,
-                    &prop,
-                    cu::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
-                ),
-            )?;
-            let gran = gran.max(alignment as usize).max(4096);
-            let pad_offset = round_up(bytes.max(1) as usize, 256);
-            let map_bytes = round_up(pad_offset + SIGNAL_PAD_BYTES, gran);
-            let mut h: cu::CUmemGenericAllocationHandle = 0;
-            cu_check("cuMemCreate", cu::cuMemCreate(&mut h, map_bytes, &prop, 0))?;
-            let devices: Vec<i32> = match &exchange {
-                Exchange::InProcess { devices, .. } => m
-                    .members
-                    .iter()
-                    .map(|&r| devices.get(r).copied().unwrap_or(dev))
-                    .collect(),
-                Exchange::Sockets { .. } => vec![dev],
-            };
-            for &d in &devices {
-                if d != dev {
-                    let mut ok = 0;
-                    cu_check(
-                        "cuDeviceCanAccessPeer",
-                        cu::cuDeviceCanAccessPeer(&mut ok, dev, d),
-                    )?;
-                    if ok == 0 {
-                        cu::cuMemRelease(h);
-                        return Err(format!("device {dev} cannot access device {d} (no P2P)"));
+        let local =
+            (|| -> Result<(cu::CUmemGenericAllocationHandle, usize, usize, u64), String> {
+                cu_check(
+                    "cuMemGetAllocationGranularity",
+                    cu::cuMemGetAllocationGranularity(
+                        &mut gran,
+                        &prop,
+                        cu::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
+                    ),
+                )?;
+                let gran = gran.max(alignment as usize).max(4096);
+                let pad_offset = round_up(bytes.max(1) as usize, 256);
+                let map_bytes = round_up(pad_offset + SIGNAL_PAD_BYTES, gran);
+                let mut h: cu::CUmemGenericAllocationHandle = 0;
+                cu_check("cuMemCreate", cu::cuMemCreate(&mut h, map_bytes, &prop, 0))?;
+                let devices: Vec<i32> = match &exchange {
+                    Exchange::InProcess { devices, .. } => m
+                        .members
+                        .iter()
+                        .map(|&r| devices.get(r).copied().unwrap_or(dev))
+                        .collect(),
+                    Exchange::Sockets { .. } => vec![dev],
+                };
+                for &d in &devices {
+                    if d != dev {
+                        let mut ok = 0;
+                        cu_check(
+                            "cuDeviceCanAccessPeer",
+                            cu::cuDeviceCanAccessPeer(&mut ok, dev, d),
+                        )?;
+                        if ok == 0 {
+                            cu::cuMemRelease(h);
+                            return Err(format!("device {dev} cannot access device {d} (no P2P)"));
+                        }
                     }
                 }
-            }
-            let va = match map(h, map_bytes, gran, &devices) {
-                Ok(va) => va,
-                Err(e) => {
-                    cu::cuMemRelease(h);
-                    return Err(e);
-                }
-            };
-            // Zero everything (the pad must read 0 before any peer signals: the exchange
-            // below happens after this completes).
-            cu_check("cuMemsetD8", cu::cuMemsetD8_v2(va, 0, map_bytes))?;
-            cu_check("cuCtxSynchronize", cu::cuCtxSynchronize())?;
-            Ok((h, map_bytes, pad_offset, va))
-        })();
+                let va = match map(h, map_bytes, gran, &devices) {
+                    Ok(va) => va,
+                    Err(e) => {
+                        cu::cuMemRelease(h);
+                        return Err(e);
+                    }
+                };
+                // Zero everything (the pad must read 0 before any peer signals: the exchange
+                // below happens after this completes).
+                cu_check("cuMemsetD8", cu::cuMemsetD8_v2(va, 0, map_bytes))?;
+                cu_check("cuCtxSynchronize", cu::cuCtxSynchronize())?;
+                Ok((h, map_bytes, pad_offset, va))
+            })();
         // 2. Exchange (always, also after a local failure, so that no peer waits forever).
         let mut why: Option<String> = None;
         let mut peers = vec![0u64; g];
@@ -459,7 +463,9 @@ impl SymmState {
                     unmap(va, map_bytes);
                     cu::cuMemRelease(h);
                 }
-                return Ok(Err(why.unwrap_or_else(|| "a peer could not map its pool".into())));
+                return Ok(Err(
+                    why.unwrap_or_else(|| "a peer could not map its pool".into())
+                ));
             }
         };
         // 4. The descriptor.
@@ -770,7 +776,7 @@ fn recv_fd(s: &UnixStream) -> std::io::Result<([u8; 16], Option<OwnedFd>)> {
             && (*c).cmsg_type == libc::SCM_RIGHTS
         {
             Some(OwnedFd::from_raw_fd(std::ptr::read_unaligned(
-                libc::CMSG_DATA(c) as *const RawFd
+                libc::CMSG_DATA(c) as *const RawFd,
             )))
         } else {
             None
@@ -817,7 +823,8 @@ mod tests {
                 let mut fds = [0 as RawFd; 2];
                 // SAFETY: creates a pipe.
                 assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-                let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+                let (r, w) =
+                    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
                 // Two pools in a row: the second exchange may find the first one's messages.
                 let a = st.exchange_fds(job, 0, 1, &m, me, Some(&w)).unwrap();
                 let b = st.exchange_fds(job, 0, 2, &m, me, None).unwrap();
