@@ -206,7 +206,8 @@ pub fn run_source(args: &Args, name: &str, text: &str) -> Result<(), String> {
         Emit::Artifact => {
             let h = c.host.ok_or("error: no host program")?;
             let so = shared_lib(&h.object)?;
-            let manifest = manifest(&h, &c.device);
+            let replicated = replicated_args(name, text, &h);
+            let manifest = manifest(&h, &c.device, &replicated);
             let mut ptx = c.device.ptx.clone().into_bytes();
             ptx.push(0);
             artifact::write(&[
@@ -279,8 +280,53 @@ fn run_chunks(args: &Args, name: &str, text: &str) -> Result<(), String> {
     }
 }
 
+/// For each of the host program's functions, per argument, the index in `h.groups` of the
+/// group its `coll.replicated` attribute names (read from the source, whose argument
+/// attributes the lowering does not carry), so that the runner generates such an argument
+/// identically on the ranks of that group, as the sim does. Unparsable text or an unknown
+/// function gives no entries (every argument then differs per rank).
+fn replicated_args(name: &str, text: &str, h: &host::HostCode) -> Vec<Vec<Option<usize>>> {
+    crate::link();
+    let mut ctx = Context::new();
+    let Ok(module) = parser::parse_source(
+        &mut ctx,
+        name,
+        text.as_bytes(),
+        &parser::ParseOptions::default(),
+    ) else {
+        return Vec::new();
+    };
+    let mut funcs: Vec<OpId> = Vec::new();
+    ctx.walk(module, |op| {
+        if ctx.op_name(op) == "func.func" {
+            funcs.push(op);
+        }
+    });
+    h.functions
+        .iter()
+        .map(|(fname, args, _)| {
+            let Some(&f) = funcs
+                .iter()
+                .find(|&&f| ctx.symbol_name(f) == Some(fname.as_str()))
+            else {
+                return Vec::new();
+            };
+            (0..args.len())
+                .map(|i| {
+                    let g = commlir_dialects::coll::replicated_arg_group(&ctx, f, i)?;
+                    h.groups.iter().position(|e| e.name == g)
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// The artifact's JSON manifest (docs/codegen.md lists the fields).
-pub fn manifest(h: &host::HostCode, d: &kernels::DeviceCode) -> String {
+pub fn manifest(
+    h: &host::HostCode,
+    d: &kernels::DeviceCode,
+    replicated: &[Vec<Option<usize>>],
+) -> String {
     let groups: Vec<_> = h
         .groups
         .iter()
@@ -304,8 +350,9 @@ pub fn manifest(h: &host::HostCode, d: &kernels::DeviceCode) -> String {
                 .collect();
             let args: Vec<_> = sl.args.iter().map(slot).collect();
             let results: Vec<_> = sl.results.iter().map(slot).collect();
+            let rep = replicated.get(i).cloned().unwrap_or_default();
             serde_json::json!({"name": n, "symbol": format!("commlir_fn_{n}"), "args": a, "results": r,
-                "pools": pools, "arg_slots": args, "result_slots": results})
+                "pools": pools, "arg_slots": args, "result_slots": results, "arg_replicated": rep})
         })
         .collect();
     let v = serde_json::json!({

@@ -1,7 +1,8 @@
 //! Prints a transformer program from `commlir_testgen::transformer_program`:
-//! `cargo run --release -p commlir-passes --example gen_transformer -- PAR LAYERS TOKENS HIDDEN FFN [ELEM] [symm]`
+//! `cargo run --release -p commlir-passes --example gen_transformer -- PAR LAYERS TOKENS HIDDEN FFN [ELEM] [symm] [norm]`
 //! with PAR one of `tp`, `fsdp`, `mixed`; ELEM defaults to `bf16`; `symm` gives `@tp`
-//! symmetric memory (off by default). Example (the GPU step-time benchmark):
+//! symmetric memory, `norm` an RMSNorm before each block (both off by default). The input
+//! activations and norm weights are marked `coll.replicated = @tp`. Example (the GPU step-time benchmark):
 //! `gen_transformer tp 4 2048 4096 16384 > tp4.mlir`.
 
 use commlir_testgen::{transformer_program, Parallelism, TransformerConfig};
@@ -9,7 +10,9 @@ use commlir_testgen::{transformer_program, Parallelism, TransformerConfig};
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 5 {
-        eprintln!("usage: gen_transformer tp|fsdp|mixed LAYERS TOKENS HIDDEN FFN [ELEM] [symm]");
+        eprintln!(
+            "usage: gen_transformer tp|fsdp|mixed LAYERS TOKENS HIDDEN FFN [ELEM] [symm] [norm]"
+        );
         std::process::exit(2);
     }
     let parallelism = match args[0].as_str() {
@@ -43,7 +46,8 @@ fn main() {
         hidden: num(3),
         ffn: num(4),
         elem,
-        symm_mem: args.get(6).map(String::as_str) == Some("symm"),
+        symm_mem: args[6.min(args.len())..].iter().any(|a| a == "symm"),
+        norm: args[6.min(args.len())..].iter().any(|a| a == "norm"),
     };
     print!("{}", transformer_program(&cfg));
 }

@@ -282,7 +282,14 @@ impl Plan {
             .map(|&m| op_cost(ctx, machine, m).ns())
             .sum();
         let comm = op_cost(ctx, machine, self.coll).ns();
-        pipelined_ns(machine, mm, comm, g) < mm + comm
+        // The chunks cut the product's rows (dim 0 of the matmul's result).
+        let rows = self
+            .matmuls
+            .first()
+            .and_then(|&m| value_tensor_view(ctx, ctx.result(m, 0)))
+            .and_then(|t| t.shape.first().copied())
+            .unwrap_or(1) as f64;
+        pipelined_ns(machine, mm, comm, g, rows) < mm + comm
     }
 
     fn apply(&self, ctx: &mut Context) {

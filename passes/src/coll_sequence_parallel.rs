@@ -8,7 +8,12 @@
 //! Row-local ops: elementwise unary ops, `scale`, `cast`, `clone`; elementwise binary ops
 //! whose other operand is either also on the rows or replicated on the group (a residual
 //! add: it is cut to this rank's rows with `coll.all_slice`, legal only because the value is
-//! proven identical on every rank); `softmax` and `reduce_sum` along a dimension other than 0.
+//! proven identical on every rank); `softmax` and `reduce_sum` along a dimension other than 0;
+//! `reshape` keeping dim 0; `matmul` of rows by a replicated right operand (the broadcast of a
+//! norm's per-row factor); `coll.all_slice` of the all-reduce's own result. Together these
+//! cover Megatron's layer: the residual stream stays sharded from one reduce-scatter to the
+//! next and to the return, norms run on shards, and all-gathers sit before the
+//! column-parallel matmuls.
 //!
 //! Replication analysis: a value is replicated on group `g` when it is a waited all-reduce,
 //! all-gather or broadcast on `g`, a function argument marked `coll.replicated = @g`, or
@@ -180,6 +185,27 @@ fn is_binary_rowwise(name: &str) -> bool {
     )
 }
 
+/// `coll.all_slice` of this rank's dim-0 rows on `group`.
+fn is_own_slice(ctx: &Context, op: OpId, group: &str) -> bool {
+    ctx.op_name(op) == "coll.all_slice"
+        && int_attr(ctx, op, "dim") == Some(0)
+        && group_of(ctx, op).is_ok_and(|g| g.name == group)
+}
+
+/// `v` when it is the waited all-gather (dim 0, on `group`) of a shard: the shard itself is
+/// this rank's slice of `v`, so slicing the gathered value again is a no-op.
+fn gathered_shard(ctx: &Context, v: Value, group: &str) -> Option<Value> {
+    let wait = ctx
+        .defining_op(v)
+        .filter(|w| ctx.op_name(*w) == "coll.wait_tensor")?;
+    let ag = ctx
+        .defining_op(ctx.operand(wait, 0))
+        .filter(|a| ctx.op_name(*a) == "coll.all_gather_into_tensor")?;
+    group_of(ctx, ag)
+        .is_ok_and(|g| g.name == group)
+        .then(|| ctx.operand(ag, 0))
+}
+
 fn rows(ctx: &Context, v: Value) -> Option<i64> {
     value_tensor_view(ctx, v).and_then(|t| t.shape.first().copied())
 }
@@ -199,6 +225,8 @@ fn plan(ctx: &Context, block: BlockId, ar: OpId, reps: &HashMap<Value, Rep>) -> 
         return None;
     }
     let mine = Rep::Group(g.name.clone());
+    let replicated =
+        |v: &Value| matches!(reps.get(v), Some(r) if *r == mine || *r == Rep::Everywhere);
     let mut sharded: HashSet<Value> = HashSet::from([ctx.result(wait, 0)]);
     let mut region = Vec::new();
     let mut cur = ctx.next_op(wait);
@@ -210,32 +238,48 @@ fn plan(ctx: &Context, block: BlockId, ar: OpId, reps: &HashMap<Value, Rep>) -> 
         }
         let name = ctx.op_name(op);
         let r = ctx.result(op, 0);
-        let row_local = rows(ctx, r) == Some(n)
-            && if is_unary_rowwise(name) {
-                true
-            } else if is_binary_rowwise(name) {
-                ops.iter().all(|v| {
-                    sharded.contains(v)
-                        || (reps.get(v) == Some(&mine) || reps.get(v) == Some(&Rep::Everywhere))
-                            && rows(ctx, *v) == Some(n)
-                })
-            } else if matches!(name, "compute.softmax" | "compute.reduce_sum") {
-                int_attr(ctx, op, "dim").is_some_and(|d| d > 0)
-            } else {
-                false
-            };
+        let row_local = if is_own_slice(ctx, op, &g.name) {
+            // This rank's rows of the all-reduce's result are the reduce-scatter's result.
+            true
+        } else if rows(ctx, r) != Some(n) {
+            false
+        } else if is_unary_rowwise(name) {
+            true
+        } else if is_binary_rowwise(name) {
+            ops.iter()
+                .all(|v| sharded.contains(v) || replicated(v) && rows(ctx, *v) == Some(n))
+        } else if matches!(name, "compute.softmax" | "compute.reduce_sum") {
+            int_attr(ctx, op, "dim").is_some_and(|d| d > 0)
+        } else if name == "compute.reshape" {
+            // Row-major order keeps every row's elements together when dim 0 is unchanged.
+            rows(ctx, ops[0]) == Some(n)
+        } else if name == "compute.matmul" {
+            // A (rows) · B (the same on every rank): each output row needs only its own row,
+            // e.g. the broadcast of a per-row norm factor over the hidden dim.
+            sharded.contains(&ops[0])
+                && !sharded.contains(&ops[1])
+                && replicated(&ops[1])
+                && value_tensor_view(ctx, ops[0]).is_some_and(|t| t.shape.len() == 2)
+        } else {
+            false
+        };
         if row_local {
             sharded.insert(r);
             region.push(op);
         }
     }
-    // Worth it only when a matmul reads the rows back (that all-gather is what fuses).
-    let feeds_matmul = sharded.iter().any(|v| {
+    // Worth it when a matmul reads the rows back (that all-gather is what fuses), when only
+    // this rank's rows were wanted anyway (an earlier rewrite sliced this all-reduce for the
+    // sharded residual stream: the reduce-scatter is half the traffic), or when the chain
+    // ends at the function's return (Megatron's final norm on shards, one gather at the end).
+    let worth = sharded.iter().any(|v| {
         ctx.uses(*v).iter().any(|u| {
-            u.index == 0 && ctx.op_name(u.op) == "compute.matmul" && !region.contains(&u.op)
+            let name = ctx.op_name(u.op);
+            ((u.index == 0 && name == "compute.matmul") || name == "func.return")
+                && !region.contains(&u.op)
         })
-    });
-    if !feeds_matmul {
+    }) || region.iter().any(|&o| ctx.op_name(o) == "coll.all_slice");
+    if !worth {
         return None;
     }
     Some(Plan {
@@ -285,9 +329,19 @@ fn apply(ctx: &mut Context, block: BlockId, plan: &Plan) -> bool {
     // The row-local ops on the shards, each right before its original.
     let dim0 = ctx.int_attr(0, 64);
     for &op in &plan.region {
+        if ctx.op_name(op) == "coll.all_slice" {
+            let s = shard[&ctx.operand(op, 0)];
+            shard.insert(ctx.result(op, 0), s);
+            continue;
+        }
         let mut operands = Vec::new();
         for v in ctx.operands(op).to_vec() {
             if let Some(&s) = shard.get(&v) {
+                operands.push(s);
+            } else if ctx.op_name(op) == "compute.matmul" {
+                // The replicated right operand of a row-local matmul is used whole.
+                operands.push(v);
+            } else if let Some(s) = gathered_shard(ctx, v, &plan.group) {
                 operands.push(s);
             } else {
                 let t = shard_type(ctx, v, g);
@@ -314,6 +368,7 @@ fn apply(ctx: &mut Context, block: BlockId, plan: &Plan) -> bool {
     }
     // An all-gather before the first consumer of each value that needs all rows.
     let mut gathered: Vec<(Value, Value)> = Vec::new();
+    let mut sliced: Vec<(Value, Value)> = Vec::new();
     let originals: Vec<Value> = std::iter::once(ctx.result(plan.wait, 0))
         .chain(plan.region.iter().map(|&o| ctx.result(o, 0)))
         .collect();
@@ -325,6 +380,16 @@ fn apply(ctx: &mut Context, block: BlockId, plan: &Plan) -> bool {
             .filter(|o| !plan.region.contains(o))
             .collect();
         if outside.is_empty() {
+            continue;
+        }
+        if plan
+            .region
+            .iter()
+            .any(|&o| ctx.result(o, 0) == v && ctx.op_name(o) == "coll.all_slice")
+        {
+            // Its users wanted this rank's rows: they take the shard itself.
+            ctx.replace_all_uses(v, shard[&v]);
+            sliced.push((v, shard[&v]));
             continue;
         }
         outside.sort_by(|a, b| {
@@ -371,7 +436,7 @@ fn apply(ctx: &mut Context, block: BlockId, plan: &Plan) -> bool {
             None => ctx.prepend_op(block, o),
         }
     }
-    for (v, full) in gathered {
+    for (v, full) in gathered.into_iter().chain(sliced) {
         ctx.replace_all_uses(full, v);
     }
     for o in created.into_iter().rev() {

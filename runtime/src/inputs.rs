@@ -41,6 +41,18 @@ fn stream(seed: u64, rank: usize, arg: usize) -> SplitMix64 {
     SplitMix64::new(SplitMix64::new(b).next_u64())
 }
 
+/// The rank whose input stream `rank` uses for an argument marked `coll.replicated` on a
+/// group laid out as `subgroups`: the first member of `rank`'s subgroup, so that every member
+/// generates the same tensor; a rank outside every subgroup keeps its own stream. The sim and
+/// cuda backends both generate replicated arguments by this rule, so their inputs agree.
+pub fn replicated_input_rank(subgroups: &[Vec<usize>], rank: usize) -> usize {
+    subgroups
+        .iter()
+        .find(|m| m.contains(&rank))
+        .and_then(|m| m.first().copied())
+        .unwrap_or(rank)
+}
+
 /// Argument `arg` of rank `rank` under `seed`: floats uniform in `[-1, 1)` rounded to the
 /// element type; integers small (in `[-8, 8)`, `[0, 16)` unsigned, `{0, 1}` for `i1`), so that
 /// integer programs neither overflow immediately nor degenerate.

@@ -2,6 +2,11 @@
 //! their first use, the order the scheduling passes start from): tensor-parallel (Megatron
 //! MLP and attention blocks with all-reduces), FSDP (weights all-gathered per layer,
 //! gradients reduce-scattered), and both at once on a 2-D mesh.
+//!
+//! Arguments that are the same on every rank of `@tp` (the input activations and the norm
+//! weights, which tensor parallelism replicates) carry `coll.replicated = @tp`: that is what
+//! lets `coll-sequence-parallel` cut them to a rank's rows, and what makes `commlir-run`
+//! generate them identically on the ranks of the group.
 
 use std::fmt::Write as _;
 
@@ -28,6 +33,9 @@ pub struct TransformerConfig {
     pub elem: &'static str,
     /// Give `@tp` symmetric memory.
     pub symm_mem: bool,
+    /// An RMSNorm before each block (pre-norm, as in Megatron and Llama), built from row-local
+    /// compute ops; its weight is a replicated argument.
+    pub norm: bool,
 }
 
 impl TransformerConfig {
@@ -41,6 +49,7 @@ impl TransformerConfig {
             ffn: 64,
             elem: "bf16",
             symm_mem: true,
+            norm: false,
         }
     }
     /// A realistically sized model (for the cost model, not for the sim backend).
@@ -53,6 +62,7 @@ impl TransformerConfig {
             ffn: 16384,
             elem: "bf16",
             symm_mem: true,
+            norm: false,
         }
     }
     /// Number of ranks the program needs.
@@ -83,6 +93,16 @@ impl W {
         self.params.push(format!("%{name}: {ty}"));
         format!("%{name}")
     }
+    /// An argument identical on every rank of `group` (`None`: no group to mark it on).
+    fn replicated_param(&mut self, name: String, ty: String, group: Option<&str>) -> String {
+        match group {
+            Some(g) => self
+                .params
+                .push(format!("%{name}: {ty} {{coll.replicated = @{g}}}")),
+            None => self.params.push(format!("%{name}: {ty}")),
+        }
+        format!("%{name}")
+    }
     fn line(&mut self, s: String) {
         let _ = writeln!(self.body, "    {s}");
     }
@@ -103,7 +123,9 @@ pub fn transformer_program(cfg: &TransformerConfig) -> String {
         params: Vec::new(),
     };
     let xt = w.t(m, h, e);
-    let mut x = w.param("x".into(), xt.clone());
+    // Tensor parallelism hands every rank of `@tp` the same activations.
+    let tp_group = (tp > 1).then_some("tp");
+    let mut x = w.replicated_param("x".into(), xt.clone(), tp_group);
     let mut results: Vec<(String, String)> = Vec::new();
     // (layer, weight value, full type) to reduce-scatter in the backward pass.
     let mut fsdp_weights: Vec<(String, i64, i64)> = Vec::new();
@@ -144,15 +166,67 @@ pub fn transformer_program(cfg: &TransformerConfig) -> String {
         y
     };
 
+    // RMSNorm without broadcasting ops: the per-row factor and the weight are spread over the
+    // hidden dim by rank-1 matmuls with ones (`x · rsqrt(mean(x²)) · γ`).
+    let norm = |w: &mut W, x: &str, name: String| -> String {
+        if !cfg.norm {
+            return x.to_string();
+        }
+        let (tx, tm, tm1, t1h) = (
+            w.t(m, h, e),
+            format!("tensor<{m}x{e}>"),
+            w.t(m, 1, e),
+            w.t(1, h, e),
+        );
+        let gamma = w.replicated_param(name, t1h.clone(), tp_group);
+        let sq = w.v();
+        w.line(format!("{sq} = compute.mul {x}, {x} : {tx}"));
+        let ss = w.v();
+        w.line(format!(
+            "{ss} = compute.reduce_sum {sq} {{dim = 1 : i64}} : ({tx}) -> {tm}"
+        ));
+        let ss2 = w.v();
+        w.line(format!("{ss2} = compute.reshape {ss} : ({tm}) -> {tm1}"));
+        let ms = w.v();
+        w.line(format!(
+            "{ms} = compute.scale {ss2} {{factor = {:e} : f64}} : {tm1}",
+            1.0 / h as f64
+        ));
+        let inv = w.v();
+        w.line(format!("{inv} = compute.rsqrt {ms} : {tm1}"));
+        let ones_h = w.v();
+        w.line(format!(
+            "{ones_h} = compute.fill {{value = 1.0 : f64}} : {t1h}"
+        ));
+        let bc = w.v();
+        w.line(format!(
+            "{bc} = compute.matmul {inv}, {ones_h} : ({tm1}, {t1h}) -> {tx}"
+        ));
+        let xn = w.v();
+        w.line(format!("{xn} = compute.mul {x}, {bc} : {tx}"));
+        let ones_m = w.v();
+        w.line(format!(
+            "{ones_m} = compute.fill {{value = 1.0 : f64}} : {tm1}"
+        ));
+        let gb = w.v();
+        w.line(format!(
+            "{gb} = compute.matmul {ones_m}, {gamma} : ({tm1}, {t1h}) -> {tx}"
+        ));
+        let y = w.v();
+        w.line(format!("{y} = compute.mul {xn}, {gb} : {tx}"));
+        y
+    };
+
     for l in 0..cfg.layers {
         // Attention-like block: x·Wq (column parallel) → softmax → ·Wo (row parallel).
+        let xa = norm(&mut w, &x, format!("norm_a{l}"));
         let wq = weight(&mut w, format!("wq{l}"), h, h / tp, &mut fsdp_weights);
         let wo = weight(&mut w, format!("wo{l}"), h / tp, h, &mut fsdp_weights);
         let q = w.v();
         let (tq, tx) = (w.t(m, h / tp, e), w.t(m, h, e));
         let (wq_ty, wo_ty) = (w.t(h, h / tp, e), w.t(h / tp, h, e));
         w.line(format!(
-            "{q} = compute.matmul {x}, {wq} : ({tx}, {wq_ty}) -> {tq}"
+            "{q} = compute.matmul {xa}, {wq} : ({tx}, {wq_ty}) -> {tq}"
         ));
         let s = w.v();
         w.line(format!(
@@ -166,12 +240,13 @@ pub fn transformer_program(cfg: &TransformerConfig) -> String {
         let x1 = w.v();
         w.line(format!("{x1} = compute.add {x}, {o} : {tx}"));
         // MLP block: x·W1 (column parallel) → gelu → ·W2 (row parallel).
+        let xm = norm(&mut w, &x1, format!("norm_m{l}"));
         let w1 = weight(&mut w, format!("w1_{l}"), h, f / tp, &mut fsdp_weights);
         let w2 = weight(&mut w, format!("w2_{l}"), f / tp, h, &mut fsdp_weights);
         let (tf, w1_ty, w2_ty) = (w.t(m, f / tp, e), w.t(h, f / tp, e), w.t(f / tp, h, e));
         let a = w.v();
         w.line(format!(
-            "{a} = compute.matmul {x1}, {w1} : ({tx}, {w1_ty}) -> {tf}"
+            "{a} = compute.matmul {xm}, {w1} : ({tx}, {w1_ty}) -> {tf}"
         ));
         let g = w.v();
         w.line(format!("{g} = compute.gelu {a} : {tf}"));

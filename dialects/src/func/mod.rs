@@ -1,8 +1,9 @@
 //! The `func` dialect: functions, calls and returns, with MLIR's bespoke syntax.
 
+use crate::coll::REPLICATED_ARG_ATTR;
 use commlir_ir::{
-    register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, Context, Diagnostic, OpDef,
-    OpId, Syntax, Trait, TypeConstraint, TypeKind,
+    register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, AttrKind, Context, Diagnostic,
+    OpDef, OpId, Syntax, Trait, TypeConstraint, TypeKind,
 };
 
 register_dialect!(pub FUNC_DIALECT = commlir_ir::opdef::DialectDef {
@@ -120,6 +121,54 @@ fn verify_func(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             .collect();
         if args != inputs {
             return Err(ctx.op_error(op, "entry block arguments do not match the function type"));
+        }
+    }
+    verify_replicated_args(ctx, op, inputs.len())
+}
+
+/// Every `coll.replicated = @g` argument attribute names a `coll.group` in scope: the passes
+/// slice such arguments by that group and `commlir-run` generates their inputs by it. The
+/// diagnostic points at the argument.
+fn verify_replicated_args(ctx: &Context, op: OpId, n_args: usize) -> Result<(), Diagnostic> {
+    let Some(list) = ctx.inherent_attr(op, "arg_attrs") else {
+        return Ok(());
+    };
+    let AttrKind::Array(items) = ctx.attr_kind(list) else {
+        return Ok(());
+    };
+    let entry = ctx
+        .op_regions(op)
+        .first()
+        .and_then(|r| ctx.region_blocks(*r).first().copied());
+    for (i, item) in items.iter().enumerate().take(n_args) {
+        let AttrKind::Dict(entries) = ctx.attr_kind(*item) else {
+            continue;
+        };
+        let Some((_, v)) = entries
+            .iter()
+            .find(|(k, _)| ctx.ident_str(*k) == REPLICATED_ARG_ATTR)
+        else {
+            continue;
+        };
+        let at = |message: String| {
+            let loc = entry
+                .and_then(|b| ctx.block_args(b).get(i).copied())
+                .and_then(|a| ctx.value_loc(a))
+                .unwrap_or_else(|| ctx.op_loc(op));
+            Diagnostic::error(loc, format!("'{}' op {message}", ctx.op_name(op)))
+        };
+        let Some(name) = ctx.attr_as_symbol(*v) else {
+            return Err(at(format!(
+                "argument #{i}: '{REPLICATED_ARG_ATTR}' must be a symbol reference to a 'coll.group'"
+            )));
+        };
+        if ctx
+            .lookup_symbol(op, name)
+            .is_none_or(|g| ctx.op_name(g) != "coll.group")
+        {
+            return Err(at(format!(
+                "argument #{i} is replicated on @{name}, which does not reference a 'coll.group'"
+            )));
         }
     }
     Ok(())

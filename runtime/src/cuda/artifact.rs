@@ -47,6 +47,11 @@ pub struct FunctionInfo {
     /// entry; the program then skips the allocation and the copy).
     #[serde(default)]
     pub result_slots: Vec<SlotInfo>,
+    /// Per argument, the index in `groups` of the group its `coll.replicated` attribute
+    /// names (`null`: the argument may differ per rank). Empty from older compilers: every
+    /// argument then gets its own per-rank input.
+    #[serde(default)]
+    pub arg_replicated: Vec<Option<usize>>,
 }
 
 /// A pool a function allocates (docs/codegen.md, "Slots").
@@ -339,6 +344,27 @@ fn parse_rank_rows(text: &str) -> Option<Vec<Vec<i64>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Per-argument replication is optional: older manifests load with none, newer ones name
+    /// the group of each replicated argument, and both agree with the sim's input rule.
+    #[test]
+    fn manifest_replication_is_optional() {
+        let old = r#"{"abi_version": 1, "entry": "f", "entry_symbol": "commlir_main",
+            "functions": [{"name": "f", "symbol": "commlir_fn_f", "args": ["memref<4xf32>"], "results": []}]}"#;
+        let m: Manifest = serde_json::from_str(old).unwrap();
+        assert!(m.functions[0].arg_replicated.is_empty());
+        let new = r#"{"abi_version": 1, "entry": "f", "entry_symbol": "commlir_main",
+            "groups": [{"name": "tp", "size": 2}],
+            "functions": [{"name": "f", "symbol": "commlir_fn_f", "args": ["memref<4xf32>", "memref<4xf32>"],
+                "results": [], "arg_replicated": [0, null]}]}"#;
+        let m: Manifest = serde_json::from_str(new).unwrap();
+        assert_eq!(m.functions[0].arg_replicated, vec![Some(0), None]);
+        let subs = subgroups(&m.groups[0], 4).unwrap();
+        let sources: Vec<usize> = (0..4)
+            .map(|r| crate::inputs::replicated_input_rank(&subs, r))
+            .collect();
+        assert_eq!(sources, vec![0, 0, 2, 2]);
+    }
 
     #[test]
     fn types_parse_with_and_without_encodings() {

@@ -756,7 +756,17 @@ fn rank_body(
         // With --cuda-graph the arguments are uploaded again before the checked replay.
         let mut uploads: Vec<(cu::CUdeviceptr, Vec<u8>)> = Vec::new();
         for (i, ty) in sh.arg_types.iter().enumerate() {
-            let t = inputs::generate(ty, sh.opts.seed, rank, i);
+            // A replicated argument is the same tensor on every rank of its group.
+            let source = match sh.func.arg_replicated.get(i).copied().flatten() {
+                Some(g) => {
+                    let subs = sh.groups.get(g).ok_or_else(|| {
+                        format!("error: argument #{i} is replicated on group {g}, which the manifest does not list")
+                    })?;
+                    inputs::replicated_input_rank(subs, rank)
+                }
+                None => rank,
+            };
+            let t = inputs::generate(ty, sh.opts.seed, source, i);
             let bytes = tensor_bytes(&t);
             let mut p: cu::CUdeviceptr = 0;
             let in_slot = sh.func.arg_slots.iter().find(|s| s.index == i);

@@ -4,6 +4,7 @@
 
 use super::groups::GroupLayout;
 use crate::error::SimError;
+use crate::inputs::replicated_input_rank;
 use commlir_dialects::coll::replicated_arg_group;
 use commlir_ir::{Context, OpId};
 
@@ -31,7 +32,7 @@ pub(super) fn input_ranks(
             let layout = GroupLayout::resolve(ctx, group, n_ranks, entry)?;
             Ok(own
                 .into_iter()
-                .map(|r| layout.communicator_of(r).map_or(r, |c| c.members[0]))
+                .map(|r| replicated_input_rank(&layout.subgroups, r))
                 .collect())
         })
         .collect()

@@ -122,3 +122,49 @@ func.func @shard_dim(%x: tensor<4x16xf32>) -> tensor<8x16xf32> {
 coll.group @tp {size = 2 : i64}
 // expected-error @below {{redefinition of symbol named 'tp'}}
 coll.group @tp {size = 4 : i64}
+
+// -----
+
+coll.group @tp {size = 2 : i64}
+func.func @all_slice_indivisible(%x: tensor<7x16xf32>) -> tensor<3x16xf32> {
+  // expected-error @below {{'coll.all_slice' op dim 0 (7) must be divisible by the size of group @tp (2)}}
+  %r = coll.all_slice %x {dim = 0 : i64, group = @tp} : (tensor<7x16xf32>) -> tensor<3x16xf32>
+  return %r : tensor<3x16xf32>
+}
+
+// -----
+
+coll.group @tp {size = 2 : i64}
+func.func @all_slice_dim(%x: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @below {{'coll.all_slice' op dim 2 is out of range for rank 2}}
+  %r = coll.all_slice %x {dim = 2 : i64, group = @tp} : (tensor<8x16xf32>) -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+
+// -----
+
+coll.group @tp {size = 2 : i64}
+func.func @all_slice_result(%x: tensor<8x16xf32>) -> tensor<8x8xf32> {
+  // expected-error @below {{'coll.all_slice' op result must have shape 4x16 and the operand's element type, got 8x8}}
+  %r = coll.all_slice %x {dim = 0 : i64, group = @tp} : (tensor<8x16xf32>) -> tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+
+// -----
+
+coll.group @tp {size = 2 : i64}
+func.func @replicated_unknown_group(
+    %w: tensor<8x16xf32>,
+    // expected-error @below {{'func.func' op argument #1 is replicated on @dp, which does not reference a 'coll.group'}}
+    %x: tensor<8x16xf32> {coll.replicated = @dp}) -> tensor<8x16xf32> {
+  return %x : tensor<8x16xf32>
+}
+
+// -----
+
+coll.group @tp {size = 2 : i64}
+func.func @replicated_not_symbol(
+    // expected-error @below {{'func.func' op argument #0: 'coll.replicated' must be a symbol reference to a 'coll.group'}}
+    %x: tensor<8x16xf32> {coll.replicated = "tp"}) -> tensor<8x16xf32> {
+  return %x : tensor<8x16xf32>
+}

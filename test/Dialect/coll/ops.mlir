@@ -41,3 +41,15 @@ func.func @all_ops(%x: tensor<8x16xbf16>, %y: tensor<4x16xf32>) -> tensor<8x16xb
   %l = coll.wait_tensor %rs#1 : tensor<8x8xf32>
   return %h : tensor<8x16xbf16>
 }
+
+// `coll.all_slice` (no communication) and the `coll.replicated` argument attribute.
+coll.group @tp2 {size = 2 : i64}
+// CHECK-LABEL: func.func @all_slice
+// CHECK-SAME: (%arg0: tensor<8x16xf32> {coll.replicated = @tp2}, %arg1: tensor<4x6xbf16>)
+func.func @all_slice(%x: tensor<8x16xf32> {coll.replicated = @tp2}, %y: tensor<4x6xbf16>) -> (tensor<4x16xf32>, tensor<4x3xbf16>) {
+  // CHECK: coll.all_slice %arg0 {dim = 0 : i64, group = @tp2} : (tensor<8x16xf32>) -> tensor<4x16xf32>
+  %a = coll.all_slice %x {dim = 0 : i64, group = @tp2} : (tensor<8x16xf32>) -> tensor<4x16xf32>
+  // CHECK: coll.all_slice %arg1 {dim = 1 : i64, group = @tp2} : (tensor<4x6xbf16>) -> tensor<4x3xbf16>
+  %b = coll.all_slice %y {dim = 1 : i64, group = @tp2} : (tensor<4x6xbf16>) -> tensor<4x3xbf16>
+  return %a, %b : tensor<4x16xf32>, tensor<4x3xbf16>
+}

@@ -56,3 +56,44 @@ func.func @reduce_scatter(%x: tensor<8x16xf32, #comm.buffer<symm_mem, @tp>>) -> 
   %y = symm.reduce_scatter %x {reduce_op = "avg", group = @tp} : (tensor<8x16xf32, #comm.buffer<symm_mem, @tp>>) -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }
+
+// The fused collective-matmuls accept plain tensors at the input level (`coll-to-comm`
+// realizes their operands as symm_mem comm buffers).
+
+// CHECK-LABEL: func.func @fused_all_gather_matmul
+func.func @fused_all_gather_matmul(%a: tensor<4x16xbf16>, %b: tensor<16x8xbf16>) -> tensor<8x8xbf16> {
+  // CHECK: symm.fused_all_gather_matmul %arg0, %arg1 {group = @tp} : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<8x8xbf16>
+  %y = symm.fused_all_gather_matmul %a, %b {group = @tp} : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<8x8xbf16>
+  return %y : tensor<8x8xbf16>
+}
+
+// Several B matrices, the gathered A returned first.
+// CHECK-LABEL: func.func @fused_all_gather_matmul_return_a
+func.func @fused_all_gather_matmul_return_a(%a: tensor<4x16xf32>, %b: tensor<16x8xf32>, %c: tensor<16x12xf32>) -> (tensor<8x16xf32>, tensor<8x8xf32>, tensor<8x12xf32>) {
+  // CHECK: %{{.*}}:3 = symm.fused_all_gather_matmul %arg0, %arg1, %arg2 {group = @tp, return_a} : (tensor<4x16xf32>, tensor<16x8xf32>, tensor<16x12xf32>) -> (tensor<8x16xf32>, tensor<8x8xf32>, tensor<8x12xf32>)
+  %g, %y, %z = symm.fused_all_gather_matmul %a, %b, %c {group = @tp, return_a} : (tensor<4x16xf32>, tensor<16x8xf32>, tensor<16x12xf32>) -> (tensor<8x16xf32>, tensor<8x8xf32>, tensor<8x12xf32>)
+  return %g, %y, %z : tensor<8x16xf32>, tensor<8x8xf32>, tensor<8x12xf32>
+}
+
+// A batched A gathered along dim 1 (not the contraction dim).
+// CHECK-LABEL: func.func @fused_all_gather_matmul_dim1
+func.func @fused_all_gather_matmul_dim1(%a: tensor<2x4x16xbf16>, %b: tensor<16x8xbf16>) -> tensor<2x8x8xbf16> {
+  // CHECK: symm.fused_all_gather_matmul %arg0, %arg1 {gather_dim = 1 : i64, group = @tp} : (tensor<2x4x16xbf16>, tensor<16x8xbf16>) -> tensor<2x8x8xbf16>
+  %y = symm.fused_all_gather_matmul %a, %b {gather_dim = 1 : i64, group = @tp} : (tensor<2x4x16xbf16>, tensor<16x8xbf16>) -> tensor<2x8x8xbf16>
+  return %y : tensor<2x8x8xbf16>
+}
+
+// CHECK-LABEL: func.func @fused_matmul_reduce_scatter
+func.func @fused_matmul_reduce_scatter(%a: tensor<8x32xbf16>, %b: tensor<32x16xbf16>) -> tensor<4x16xbf16> {
+  // CHECK: symm.fused_matmul_reduce_scatter %arg0, %arg1 {group = @tp, reduce_op = "sum", scatter_dim = 0 : i64} : (tensor<8x32xbf16>, tensor<32x16xbf16>) -> tensor<4x16xbf16>
+  %y = symm.fused_matmul_reduce_scatter %a, %b {reduce_op = "sum", scatter_dim = 0 : i64, group = @tp} : (tensor<8x32xbf16>, tensor<32x16xbf16>) -> tensor<4x16xbf16>
+  return %y : tensor<4x16xbf16>
+}
+
+// Averaged, scattered along dim 1 of the product.
+// CHECK-LABEL: func.func @fused_matmul_reduce_scatter_avg_dim1
+func.func @fused_matmul_reduce_scatter_avg_dim1(%a: tensor<2x8x32xf32>, %b: tensor<32x16xf32>) -> tensor<2x4x16xf32> {
+  // CHECK: symm.fused_matmul_reduce_scatter %arg0, %arg1 {group = @tp, reduce_op = "avg", scatter_dim = 1 : i64} : (tensor<2x8x32xf32>, tensor<32x16xf32>) -> tensor<2x4x16xf32>
+  %y = symm.fused_matmul_reduce_scatter %a, %b {reduce_op = "avg", scatter_dim = 1 : i64, group = @tp} : (tensor<2x8x32xf32>, tensor<32x16xf32>) -> tensor<2x4x16xf32>
+  return %y : tensor<2x4x16xf32>
+}
