@@ -53,7 +53,7 @@ func.func @chain(%o: tensor<4096xf32>, %b: tensor<4096xf32>) -> tensor<4096xf32>
 // RT: rt.symm_collective %{{.*}}, %[[R:[0-9]+]] {{{[^}]*}}kernel = @s{{[0-9]+}}_one_shot_all_reduce, offset
 // RT-NOT: epilogue
 // RT: rt.gemm
-// RT: rt.launch %{{.*}}%[[R]]
+// RT: rt.launch %[[R]], %{{.*}}kernel = @k{{[0-9]+}}_add}
 func.func @matmul_reader(%o: tensor<16x16xf32>, %w: tensor<16x16xf32>) -> (tensor<16x16xf32>, tensor<16x16xf32>) {
   %a = compute.neg %o : tensor<16x16xf32>
   %r = symm.one_shot_all_reduce %a {reduce_op = "sum", group = @tp} : tensor<16x16xf32>
@@ -88,16 +88,23 @@ func.func @two_readers(%o: tensor<256xbf16>) -> (tensor<256xbf16>, tensor<256xbf
 // LL-NEXT: %[[SUM:.*]] = fadd <8 x bfloat> %[[P0]], %[[P1]]
 // LL-NEXT: %[[RES:.*]] = load <8 x bfloat>, ptr addrspace(1) %{{.*}}, align 16
 // LL-NEXT: %[[Y:.*]] = fadd <8 x bfloat> %[[RES]], %[[SUM]]
-// LL-NEXT: store <8 x bfloat> %[[Y]], ptr addrspace(1) %{{.*}}, align 16
+// LL: store <8 x bfloat> %[[Y]], ptr addrspace(1) %{{.*}}, align 16
 // LL: cmpxchg ptr addrspace(1) %{{.*}}, i32 0, i32 1 release monotonic
 // LL: cmpxchg ptr addrspace(1) %{{.*}}, i32 1, i32 0 acquire acquire
 // LL: ret void
 // The epilogue is inlined: no call and no epilogue function left.
 // LL-NOT: epilogue
-// The f32 chain of 4 ranks: the fold, then scale, add, gelu on each lane.
+// The f32 chain of 4 ranks: the fold of the 4 ranks (rank 0 + rank 1, + rank 2, + rank 3),
+// then scale, add and gelu, one store of the result.
 // LL-LABEL: define ptx_kernel void @s{{[0-9]+}}_one_shot_all_reduce_scale_add_gelu(
-// LL-COUNT-4: load <4 x float>
-// LL: fmul float %{{.*}}, 5.000000e-01
+// LL: %[[A1:.*]] = fadd float %[[R0:lane[0-9]*]], %[[R1:lane[0-9]+]]
+// LL: %[[A2:.*]] = fadd float %[[A1]], %lane{{[0-9]+}}
+// LL: %[[A3:.*]] = fadd float %[[A2]], %lane{{[0-9]+}}
+// LL: %[[S:.*]] = fmul float %[[A3]], 5.000000e-01
+// LL: %[[B:.*]] = fadd float %{{.*}}, %[[S]]
+// gelu's sqrt(2/pi), as f32:
+// LL: fmul float %{{.*}}, 0x3FE9884540000000
+// LL: store
 // LL: ret void
 
 // PTX: .entry s{{[0-9]+}}_one_shot_all_reduce_add(
@@ -112,12 +119,14 @@ func.func @two_readers(%o: tensor<256xbf16>) -> (tensor<256xbf16>, tensor<256xbf
 
 // The host program: with a descriptor, one launch of the fused kernel with five parameters;
 // without, the NCCL all-reduce into a temporary, the chain's own kernel on it, a free.
-// HOST-LABEL: define i32 @residual(
+// HOST-LABEL: define i32 @commlir_fn_residual(
+// HOST: %kvals = alloca [5 x ptr]
 // HOST: symm_kernel:
-// HOST: call i32 %{{.*}}(ptr %{{.*}}, i32 [[SITE:[0-9]+]], i32 1, i32 128, i32 0, ptr %{{.*}}, i32 5)
+// HOST: call i32 %{{.*}}(ptr %1, i32 {{[0-9]+}}, i32 1, i32 128, i32 0, ptr %kparams, i32 5)
 // HOST: symm_nccl:
-// HOST: call i32 %{{.*}}(ptr %{{.*}}, i64 2000, ptr %{{.*}})
-// HOST: call i32 %{{.*}}(ptr %{{.*}}, i32 0, i32 0, ptr %{{.*}}, i64 0, ptr %[[T:.*]], i64 1000, i32 {{[0-9]+}}, i32 0)
-// HOST: call i32 %{{.*}}(ptr %{{.*}}, i32 {{[0-9]+}}, i32 1, i32 256, i32 0, ptr %{{.*}}, i32 3)
-// HOST: call i32 %{{.*}}(ptr %{{.*}}, ptr %[[T]])
-// HOST: symm_done:
+// HOST: call i32 %{{.*}}(ptr %1, i64 2000, ptr %out)
+// HOST: %[[T:reduced]] = load ptr, ptr %out
+// HOST: call i32 %{{.*}}(ptr %1, i32 0, i32 0, ptr %{{.*}}, i64 0, ptr %[[T]], i64 1000, i32 {{[0-9]+}}, i32 0)
+// HOST: call i32 %{{.*}}(ptr %1, i32 {{[0-9]+}}, i32 1, i32 256, i32 0, ptr %kparams, i32 3)
+// HOST: call i32 %{{.*}}(ptr %1, ptr %[[T]])
+// HOST-LABEL: define i32 @commlir_fn_chain(
