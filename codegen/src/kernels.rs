@@ -871,11 +871,14 @@ impl<'a, 'c> Gen<'a, 'c> {
         let e = |m: String| ctx.op_error(op, m);
         let kop = module_block(ctx, module)
             .and_then(|b| {
-                ctx.block_ops(b).find(|o| {
-                    ctx.op_name(*o) == "rt.kernel" && ctx.symbol_name(*o) == Some(chain)
-                })
+                ctx.block_ops(b)
+                    .find(|o| ctx.op_name(*o) == "rt.kernel" && ctx.symbol_name(*o) == Some(chain))
             })
-            .ok_or_else(|| e(format!("epilogue @{chain} is not an rt.kernel of the module")))?;
+            .ok_or_else(|| {
+                e(format!(
+                    "epilogue @{chain} is not an rt.kernel of the module"
+                ))
+            })?;
         let operand = ctx
             .inherent_attr(op, "epilogue_operand")
             .and_then(|a| ctx.attr_as_i64(a))
@@ -962,7 +965,10 @@ impl<'a, 'c> Gen<'a, 'c> {
         f.add_attribute(inkwell::attributes::AttributeLoc::Function, inline);
         let entry = self.cx.append_basic_block(f, "entry");
         self.b.position_at_end(entry);
-        let idx = f.get_nth_param(0).ok_or("missing parameter")?.into_int_value();
+        let idx = f
+            .get_nth_param(0)
+            .ok_or("missing parameter")?
+            .into_int_value();
         let x = f.get_nth_param(1).ok_or("missing parameter")?;
         // Kernel argument k → parameter: the reduced value is parameter 1, the others follow.
         let param_of = |k: usize| if k < operand { k + 2 } else { k + 1 };
@@ -986,7 +992,8 @@ impl<'a, 'c> Gen<'a, 'c> {
             // The caller checked every pointer for 16-byte alignment and passes an index that
             // is a multiple of `width`, so a vector of `width` elements of `k` is aligned to
             // its size, up to 16 bytes.
-            let align = |k: Kind| (u64::from(width) * u64::from(k.bits().max(8)) / 8).min(16) as u32;
+            let align =
+                |k: Kind| (u64::from(width) * u64::from(k.bits().max(8)) / 8).min(16) as u32;
             let xv = x.into_vector_value();
             let mut loaded: HashMap<usize, inkwell::values::VectorValue<'c>> = HashMap::new();
             let mut acc = self.vec_ty(re, width).get_poison();
@@ -1021,12 +1028,18 @@ impl<'a, 'c> Gen<'a, 'c> {
                     as_compute(g, e, lx)
                 })?;
                 let v: BasicValueEnum<'c> = match re {
-                    Kind::Float(e) => self.convert(v.into_float_value(), self.storage_ty(e))?.into(),
+                    Kind::Float(e) => self
+                        .convert(v.into_float_value(), self.storage_ty(e))?
+                        .into(),
                     Kind::Int(i) => self.int_store_value(i, v.into_int_value())?.into(),
                 };
                 acc = b!(self.b.build_insert_element(acc, v, lane, "acc"));
             }
-            let p = unsafe { b!(self.b.build_in_bounds_gep(self.storage_any(re), out, &[idx], "vo")) };
+            let p = unsafe {
+                b!(self
+                    .b
+                    .build_in_bounds_gep(self.storage_any(re), out, &[idx], "vo"))
+            };
             let st = b!(self.b.build_store(p, acc));
             st.set_alignment(align(re)).map_err(|e| e.to_string())?;
         }

@@ -817,7 +817,8 @@ impl<'a, 'c> Gen<'a, 'c> {
                 }
                 (call.epi.vector, v.into())
             };
-            let mut args: Vec<inkwell::values::BasicMetadataValueEnum<'c>> = vec![i.into(), x.into()];
+            let mut args: Vec<inkwell::values::BasicMetadataValueEnum<'c>> =
+                vec![i.into(), x.into()];
             args.extend(
                 call.extras
                     .iter()

@@ -585,11 +585,9 @@ const SYMM_EPILOGUE: AttrDef = AttrDef::optional("epilogue", AttrConstraint::Sym
     "The fused elementwise epilogue of a one-shot all-reduce: the `rt.kernel` of the chain \
      that reads the reduced value (also launched on its own by the NCCL fallback).",
 );
-const SYMM_EPILOGUE_OPERAND: AttrDef = AttrDef::optional(
-    "epilogue_operand",
-    AttrConstraint::Integer,
-)
-.doc("Which argument of the `epilogue` kernel is the reduced value (required with it).");
+const SYMM_EPILOGUE_OPERAND: AttrDef =
+    AttrDef::optional("epilogue_operand", AttrConstraint::Integer)
+        .doc("Which argument of the `epilogue` kernel is the reduced value (required with it).");
 
 /// `epilogue` and `epilogue_operand` come together, on a one-shot all-reduce only.
 fn verify_symm_epilogue(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
@@ -608,10 +606,7 @@ fn verify_symm_epilogue(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         .and_then(|a| ctx.attr_as_str(a))
         .unwrap_or("");
     if coll != "one_shot_all_reduce" {
-        return Err(ctx.op_error(
-            op,
-            "an 'epilogue' is only fused into a one_shot_all_reduce",
-        ));
+        return Err(ctx.op_error(op, "an 'epilogue' is only fused into a one_shot_all_reduce"));
     }
     nonneg(ctx, op, &["epilogue_operand"])
 }
