@@ -11,6 +11,24 @@
 //! *barrier*: a collective start or wait, a pool op, or a comm-buffer producer (comm-buffer
 //! bytes are mutated in place by collectives and reused by the pool plan). An intermediate
 //! that is itself a comm buffer (it carries a `comm.slot`) or is read twice is materialized.
+//!
+//! Epilogues: a chain that reads the result of a `symm.one_shot_all_reduce` can run inside the
+//! all-reduce's kernel, each thread applying it to the elements it has just reduced, so the
+//! reduced tensor is never stored ([`FusionPlan::epilogues`]). Legal when:
+//! - every reader of the all-reduce's result is an op of that one chain (a result read by
+//!   anything else, a matmul or a second chain, keeps the plain all-reduce: storing it as well
+//!   would cost the write the fusion saves);
+//! - the chain is elementwise only, and every value it reads or writes has the all-reduce's
+//!   element count (no broadcast);
+//! - the chain's other inputs exist before the all-reduce (arguments or earlier results) and
+//!   nothing that may change them (a [barrier](is_barrier)) stands between the all-reduce and
+//!   the chain's last op, so they read the same at the all-reduce's position;
+//! - the chain's result is not a comm buffer: its slot's liveness was planned for the chain's
+//!   own position, and writing it earlier could clobber a slot still live (even the
+//!   all-reduce's input, which peers read during the kernel).
+//!
+//! The fused kernel rounds the reduced value to its element type once, as the sim rounds the
+//! all-reduce's result, then evaluates the chain exactly as the chain's own kernel does.
 
 use commlir_dialects::comm::{is_comm_buffer, SLOT_ATTR};
 use commlir_dialects::compute::{BINARY_OPS, UNARY_OPS};
@@ -59,12 +77,16 @@ pub struct FusionPlan {
     pub root_group: HashMap<OpId, usize>,
     /// Ops absorbed into a later root (emitted nothing where they stood).
     pub absorbed: HashMap<OpId, OpId>,
+    /// One-shot all-reduces that apply a group as their epilogue: op → group index.
+    pub epilogues: HashMap<OpId, usize>,
+    /// The roots of those groups → their all-reduce (no kernel of their own).
+    pub fused_into: HashMap<OpId, OpId>,
 }
 
 impl FusionPlan {
     /// Number of ops that were fused away (not stored to memory).
     pub fn num_fused(&self) -> usize {
-        self.absorbed.len()
+        self.absorbed.len() + self.fused_into.len()
     }
 }
 
@@ -166,5 +188,70 @@ pub fn plan(ctx: &Context, ops: &[OpId]) -> FusionPlan {
             inputs,
         });
     }
+    plan_epilogues(ctx, ops, &pos, &barriers_before, &mut plan);
     plan
+}
+
+/// The elements of tensor value `v` (none for a dynamic or non-tensor type).
+fn numel(ctx: &Context, v: Value) -> Option<i64> {
+    commlir_dialects::shape::value_tensor(ctx, v).map(|t| t.numel())
+}
+
+/// Fills `plan.epilogues` / `plan.fused_into` with the legal one-shot epilogues (module docs).
+fn plan_epilogues(
+    ctx: &Context,
+    ops: &[OpId],
+    pos: &HashMap<OpId, usize>,
+    barriers_before: &[usize],
+    plan: &mut FusionPlan,
+) {
+    for (at, &op) in ops.iter().enumerate() {
+        if ctx.op_name(op) != "symm.one_shot_all_reduce" || ctx.results(op).len() != 1 {
+            continue;
+        }
+        let r = ctx.result(op, 0);
+        let Some(n) = numel(ctx, r) else {
+            continue;
+        };
+        // The one group every reader belongs to.
+        let mut group = None;
+        let mut one_group = !ctx.uses(r).is_empty();
+        for u in ctx.uses(r) {
+            let root = plan.absorbed.get(&u.op).copied().unwrap_or(u.op);
+            let g = plan.root_group.get(&root).copied();
+            if g.is_none() || (group.is_some() && group != g) {
+                one_group = false;
+                break;
+            }
+            group = g;
+        }
+        let (true, Some(g)) = (one_group, group) else {
+            continue;
+        };
+        let grp = &plan.groups[g];
+        let root_r = ctx.result(grp.root, 0);
+        let elementwise = grp.ops.iter().all(|o| {
+            is_elementwise(ctx.op_name(*o))
+                && ctx.results(*o).len() == 1
+                && numel(ctx, ctx.result(*o, 0)) == Some(n)
+        });
+        let inputs_ready = grp.inputs.iter().all(|&v| {
+            numel(ctx, v) == Some(n)
+                && (v == r
+                    || ctx
+                        .defining_op(v)
+                        .is_none_or(|d| pos.get(&d).is_some_and(|&p| p < at)))
+        });
+        let plain_result = !is_comm_buffer(ctx, ctx.value_type(root_r))
+            && ctx.get_attr(grp.root, SLOT_ATTR).is_none();
+        let Some(&end) = pos.get(&grp.root) else {
+            continue;
+        };
+        // Barriers strictly between the all-reduce and the chain's root.
+        let quiet = end > at && barriers_before[end] - barriers_before[at + 1] == 0;
+        if elementwise && inputs_ready && plain_result && quiet {
+            plan.epilogues.insert(op, g);
+            plan.fused_into.insert(grp.root, op);
+        }
+    }
 }

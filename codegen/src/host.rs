@@ -395,8 +395,9 @@ impl<'a, 'c> Host<'a, 'c> {
         for op in ctx.block_ops(body) {
             match ctx.op_name(op) {
                 "rt.launch" => nk = nk.max(ctx.operands(op).len() as u32),
-                // (desc, in_offset, out, site)
-                "rt.symm_collective" => nk = nk.max(4),
+                // (desc, in_offset, out, site, epilogue operands...); the fallback's launch
+                // of the epilogue takes fewer.
+                "rt.symm_collective" => nk = nk.max(2 + ctx.operands(op).len() as u32),
                 "func.call" => {
                     na = na.max(ctx.operands(op).len() as u32);
                     nr = nr.max(ctx.results(op).len() as u32);
@@ -753,7 +754,12 @@ impl<'a, 'c> Host<'a, 'c> {
             }
             "rt.nccl_group_start" => self.call("group_start", &[])?,
             "rt.nccl_group_end" => self.call("group_end", &[])?,
-            "rt.symm_collective" => self.symm_collective(ctx, op, operand(0)?, operand(1)?)?,
+            "rt.symm_collective" => {
+                let extras = (2..ctx.operands(op).len())
+                    .map(operand)
+                    .collect::<R<Vec<_>>>()?;
+                self.symm_collective(ctx, op, operand(0)?, operand(1)?, &extras)?
+            }
             "rt.event_record" => {
                 let e = *next_event;
                 *next_event += 1;
@@ -845,28 +851,69 @@ impl<'a, 'c> Host<'a, 'c> {
         Ok(())
     }
 
+    /// The kernel-table index of the kernel named by symbol attribute `attr` of `op`.
+    fn kernel_index(&self, ctx: &IrContext, op: OpId, attr: &str) -> R<usize> {
+        let k = ctx
+            .inherent_attr(op, attr)
+            .and_then(|a| ctx.attr_as_symbol(a))
+            .ok_or_else(|| format!("requires '{attr}'"))?;
+        self.device
+            .kernels
+            .iter()
+            .position(|n| n == k)
+            .ok_or_else(|| format!("kernel @{k} was not compiled"))
+    }
+
+    /// Launches kernel `index` with `args` as its parameters (each one 8-byte cell of the
+    /// scratch `kvals`, pointed to by `kparams`: the `launch` ABI's `kernelParams`).
+    fn launch_with(
+        &self,
+        index: usize,
+        grid: i64,
+        block: i64,
+        args: &[BasicValueEnum<'c>],
+    ) -> R<()> {
+        let sc = self.scratch.ok_or("no scratch arrays")?;
+        for (i, v) in args.iter().enumerate() {
+            let idx = [self.i64(i as i64)];
+            let vp = unsafe { b!(self.b.build_in_bounds_gep(self.ptr(), sc.kvals, &idx, "sv")) };
+            b!(self.b.build_store(vp, *v));
+            let pp = unsafe {
+                b!(self
+                    .b
+                    .build_in_bounds_gep(self.ptr(), sc.kparams, &idx, "sp"))
+            };
+            b!(self.b.build_store(pp, vp));
+        }
+        self.call(
+            "launch",
+            &[
+                self.i32(index as u64).into(),
+                self.i32(grid as u64).into(),
+                self.i32(block as u64).into(),
+                self.i32(0).into(),
+                sc.kparams.into(),
+                self.i32(args.len() as u64).into(),
+            ],
+        )
+    }
+
     /// `desc = symm_pool_desc(pool)`; when the pool is peer-mapped, the generated kernel is
-    /// launched with `(desc, in_offset, out, site)`, else `symm_fallback` runs NCCL.
+    /// launched with `(desc, in_offset, out, site, extras...)`, else `symm_fallback` runs
+    /// NCCL. With an `epilogue`, `out` is the chain's result: the fallback reduces into a
+    /// temporary allocation, launches the chain's own kernel on it and frees it.
     fn symm_collective(
         &self,
         ctx: &IrContext,
         op: OpId,
         pool: PointerValue<'c>,
         out: PointerValue<'c>,
+        extras: &[PointerValue<'c>],
     ) -> R<()> {
         let coll_name = Self::attr_str(ctx, op, "coll")?;
         let coll = abi::code(abi::SYMM_COLLS, coll_name)
             .ok_or_else(|| format!("unknown symm collective {coll_name}"))?;
-        let k = ctx
-            .inherent_attr(op, "kernel")
-            .and_then(|a| ctx.attr_as_symbol(a))
-            .ok_or("requires 'kernel'")?;
-        let site = self
-            .device
-            .kernels
-            .iter()
-            .position(|n| n == k)
-            .ok_or_else(|| format!("kernel @{k} was not compiled"))?;
+        let site = self.kernel_index(ctx, op, "kernel")?;
         let offset = Self::attr_i64(ctx, op, "offset")?;
         let slot = self.slot.ok_or("no slot")?;
         self.call("symm_pool_desc", &[pool.into(), slot.into()])?;
@@ -880,41 +927,39 @@ impl<'a, 'c> Host<'a, 'c> {
         // Kernel parameters: pointers to (desc, in_offset, out, site), in the launch
         // scratch arrays (sized for at least 4 by `function`).
         self.b.position_at_end(mapped);
-        let sc = self.scratch.ok_or("no scratch arrays")?;
-        let vals: [BasicValueEnum<'c>; 4] = [
+        let mut vals: Vec<BasicValueEnum<'c>> = vec![
             desc.into(),
             self.i64(offset).into(),
             out.into(),
             self.i32(site as u64).into(),
         ];
-        for (i, v) in vals.iter().enumerate() {
-            let idx = [self.i64(i as i64)];
-            // Each value gets an 8-byte cell of `kvals`, whatever its width.
-            let vp = unsafe { b!(self.b.build_in_bounds_gep(self.ptr(), sc.kvals, &idx, "sv")) };
-            b!(self.b.build_store(vp, *v));
-            let pp = unsafe {
-                b!(self
-                    .b
-                    .build_in_bounds_gep(self.ptr(), sc.kparams, &idx, "sp"))
-            };
-            b!(self.b.build_store(pp, vp));
-        }
-        self.call(
-            "launch",
-            &[
-                self.i32(site as u64).into(),
-                self.i32(Self::attr_i64(ctx, op, "grid")? as u64).into(),
-                self.i32(Self::attr_i64(ctx, op, "block")? as u64).into(),
-                self.i32(0).into(),
-                sc.kparams.into(),
-                self.i32(4).into(),
-            ],
+        vals.extend(extras.iter().map(|p| BasicValueEnum::from(*p)));
+        self.launch_with(
+            site,
+            Self::attr_i64(ctx, op, "grid")?,
+            Self::attr_i64(ctx, op, "block")?,
+            &vals,
         )?;
         b!(self.b.build_unconditional_branch(join));
         self.b.position_at_end(fallback);
         let red = match ctx.inherent_attr(op, "reduce_op") {
             Some(_) => self.redop(ctx, op)?,
             None => self.i32(0),
+        };
+        let count = Self::attr_i64(ctx, op, "count")?;
+        let epilogue = ctx.inherent_attr(op, "epilogue").is_some();
+        // The fallback's all-reduce result: `out` itself, or a temporary the epilogue reads.
+        let reduced = if epilogue {
+            let elem = crate::symm_kernels::dtype_bytes(Self::attr_str(ctx, op, "dtype")?);
+            if elem == 0 {
+                return Err("symm collective of an unknown dtype".into());
+            }
+            let bytes = count.saturating_mul(elem as i64);
+            let slot = self.slot.ok_or("no slot")?;
+            self.call("alloc", &[self.i64(bytes).into(), slot.into()])?;
+            b!(self.b.build_load(self.ptr(), slot, "reduced")).into_pointer_value()
+        } else {
+            out
         };
         self.call(
             "symm_fallback",
@@ -923,12 +968,31 @@ impl<'a, 'c> Host<'a, 'c> {
                 self.group_index(ctx, op)?.into(),
                 pool.into(),
                 self.i64(offset).into(),
-                out.into(),
-                self.i64(Self::attr_i64(ctx, op, "count")?).into(),
+                reduced.into(),
+                self.i64(count).into(),
                 self.dtype(ctx, op)?.into(),
                 red.into(),
             ],
         )?;
+        if epilogue {
+            // The chain's kernel, as if unfused: its inputs with the reduced value at
+            // `epilogue_operand`, then its result.
+            let at = Self::attr_i64(ctx, op, "epilogue_operand")? as usize;
+            let mut args: Vec<BasicValueEnum<'c>> =
+                extras.iter().map(|p| BasicValueEnum::from(*p)).collect();
+            if at > args.len() {
+                return Err("'epilogue_operand' is past the epilogue's inputs".into());
+            }
+            args.insert(at, reduced.into());
+            args.push(out.into());
+            self.launch_with(
+                self.kernel_index(ctx, op, "epilogue")?,
+                Self::attr_i64(ctx, op, "epilogue_grid")?,
+                Self::attr_i64(ctx, op, "epilogue_block")?,
+                &args,
+            )?;
+            self.call("free", &[reduced.into()])?;
+        }
         b!(self.b.build_unconditional_branch(join));
         self.b.position_at_end(join);
         Ok(())

@@ -250,7 +250,14 @@ pub fn compile(ctx: &IrContext, module: OpId) -> Result<DeviceCode, Diagnostic> 
                 "rt.symm_kernel" => {
                     let name = ctx.symbol_name(op).unwrap_or("").to_string();
                     let spec = symm_spec(ctx, op)?;
-                    crate::symm_kernels::generate(&llcx, &lm, &name, &spec)
+                    let epi = match ctx
+                        .inherent_attr(op, "epilogue")
+                        .and_then(|a| ctx.attr_as_symbol(a))
+                    {
+                        Some(chain) => Some(g.epilogue(ctx, module, op, chain, &name, &spec)?),
+                        None => None,
+                    };
+                    crate::symm_kernels::generate(&llcx, &lm, &name, &spec, epi.as_ref())
                         .map_err(|m| ctx.op_error(op, m))?;
                     names.push(name);
                 }
@@ -842,6 +849,202 @@ impl<'a, 'c> Gen<'a, 'c> {
         b!(self.b.build_unconditional_branch(done));
         self.b.position_at_end(done);
         Ok(())
+    }
+
+    /// The epilogue of the fused symm kernel `name`: the chain of `rt.kernel @chain` applied
+    /// to the reduced value, as two internal, always-inlined functions the symm kernel calls
+    /// where it would store the reduced elements (`crate::symm_kernels::Epilogue`). Their
+    /// parameters: the element index, the reduced value as stored (one element, or a vector
+    /// of `16 / element size` elements from that index), the chain's other inputs, the
+    /// result. The chain computes exactly as in [`Self::elementwise`]: the reduced value is
+    /// read like a loaded element (it is already rounded to its type), every op's result is
+    /// rounded.
+    fn epilogue(
+        &mut self,
+        ctx: &IrContext,
+        module: OpId,
+        op: OpId,
+        chain: &str,
+        name: &str,
+        spec: &crate::symm_kernels::SymmSpec,
+    ) -> Result<crate::symm_kernels::Epilogue<'c>, Diagnostic> {
+        let e = |m: String| ctx.op_error(op, m);
+        let kop = module_block(ctx, module)
+            .and_then(|b| {
+                ctx.block_ops(b)
+                    .find(|o| ctx.op_name(*o) == "rt.kernel" && ctx.symbol_name(*o) == Some(chain))
+            })
+            .ok_or_else(|| {
+                e(format!(
+                    "epilogue @{chain} is not an rt.kernel of the module"
+                ))
+            })?;
+        let operand = ctx
+            .inherent_attr(op, "epilogue_operand")
+            .and_then(|a| ctx.attr_as_i64(a))
+            .and_then(|v| usize::try_from(v).ok())
+            .ok_or_else(|| e("rt.symm_kernel requires 'epilogue_operand'".into()))?;
+        let body = ctx
+            .op_regions(kop)
+            .first()
+            .and_then(|r| ctx.region_blocks(*r).first().copied())
+            .ok_or_else(|| e(format!("epilogue @{chain} has no body")))?;
+        let args = ctx.block_args(body).to_vec();
+        let ops: Vec<OpId> = ctx.block_ops(body).collect();
+        let (last, inner) = ops
+            .split_last()
+            .ok_or_else(|| e(format!("epilogue @{chain} is empty")))?;
+        let result = *ctx
+            .operands(*last)
+            .first()
+            .ok_or_else(|| e("rt.yield without value".into()))?;
+        let width = (16 / crate::symm_kernels::dtype_bytes(&spec.dtype).max(1)) as u32;
+        let gen = |g: &mut Self, vector: bool| -> R<FunctionValue<'c>> {
+            g.epilogue_fn(ctx, name, inner, &args, result, operand, width, vector)
+        };
+        let built = gen(self, false).and_then(|scalar| Ok((scalar, gen(self, true)?)));
+        let (scalar, vector) = built.map_err(|m| {
+            let at = inner.first().copied().unwrap_or(op);
+            ctx.op_error(at, format!("epilogue of @{name}: {m}"))
+        })?;
+        Ok(crate::symm_kernels::Epilogue {
+            scalar,
+            vector,
+            extras: args.len().saturating_sub(1),
+        })
+    }
+
+    /// One epilogue function (see [`Self::epilogue`]): `vector` handles `width` elements.
+    #[allow(clippy::too_many_arguments)]
+    fn epilogue_fn(
+        &mut self,
+        ctx: &IrContext,
+        name: &str,
+        ops: &[OpId],
+        args: &[Value],
+        result: Value,
+        operand: usize,
+        width: u32,
+        vector: bool,
+    ) -> R<FunctionValue<'c>> {
+        for &op in ops {
+            if !crate::fusion::is_elementwise(ctx.op_name(op)) {
+                return Err(format!(
+                    "'{}' cannot be part of an epilogue",
+                    ctx.op_name(op)
+                ));
+            }
+        }
+        let reduced = *args.get(operand).ok_or("'epilogue_operand' out of range")?;
+        let (rk, _) = self.kind_of(ctx, reduced)?;
+        let (re, _) = self.kind_of(ctx, result)?;
+        if transcendental_used(ctx, ops) {
+            self.helper_exp()?;
+            self.helper_tanh()?;
+            self.helper_exp_fast()?;
+            self.helper_tanh_fast()?;
+            self.helper_tanh64()?;
+        }
+        let ptr = self.cx.ptr_type(AddressSpace::from(1u16));
+        let x_ty: BasicTypeEnum<'c> = if vector {
+            self.vec_ty(rk, width).into()
+        } else {
+            self.storage_any(rk)
+        };
+        let mut params = vec![self.cx.i64_type().into(), x_ty.into()];
+        params.extend((0..args.len()).map(|_| inkwell::types::BasicMetadataTypeEnum::from(ptr)));
+        let fty = self.cx.void_type().fn_type(&params, false);
+        let suffix = if vector { "epilogue_vec" } else { "epilogue" };
+        let f = self
+            .m
+            .add_function(&format!("{name}.{suffix}"), fty, Some(Linkage::Internal));
+        let inline = self.cx.create_enum_attribute(
+            inkwell::attributes::Attribute::get_named_enum_kind_id("alwaysinline"),
+            0,
+        );
+        f.add_attribute(inkwell::attributes::AttributeLoc::Function, inline);
+        let entry = self.cx.append_basic_block(f, "entry");
+        self.b.position_at_end(entry);
+        let idx = f
+            .get_nth_param(0)
+            .ok_or("missing parameter")?
+            .into_int_value();
+        let x = f.get_nth_param(1).ok_or("missing parameter")?;
+        // Kernel argument k → parameter: the reduced value is parameter 1, the others follow.
+        let param_of = |k: usize| if k < operand { k + 2 } else { k + 1 };
+        let out = self.param(f, args.len() + 1)?;
+        let as_compute = |g: &Self, k: Kind, v: BasicValueEnum<'c>| -> R<BasicValueEnum<'c>> {
+            match k {
+                Kind::Float(e) => Ok(g.convert(v.into_float_value(), g.compute_ty(e))?.into()),
+                Kind::Int(i) => Ok(g.int_load_value(i, v.into_int_value())?.into()),
+            }
+        };
+        if !vector {
+            let v = self.chain(ctx, ops, args, result, &mut |g, k, e| {
+                if k == operand {
+                    as_compute(g, e, x)
+                } else {
+                    g.load_any(e, g.param(f, param_of(k))?, idx)
+                }
+            })?;
+            self.store_any(re, out, idx, v)?;
+        } else {
+            // The caller checked every pointer for 16-byte alignment and passes an index that
+            // is a multiple of `width`, so a vector of `width` elements of `k` is aligned to
+            // its size, up to 16 bytes.
+            let align =
+                |k: Kind| (u64::from(width) * u64::from(k.bits().max(8)) / 8).min(16) as u32;
+            let xv = x.into_vector_value();
+            let mut loaded: HashMap<usize, inkwell::values::VectorValue<'c>> = HashMap::new();
+            let mut acc = self.vec_ty(re, width).get_poison();
+            for l in 0..width {
+                let lane = self.cx.i32_type().const_int(u64::from(l), false);
+                let v = self.chain(ctx, ops, args, result, &mut |g, k, e| {
+                    let vec = if k == operand {
+                        xv
+                    } else if let Some(v) = loaded.get(&k) {
+                        *v
+                    } else {
+                        let p = unsafe {
+                            b!(g.b.build_in_bounds_gep(
+                                g.storage_any(e),
+                                g.param(f, param_of(k))?,
+                                &[idx],
+                                "vp"
+                            ))
+                        };
+                        let v = b!(g.b.build_load(g.vec_ty(e, width), p, "vld"));
+                        if let Some(ins) = v.as_instruction_value() {
+                            ins.set_alignment(align(e)).map_err(|e| e.to_string())?;
+                        }
+                        if let Kind::Int(i) = e {
+                            g.bool_range(i, v)?;
+                        }
+                        let v = v.into_vector_value();
+                        loaded.insert(k, v);
+                        v
+                    };
+                    let lx = b!(g.b.build_extract_element(vec, lane, "x"));
+                    as_compute(g, e, lx)
+                })?;
+                let v: BasicValueEnum<'c> = match re {
+                    Kind::Float(e) => self
+                        .convert(v.into_float_value(), self.storage_ty(e))?
+                        .into(),
+                    Kind::Int(i) => self.int_store_value(i, v.into_int_value())?.into(),
+                };
+                acc = b!(self.b.build_insert_element(acc, v, lane, "acc"));
+            }
+            let p = unsafe {
+                b!(self
+                    .b
+                    .build_in_bounds_gep(self.storage_any(re), out, &[idx], "vo"))
+            };
+            let st = b!(self.b.build_store(p, acc));
+            st.set_alignment(align(re)).map_err(|e| e.to_string())?;
+        }
+        b!(self.b.build_return(None));
+        Ok(f)
     }
 
     /// The global thread index and the grid's thread count (`ctaid·ntid + tid`, `nctaid·ntid`).

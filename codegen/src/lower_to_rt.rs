@@ -657,8 +657,8 @@ fn lower_op(
     stats: &mut LowerStats,
 ) -> Result<(), Diagnostic> {
     let name = ctx.op_name(op).to_string();
-    if plan.absorbed.contains_key(&op) {
-        return Ok(());
+    if plan.absorbed.contains_key(&op) || plan.fused_into.contains_key(&op) {
+        return Ok(()); // computed by a later kernel, or by its all-reduce's epilogue
     }
     if let Some(&g) = plan.root_group.get(&op) {
         let group = &plan.groups[g];
@@ -785,7 +785,8 @@ fn lower_op(
         | "symm.two_shot_all_reduce"
         | "symm.all_gather"
         | "symm.reduce_scatter" => {
-            lower_symm(ctx, op, module, func, st, kernels)?;
+            let epilogue = plan.epilogues.get(&op).map(|&g| &plan.groups[g]);
+            lower_symm(ctx, op, module, func, st, kernels, epilogue)?;
         }
         "func.call" => {
             let mut args = Vec::new();
@@ -1145,6 +1146,12 @@ fn lower_shard_dim_alltoall(
 /// A symm collective (`symm.*`, blocking, compute stream) → an `rt.symm_kernel` specialized
 /// on (collective, count, dtype, reduction, G) and the `rt.symm_collective` that launches it
 /// (or calls the runtime's NCCL fallback when the pool is not peer-mapped).
+///
+/// With an `epilogue` (a one-shot all-reduce whose result only its fusion group reads, see
+/// [`crate::fusion`]), the group's plain `rt.kernel` is created for the fallback, the symm
+/// kernel carries it as `epilogue`, and the collective stores the group's result instead of
+/// the reduced tensor: its operands are `(pool, chain result, chain inputs but the reduced
+/// value...)`.
 fn lower_symm(
     ctx: &mut Context,
     op: OpId,
@@ -1152,6 +1159,7 @@ fn lower_symm(
     func: OpId,
     st: &mut Lowering,
     kernels: &mut KernelTable,
+    epilogue: Option<&fusion::Group>,
 ) -> Result<(), Diagnostic> {
     let name = ctx.op_name(op).to_string();
     let coll = name.trim_start_matches("symm.").to_string();
@@ -1178,7 +1186,33 @@ fn lower_symm(
         "reduce_scatter" => n / world,
         _ => n,
     };
-    let out = if coll == "two_shot_all_reduce" {
+    // The fused chain: its kernel (the fallback's), which argument is the reduced value,
+    // its other inputs' buffers and its result's buffer.
+    let mut fused = None;
+    if let Some(grp) = epilogue {
+        let chain = kernel_symbol(ctx, module, func, grp, kernels)?;
+        let operand = grp
+            .inputs
+            .iter()
+            .position(|v| *v == r)
+            .ok_or_else(|| err(ctx, op, "comm-to-rt: epilogue does not read the all-reduce"))?;
+        let mut extras = Vec::new();
+        for &v in grp.inputs.iter().filter(|v| **v != r) {
+            extras.push(buffer(ctx, st, op, v)?);
+        }
+        let y = ctx.result(grp.root, 0);
+        let t = ctx.value_type(y);
+        let m = memref_of(ctx, t);
+        let yb = Builder::before(ctx, op).create_value("rt.alloc", &[], m, &[]);
+        st.buf.insert(y, yb);
+        // The fallback launches the chain kernel as `lower_op` would have.
+        let w = crate::kernels::elementwise_vector_width(ctx, &grp.ops) as i64;
+        let work = ((launch_items(ctx, grp.root) + w - 1) / w).max(1);
+        fused = Some((chain, operand, extras, yb, grid_for(work)));
+    }
+    let out = if let Some((_, _, _, yb, _)) = &fused {
+        *yb
+    } else if coll == "two_shot_all_reduce" {
         // In place: the result is the input's slot.
         let b = buffer(ctx, st, op, x)?;
         st.buf.insert(r, b);
@@ -1189,7 +1223,8 @@ fn lower_symm(
     };
     let elem = value_tensor(ctx, x).map_or(1, |t| elem_bytes(ctx, t.elem));
     let reduce_name = reduce.and_then(|a| ctx.attr_as_str(a)).map(str::to_string);
-    let key = format!("symm:{coll}:{count}:{dtype}:{reduce_name:?}:{world}");
+    let chain = fused.as_ref().map(|(c, o, ..)| (c.clone(), *o));
+    let key = format!("symm:{coll}:{count}:{dtype}:{reduce_name:?}:{world}:{chain:?}");
     let sym = match kernels.by_key.get(&key) {
         Some(s) => s.clone(),
         None => {
@@ -1200,7 +1235,13 @@ fn lower_symm(
                     "comm-to-rt: the function must be in a module",
                 ));
             }
-            let sym = format!("s{}_{coll}", kernels.count);
+            let mut sym = format!("s{}_{coll}", kernels.count);
+            if let Some((c, _)) = &chain {
+                // `s3_one_shot_all_reduce_add` for the epilogue kernel `k2_add`.
+                let ops = c.split_once('_').map_or(c.as_str(), |(_, o)| o);
+                sym = format!("{sym}_{ops}");
+                sym.truncate(64);
+            }
             kernels.count += 1;
             let mut attrs: Vec<(&str, commlir_ir::Attr)> = vec![
                 ("sym_name", ctx.str_attr(&sym)),
@@ -1211,6 +1252,10 @@ fn lower_symm(
             ];
             if let Some(rd) = &reduce_name {
                 attrs.push(("reduce_op", ctx.str_attr(rd)));
+            }
+            if let Some((c, o)) = &chain {
+                attrs.push(("epilogue", ctx.symbol_ref(c)));
+                attrs.push(("epilogue_operand", i64_attr(ctx, *o as i64)));
             }
             let loc = ctx.op_loc(op);
             let mut k = OpState::new(ctx.ident("rt.symm_kernel"), loc);
@@ -1239,8 +1284,16 @@ fn lower_symm(
     if let Some(rd) = reduce {
         attrs.push(("reduce_op", rd));
     }
+    let mut operands = vec![pool, out];
+    if let Some((c, o, extras, _, egrid)) = &fused {
+        attrs.push(("epilogue", ctx.symbol_ref(c)));
+        attrs.push(("epilogue_operand", i64_attr(ctx, *o as i64)));
+        attrs.push(("epilogue_grid", i64_attr(ctx, *egrid)));
+        attrs.push(("epilogue_block", i64_attr(ctx, BLOCK)));
+        operands.extend(extras);
+    }
     let mut bld = Builder::before(ctx, op);
-    bld.create("rt.symm_collective", &[pool, out], &[], &attrs);
+    bld.create("rt.symm_collective", &operands, &[], &attrs);
     st.compute_dirty = true;
     Ok(())
 }

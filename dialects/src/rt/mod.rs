@@ -581,6 +581,36 @@ fn verify_symm_reduce(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     nonneg(ctx, op, &["count"])
 }
 
+const SYMM_EPILOGUE: AttrDef = AttrDef::optional("epilogue", AttrConstraint::SymbolRef).doc(
+    "The fused elementwise epilogue of a one-shot all-reduce: the `rt.kernel` of the chain \
+     that reads the reduced value (also launched on its own by the NCCL fallback).",
+);
+const SYMM_EPILOGUE_OPERAND: AttrDef =
+    AttrDef::optional("epilogue_operand", AttrConstraint::Integer)
+        .doc("Which argument of the `epilogue` kernel is the reduced value (required with it).");
+
+/// `epilogue` and `epilogue_operand` come together, on a one-shot all-reduce only.
+fn verify_symm_epilogue(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let has = ctx.inherent_attr(op, "epilogue").is_some();
+    if has != ctx.inherent_attr(op, "epilogue_operand").is_some() {
+        return Err(ctx.op_error(
+            op,
+            "'epilogue' and 'epilogue_operand' must be given together",
+        ));
+    }
+    if !has {
+        return Ok(());
+    }
+    let coll = ctx
+        .inherent_attr(op, "coll")
+        .and_then(|a| ctx.attr_as_str(a))
+        .unwrap_or("");
+    if coll != "one_shot_all_reduce" {
+        return Err(ctx.op_error(op, "an 'epilogue' is only fused into a one_shot_all_reduce"));
+    }
+    nonneg(ctx, op, &["epilogue_operand"])
+}
+
 register_op!(
     pub SYMM_KERNEL = OpDef {
         name: "rt.symm_kernel",
@@ -598,10 +628,13 @@ register_op!(
             DTYPE,
             SYMM_REDUCE_OP,
             AttrDef::required("world", AttrConstraint::Integer).doc("The group size G (2 to 8)."),
+            SYMM_EPILOGUE,
+            SYMM_EPILOGUE_OPERAND,
         ],
         traits: &[Trait::Symbol],
         verify: Some(|ctx, op| {
             verify_symm_reduce(ctx, op)?;
+            verify_symm_epilogue(ctx, op)?;
             let w = int(ctx, op, "world").unwrap_or(0);
             if !(1..=abi::SYMM_MAX_PEERS as i64).contains(&w) {
                 return Err(ctx.op_error(
@@ -625,11 +658,26 @@ register_op!(
             the runtime for the pool's peer descriptor (`symm_pool_desc`): when the peers are \
             mapped it launches `kernel` (an `rt.symm_kernel`) with `grid` blocks of `block` \
             threads, else it calls `symm_fallback` (NCCL on the compute stream). Either way it \
-            runs on the compute stream, so no event is needed.",
-        operands: &[ArgDef::one("pool", ANY), ArgDef::one("out", ANY)],
+            runs on the compute stream, so no event is needed. With an `epilogue` (a one-shot \
+            all-reduce fused with the elementwise chain that reads its result), `out` is the \
+            chain's result and `extras` the chain's other inputs: the fused kernel takes them \
+            as parameters after the four of the ABI, and the fallback reduces into a \
+            temporary buffer, then launches the `epilogue` kernel with the temporary as its \
+            argument `epilogue_operand`.",
+        operands: &[
+            ArgDef::one("pool", ANY),
+            ArgDef::one("out", ANY),
+            ArgDef::variadic("extras", ANY),
+        ],
         attributes: &[
             SYMM_COLL,
             AttrDef::required("kernel", AttrConstraint::SymbolRef),
+            SYMM_EPILOGUE,
+            SYMM_EPILOGUE_OPERAND,
+            AttrDef::optional("epilogue_grid", AttrConstraint::Integer)
+                .doc("The fallback's launch of `epilogue` (required with it)."),
+            AttrDef::optional("epilogue_block", AttrConstraint::Integer)
+                .doc("The fallback's launch of `epilogue` (required with it)."),
             AttrDef::required("offset", AttrConstraint::Integer).doc("Bytes."),
             SYMM_COUNT,
             DTYPE,
@@ -643,6 +691,30 @@ register_op!(
             expect_type(ctx, op, ctx.operand(op, 0), "rt.pool", "operand 'pool'")?;
             expect_memref(ctx, op, ctx.operand(op, 1), "operand 'out'")?;
             verify_symm_reduce(ctx, op)?;
+            verify_symm_epilogue(ctx, op)?;
+            let fused = ctx.inherent_attr(op, "epilogue").is_some();
+            for (i, &x) in ctx.operands(op).iter().enumerate().skip(2) {
+                expect_memref(ctx, op, x, &format!("operand #{i} (epilogue operand)"))?;
+            }
+            if !fused && ctx.operands(op).len() > 2 {
+                return Err(ctx.op_error(op, "epilogue operands without an 'epilogue'"));
+            }
+            if fused {
+                let has = |n| ctx.inherent_attr(op, n).is_some();
+                if !has("epilogue_grid") || !has("epilogue_block") {
+                    return Err(ctx.op_error(
+                        op,
+                        "an 'epilogue' requires 'epilogue_grid' and 'epilogue_block'",
+                    ));
+                }
+                let operand = int(ctx, op, "epilogue_operand").unwrap_or(-1);
+                if operand > (ctx.operands(op).len() - 2) as i64 {
+                    return Err(ctx.op_error(
+                        op,
+                        "'epilogue_operand' is past the epilogue kernel's inputs",
+                    ));
+                }
+            }
             nonneg(ctx, op, &["offset"])?;
             let grid = int(ctx, op, "grid").unwrap_or(0);
             if !(1..=abi::SYMM_MAX_BLOCKS as i64).contains(&grid) {
