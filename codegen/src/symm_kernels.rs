@@ -35,6 +35,8 @@
 //! bytes 0/1, where unsigned max/min/product are or/and/and. This is
 //! `runtime/src/sim/collective.rs::reduce` bit for bit.
 
+pub mod fused;
+
 use crate::abi;
 use inkwell::builder::Builder;
 use inkwell::context::Context;
