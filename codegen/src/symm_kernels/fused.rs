@@ -125,9 +125,9 @@ impl<'c> Gen<'_, 'c> {
             .build_int_compare(IntPredicate::EQ, step, world, "last"));
         let fin = self.cx.append_basic_block(f, "final");
         let mid = self.cx.append_basic_block(f, "step");
-        b!(self.b.build_conditional_branch(last, fin, mid));
         match spec.kind.as_str() {
             "all_gather_matmul" => {
+                b!(self.b.build_conditional_branch(last, fin, mid));
                 // Step G: the end barrier (peers finished reading this rank's shard).
                 self.b.position_at_end(fin);
                 self.barrier(&env)?;
@@ -164,6 +164,7 @@ impl<'c> Gen<'_, 'c> {
                     .b
                     .build_int_mul(world, chunk_bytes, "recv_off"));
                 let recv = b!(self.b.build_int_add(partial, recv, "recv"));
+                b!(self.b.build_conditional_branch(last, fin, mid));
                 // Step G: the end barrier (every peer pulled its chunks from this rank's
                 // partials, and this rank's pulls are complete), then the reduction of
                 // chunk `rank` in rank order: this rank's own partial for itself, the
