@@ -48,7 +48,7 @@ type FusedKernel = unsafe extern "C" fn(*const SymmDesc, u64, *mut u8, u32, u32)
 /// One symm pool allocation of every rank (the ranks allocate pools in the same order).
 #[derive(Default)]
 struct PoolRow {
-    /// Per rank: (pool address, signal pad address, descriptor).
+    /// Per rank: (pool address, signal pad address).
     ranks: Vec<Option<(usize, usize)>>,
 }
 
@@ -60,6 +60,8 @@ struct Group {
     arrived: Condvar,
     /// Storage of every pool and pad ever allocated (never freed during a run).
     storage: Mutex<Vec<Vec<u128>>>,
+    /// Boxed: the kernels hold their addresses while the vector grows.
+    #[allow(clippy::vec_box)]
     descs: Mutex<Vec<Box<SymmDesc>>>,
     /// The fallback collectives: every rank's (input, output) pointers, then a barrier.
     slots: Mutex<Vec<(usize, usize)>>,
@@ -484,7 +486,9 @@ fn check(text: &str, world: usize, mapped: bool) {
     }
     kir.push_str("define i1 @host_bar_or(i32 %b, i1 %p) {\n  ret i1 %p\n}\n");
     kir.push_str("declare i64 @symm_clock()\n");
-    kir.push_str("define i64 @sreg_globaltimer() {\n  %t = call i64 @symm_clock()\n  ret i64 %t\n}\n");
+    kir.push_str(
+        "define i64 @sreg_globaltimer() {\n  %t = call i64 @symm_clock()\n  ret i64 %t\n}\n",
+    );
     let hm = load(&hc.llvm_ir, "host");
     let km = load(&kir, "kernels");
     let ee: ExecutionEngine = hm
@@ -588,7 +592,11 @@ fn check(text: &str, world: usize, mapped: bool) {
         }
     });
     for (r, st) in group.status.iter().enumerate() {
-        assert_eq!(st.load(std::sync::atomic::Ordering::Relaxed), 0, "rank {r} fault word");
+        assert_eq!(
+            st.load(std::sync::atomic::Ordering::Relaxed),
+            0,
+            "rank {r} fault word"
+        );
     }
 }
 

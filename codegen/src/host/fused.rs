@@ -17,7 +17,6 @@ use super::{abi, Host, R};
 use commlir_ir::{Context as IrContext, OpId};
 use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, IntValue, PointerValue};
 
-
 /// One row-major strided-batched GEMM `C = A·B`: `rows`×`cols` per batch, contraction `k`,
 /// pointers and strides in elements, `ldb`/`ldc` the row lengths of B and C.
 struct Gemm<'c> {
@@ -107,7 +106,14 @@ impl<'c> Host<'_, 'c> {
             sc.kparams.into(),
             self.i32(vals.len() as u64).into(),
         ]);
-        self.call(if stream.is_some() { "launch_on" } else { "launch" }, &args)
+        self.call(
+            if stream.is_some() {
+                "launch_on"
+            } else {
+                "launch"
+            },
+            &args,
+        )
     }
 
     fn kernel_index(&self, ctx: &IrContext, op: OpId, attr: &str) -> R<u32> {
@@ -126,13 +132,19 @@ impl<'c> Host<'_, 'c> {
     fn record(&self, stream: u32, e: u32) -> R<()> {
         self.call(
             "event_record",
-            &[self.i32(u64::from(stream)).into(), self.i32(u64::from(e)).into()],
+            &[
+                self.i32(u64::from(stream)).into(),
+                self.i32(u64::from(e)).into(),
+            ],
         )
     }
     fn wait(&self, stream: u32, e: u32) -> R<()> {
         self.call(
             "stream_wait",
-            &[self.i32(u64::from(stream)).into(), self.i32(u64::from(e)).into()],
+            &[
+                self.i32(u64::from(stream)).into(),
+                self.i32(u64::from(e)).into(),
+            ],
         )
     }
 
@@ -163,7 +175,11 @@ impl<'c> Host<'_, 'c> {
             &[self.group_index(ctx, op)?.into(), slot.into()],
         )?;
         let r = b!(self.b.build_load(self.cx.i32_type(), slot, "grank")).into_int_value();
-        Ok(b!(self.b.build_int_z_extend(r, self.cx.i64_type(), "grank64")))
+        Ok(b!(self.b.build_int_z_extend(
+            r,
+            self.cx.i64_type(),
+            "grank64"
+        )))
     }
 
     /// `(rank + s) mod G`.
@@ -193,7 +209,8 @@ impl<'c> Host<'_, 'c> {
         next_event: &mut u32,
     ) -> R<()> {
         let a = |n: &str| Self::attr_i64(ctx, op, n);
-        let (m, k, batch, offset, count) = (a("m")?, a("k")?, a("batch")?, a("offset")?, a("count")?);
+        let (m, k, batch, offset, count) =
+            (a("m")?, a("k")?, a("batch")?, a("offset")?, a("count")?);
         let (grid, block) = (a("grid")?, a("block")?);
         let ns = ctx
             .inherent_attr(op, "ns")
@@ -317,7 +334,8 @@ impl<'c> Host<'_, 'c> {
     ) -> R<()> {
         let a = |n: &str| Self::attr_i64(ctx, op, n);
         let (m, n, k, batch) = (a("m")?, a("n")?, a("k")?, a("batch")?);
-        let (a_step, a_stride, b_step, ldb) = (a("a_step")?, a("a_stride")?, a("b_step")?, a("ldb")?);
+        let (a_step, a_stride, b_step, ldb) =
+            (a("a_step")?, a("a_stride")?, a("b_step")?, a("ldb")?);
         let (chunk, offset, grid, block) = (a("chunk")?, a("offset")?, a("grid")?, a("block")?);
         let world = self.world_of(ctx, op)?;
         let [pool, a_buf, b_buf, out] = bufs else {
@@ -418,9 +436,10 @@ fn elem_size(dtype: &str) -> R<i64> {
         "f16" | "bf16" => 2,
         "f32" => 4,
         "f64" => 8,
-        d => return Err(format!("fused collective-matmul ops multiply floats, got {d}")),
+        d => {
+            return Err(format!(
+                "fused collective-matmul ops multiply floats, got {d}"
+            ))
+        }
     })
 }
-
-
-

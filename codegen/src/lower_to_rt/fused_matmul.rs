@@ -43,7 +43,9 @@ fn float_dtype(ctx: &Context, op: OpId) -> Result<&'static str, Diagnostic> {
         return Err(err(
             ctx,
             op,
-            format!("comm-to-rt: fused collective-matmul ops multiply floating-point matrices, got {d}"),
+            format!(
+                "comm-to-rt: fused collective-matmul ops multiply floating-point matrices, got {d}"
+            ),
         ));
     }
     Ok(d)
@@ -118,7 +120,11 @@ pub(super) fn lower_all_gather_matmul(
     kernels: &mut KernelTable,
 ) -> Result<(), Diagnostic> {
     if module.is_none() {
-        return Err(err(ctx, func, "comm-to-rt: the function must be in a module"));
+        return Err(err(
+            ctx,
+            func,
+            "comm-to-rt: the function must be in a module",
+        ));
     }
     let a = ctx.operand(op, 0);
     let dtype = float_dtype(ctx, op)?;
@@ -130,7 +136,11 @@ pub(super) fn lower_all_gather_matmul(
     let d = dim_attr(ctx, op, "gather_dim");
     let rank = shape.len();
     if rank < 2 || d < 0 || d as usize >= rank - 1 {
-        return Err(err(ctx, op, "comm-to-rt: gather_dim must precede the contraction dimension"));
+        return Err(err(
+            ctx,
+            op,
+            "comm-to-rt: gather_dim must precede the contraction dimension",
+        ));
     }
     let d = d as usize;
     let batch = product(&shape[..d]);
@@ -230,7 +240,11 @@ pub(super) fn lower_matmul_reduce_scatter(
     kernels: &mut KernelTable,
 ) -> Result<(), Diagnostic> {
     if module.is_none() {
-        return Err(err(ctx, func, "comm-to-rt: the function must be in a module"));
+        return Err(err(
+            ctx,
+            func,
+            "comm-to-rt: the function must be in a module",
+        ));
     }
     let (a, b, r) = (ctx.operand(op, 0), ctx.operand(op, 1), ctx.result(op, 0));
     let dtype = float_dtype(ctx, op)?;

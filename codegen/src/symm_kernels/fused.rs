@@ -46,9 +46,13 @@ macro_rules! b {
 
 /// Generates the entry `name` of `spec` into `m` (an NVPTX module).
 pub fn generate<'c>(cx: &'c Context, m: &Module<'c>, name: &str, spec: &FusedSpec) -> R<()> {
-    let ty = Ty::of(&spec.dtype).ok_or_else(|| format!("fused kernels: no dtype {}", spec.dtype))?;
+    let ty =
+        Ty::of(&spec.dtype).ok_or_else(|| format!("fused kernels: no dtype {}", spec.dtype))?;
     if !matches!(ty, Ty::Float { .. }) {
-        return Err(format!("fused kernels: {} is not a float dtype", spec.dtype));
+        return Err(format!(
+            "fused kernels: {} is not a float dtype",
+            spec.dtype
+        ));
     }
     let red = match (spec.kind.as_str(), spec.reduce_op.as_deref()) {
         ("all_gather_matmul", None) => None,
@@ -57,7 +61,10 @@ pub fn generate<'c>(cx: &'c Context, m: &Module<'c>, name: &str, spec: &FusedSpe
         (k, r) => return Err(format!("fused kernel {k}: bad reduce_op {r:?}")),
     };
     if !(1..=abi::SYMM_MAX_PEERS as u64).contains(&spec.world) {
-        return Err(format!("fused kernels: group size {} not in [1, 8]", spec.world));
+        return Err(format!(
+            "fused kernels: group size {} not in [1, 8]",
+            spec.world
+        ));
     }
     let g = Gen {
         cx,
@@ -101,7 +108,9 @@ impl<'c> Gen<'_, 'c> {
                 .build_in_bounds_gep(self.cx.i8_type(), desc, &[self.i64(144)], "rankp"))
         };
         let rank = b!(self.b.build_load(i32t, rank_p, "rank")).into_int_value();
-        let rank = b!(self.b.build_int_z_extend(rank, self.cx.i64_type(), "rank64"));
+        let rank = b!(self
+            .b
+            .build_int_z_extend(rank, self.cx.i64_type(), "rank64"));
         let status = self.desc_u64(desc, self.i64(128), "status")?;
         let env = Env {
             f,
@@ -135,12 +144,10 @@ impl<'c> Gen<'_, 'c> {
                 // Step 0: the start barrier (every shard is written), then the own shard;
                 // step s: the shard of rank (rank + s) mod G.
                 self.b.position_at_end(mid);
-                let first = b!(self.b.build_int_compare(
-                    IntPredicate::EQ,
-                    step,
-                    self.i64(0),
-                    "first"
-                ));
+                let first =
+                    b!(self
+                        .b
+                        .build_int_compare(IntPredicate::EQ, step, self.i64(0), "first"));
                 let start = self.cx.append_basic_block(f, "start");
                 let copy = self.cx.append_basic_block(f, "copy");
                 b!(self.b.build_conditional_branch(first, start, copy));
@@ -160,9 +167,7 @@ impl<'c> Gen<'_, 'c> {
                 let off = b!(self.b.build_int_mul(rank, self.i64(8), "ro"));
                 let own = self.desc_u64(desc, off, "own")?;
                 let partial = b!(self.b.build_int_add(own, in_offset, "partial"));
-                let recv = b!(self
-                    .b
-                    .build_int_mul(world, chunk_bytes, "recv_off"));
+                let recv = b!(self.b.build_int_mul(world, chunk_bytes, "recv_off"));
                 let recv = b!(self.b.build_int_add(partial, recv, "recv"));
                 b!(self.b.build_conditional_branch(last, fin, mid));
                 // Step G: the end barrier (every peer pulled its chunks from this rank's
@@ -177,11 +182,9 @@ impl<'c> Gen<'_, 'c> {
                     let is_me = b!(self.b.build_int_compare(IntPredicate::EQ, qv, rank, "isme"));
                     let o1 = b!(self.b.build_int_mul(rank, chunk_bytes, "o1"));
                     let a1 = b!(self.b.build_int_add(partial, o1, "a1"));
-                    let a2 = b!(self.b.build_int_add(
-                        recv,
-                        self.i64(q * spec.seg * esz),
-                        "a2"
-                    ));
+                    let a2 = b!(self
+                        .b
+                        .build_int_add(recv, self.i64(q * spec.seg * esz), "a2"));
                     let a = b!(self.b.build_select(is_me, a1, a2, "src")).into_int_value();
                     srcs.push(self.to_ptr(a, "srcp")?);
                 }
@@ -189,7 +192,13 @@ impl<'c> Gen<'_, 'c> {
                     inputs: srcs,
                     ..env.clone_shallow()
                 };
-                self.reduce_range(&red_env, self.i64(0), self.i64(spec.seg), self.i64(0), &[out])?;
+                self.reduce_range(
+                    &red_env,
+                    self.i64(0),
+                    self.i64(spec.seg),
+                    self.i64(0),
+                    &[out],
+                )?;
                 b!(self.b.build_return(None));
                 // Step s in [1, G): tell rank (rank + s) its chunk is ready, wait for rank
                 // (rank − s), then pull that peer's partial for this rank.
@@ -210,10 +219,16 @@ impl<'c> Gen<'_, 'c> {
                 let dst = b!(self.b.build_int_add(recv, d, "dst"));
                 let dst = self.to_ptr(dst, "dstp")?;
                 let aligned = self.aligned(&[src, dst], self.i64(0))?;
-                self.range(&env, self.i64(0), self.i64(spec.seg), aligned, &mut |i, w| {
-                    let v = self.load(src, i, w)?;
-                    self.store(dst, i, &v)
-                })?;
+                self.range(
+                    &env,
+                    self.i64(0),
+                    self.i64(spec.seg),
+                    aligned,
+                    &mut |i, w| {
+                        let v = self.load(src, i, w)?;
+                        self.store(dst, i, &v)
+                    },
+                )?;
                 b!(self.b.build_return(None));
             }
         }
@@ -235,7 +250,7 @@ impl<'c> Gen<'_, 'c> {
         };
         // A vector never straddles two segments when a segment is whole vectors.
         let w = 16 / self.ty.bytes();
-        let aligned = if seg % w == 0 {
+        let aligned = if seg.is_multiple_of(w) {
             self.aligned(&[src, dst], self.i64(0))?
         } else {
             self.cx.bool_type().const_zero()
@@ -325,4 +340,3 @@ impl<'c> Env<'c> {
         }
     }
 }
-

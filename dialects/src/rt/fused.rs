@@ -163,17 +163,7 @@ fn verify_all_gather_matmul(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     for &v in &ops[1..] {
         expect_memref(ctx, op, v, "every buffer")?;
     }
-    nonneg(
-        ctx,
-        op,
-        &[
-            "m",
-            "k",
-            "batch",
-            "offset",
-            "count",
-        ],
-    )?;
+    nonneg(ctx, op, &["m", "k", "batch", "offset", "count"])?;
     verify_launch_shape(ctx, op)
 }
 

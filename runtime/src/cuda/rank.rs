@@ -1546,7 +1546,9 @@ unsafe extern "C" fn rt_group_rank(rt: *mut c_void, group: u32, rank: *mut u32) 
         let comm = s.comm(group)?;
         let mut me = 0i32;
         // SAFETY: live communicator.
-        let r = s.prof.nccl(|| unsafe { nccl::ncclCommUserRank(comm, &mut me) });
+        let r = s
+            .prof
+            .nccl(|| unsafe { nccl::ncclCommUserRank(comm, &mut me) });
         nccl_check("ncclCommUserRank", r, comm)?;
         *rank = me as u32;
         Ok(())
