@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define COMMLIR_RT_ABI_VERSION 2u
+#define COMMLIR_RT_ABI_VERSION 3u
 
 /* Streams. */
 enum { COMMLIR_STREAM_COMPUTE = 0, COMMLIR_STREAM_COMM = 1 };
@@ -52,7 +52,7 @@ typedef struct commlir_symm_desc {
 
 typedef struct commlir_rt_api {
   uint32_t abi_version; /* COMMLIR_RT_ABI_VERSION; commlir_main returns -1 on a mismatch */
-  uint32_t num_fns;     /* number of function pointers that follow (17 in version 2) */
+  uint32_t num_fns;     /* number of function pointers that follow (19 in version 3) */
   /* compute stream, stream-ordered (cudaMallocAsync / cudaFreeAsync) */
   int (*alloc)(void *rt, uint64_t bytes, void **out);
   int (*free)(void *rt, void *ptr);
@@ -104,6 +104,12 @@ typedef struct commlir_rt_api {
    * (commlir_symm_desc) of the symm_mem pool at pool_base, or NULL when its peers are not
    * mapped (then the program calls symm_fallback) */
   int (*symm_pool_desc)(void *rt, void *pool_base, void **desc);
+  /* version 3 (the pipelined fused collective-matmul ops) */
+  /* cuLaunchKernel on `stream` (COMMLIR_STREAM_*), otherwise exactly `launch` */
+  int (*launch_on)(void *rt, uint32_t stream, uint32_t kernel, uint32_t grid_x, uint32_t block_x,
+                   uint32_t shared_bytes, void **params, uint32_t num_params);
+  /* host only: *rank = this process's rank in `group` (index in the artifact's group table) */
+  int (*group_rank)(void *rt, uint32_t group, uint32_t *rank);
 } commlir_rt_api;
 
 /* The entry of a compiled function: args[i] = device pointer of argument i (the caller's

@@ -300,6 +300,8 @@ impl<'a, 'c> Host<'a, 'c> {
             "group_start" | "group_end" => vec![p],
             "symm_fallback" => vec![p, u32t, u32t, p, u64t, p, u64t, u32t, u32t],
             "symm_pool_desc" => vec![p, p, p],
+            "launch_on" => vec![p, u32t, u32t, u32t, u32t, u32t, p, u32t],
+            "group_rank" => vec![p, u32t, p],
             "event_record" | "stream_wait" => vec![p, u32t, u32t],
             _ => vec![p],
         };
@@ -398,6 +400,10 @@ impl<'a, 'c> Host<'a, 'c> {
                 // (desc, in_offset, out, site, epilogue operands...); the fallback's launch
                 // of the epilogue takes fewer.
                 "rt.symm_collective" => nk = nk.max(2 + ctx.operands(op).len() as u32),
+                // (desc, in_offset, out, site, step)
+                "rt.symm_fused_all_gather_matmul" | "rt.symm_fused_matmul_reduce_scatter" => {
+                    nk = nk.max(5)
+                }
                 "func.call" => {
                     na = na.max(ctx.operands(op).len() as u32);
                     nr = nr.max(ctx.results(op).len() as u32);
@@ -760,6 +766,16 @@ impl<'a, 'c> Host<'a, 'c> {
                     .collect::<R<Vec<_>>>()?;
                 self.symm_collective(ctx, op, operand(0)?, operand(1)?, &extras)?
             }
+            "rt.symm_fused_all_gather_matmul" | "rt.symm_fused_matmul_reduce_scatter" => {
+                let bufs = (0..ctx.operands(op).len())
+                    .map(operand)
+                    .collect::<R<Vec<_>>>()?;
+                if name == "rt.symm_fused_all_gather_matmul" {
+                    self.fused_all_gather_matmul(ctx, op, &bufs, next_event)?;
+                } else {
+                    self.fused_matmul_reduce_scatter(ctx, op, &bufs, next_event)?;
+                }
+            }
             "rt.event_record" => {
                 let e = *next_event;
                 *next_event += 1;
@@ -1069,3 +1085,5 @@ fn flatten_ints(ctx: &IrContext, a: commlir_ir::Attr, out: &mut Vec<i64>) {
         }
     }
 }
+
+mod fused;

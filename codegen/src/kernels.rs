@@ -247,6 +247,13 @@ pub fn compile(ctx: &IrContext, module: OpId) -> Result<DeviceCode, Diagnostic> 
                     g.kernel(ctx, op, &name)?;
                     names.push(name);
                 }
+                "rt.symm_fused_kernel" => {
+                    let name = ctx.symbol_name(op).unwrap_or("").to_string();
+                    let spec = fused_spec(ctx, op)?;
+                    crate::symm_kernels::fused::generate(&llcx, &lm, &name, &spec)
+                        .map_err(|m| ctx.op_error(op, m))?;
+                    names.push(name);
+                }
                 "rt.symm_kernel" => {
                     let name = ctx.symbol_name(op).unwrap_or("").to_string();
                     let spec = symm_spec(ctx, op)?;
@@ -285,6 +292,33 @@ pub fn compile(ctx: &IrContext, module: OpId) -> Result<DeviceCode, Diagnostic> 
         llvm_ir,
         ptx,
         kernels: names,
+    })
+}
+
+/// The compile-time parameters of an `rt.symm_fused_kernel`.
+fn fused_spec(
+    ctx: &IrContext,
+    op: OpId,
+) -> Result<crate::symm_kernels::fused::FusedSpec, Diagnostic> {
+    let s = |n: &str| {
+        ctx.inherent_attr(op, n)
+            .and_then(|a| ctx.attr_as_str(a))
+            .map(str::to_string)
+    };
+    let i = |n: &str| {
+        ctx.inherent_attr(op, n)
+            .and_then(|a| ctx.attr_as_i64(a))
+            .and_then(|v| u64::try_from(v).ok())
+            .ok_or_else(|| ctx.op_error(op, format!("rt.symm_fused_kernel requires '{n}'")))
+    };
+    Ok(crate::symm_kernels::fused::FusedSpec {
+        kind: s("kind").ok_or_else(|| ctx.op_error(op, "rt.symm_fused_kernel requires 'kind'"))?,
+        dtype: s("dtype")
+            .ok_or_else(|| ctx.op_error(op, "rt.symm_fused_kernel requires 'dtype'"))?,
+        world: i("world")?,
+        outer: i("outer")?,
+        seg: i("seg")?,
+        reduce_op: s("reduce_op"),
     })
 }
 

@@ -20,6 +20,8 @@
 //!   buffer is cloned before its `return`). Callees must have bodies and the call graph must
 //!   be acyclic (without control flow, recursion never ends).
 
+mod fused_matmul;
+
 use crate::fusion::{self, FusionPlan};
 use commlir_dialects::comm::{buffer_encoding, encoding_kind_str, pool_info, slot_of};
 use commlir_dialects::rt;
@@ -787,6 +789,12 @@ fn lower_op(
         | "symm.reduce_scatter" => {
             let epilogue = plan.epilogues.get(&op).map(|&g| &plan.groups[g]);
             lower_symm(ctx, op, module, func, st, kernels, epilogue)?;
+        }
+        "symm.fused_all_gather_matmul" => {
+            fused_matmul::lower_all_gather_matmul(ctx, op, module, func, st, kernels)?;
+        }
+        "symm.fused_matmul_reduce_scatter" => {
+            fused_matmul::lower_matmul_reduce_scatter(ctx, op, module, func, st, kernels)?;
         }
         "func.call" => {
             let mut args = Vec::new();

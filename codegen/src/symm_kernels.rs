@@ -45,6 +45,8 @@
 //! covers those pointers too. The end barrier follows as usual: it only concerns the input
 //! slot, which the epilogue never writes.
 
+pub mod fused;
+
 use crate::abi;
 use inkwell::builder::Builder;
 use inkwell::context::Context;

@@ -237,6 +237,22 @@ unsafe extern "C" fn m_symm_pool_desc(
 ) -> Status {
     mock(rt).fail("symm collectives are not generated".into())
 }
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn m_launch_on(
+    rt: *mut c_void,
+    _stream: u32,
+    _kernel: u32,
+    _grid: u32,
+    _block: u32,
+    _shared: u32,
+    _params: *mut *mut c_void,
+    _n: u32,
+) -> Status {
+    mock(rt).fail("fused collective-matmul ops are not generated".into())
+}
+unsafe extern "C" fn m_group_rank(rt: *mut c_void, _g: u32, _rank: *mut u32) -> Status {
+    mock(rt).fail("fused collective-matmul ops are not generated".into())
+}
 unsafe extern "C" fn m_event_record(rt: *mut c_void, _stream: u32, e: u32) -> Status {
     let m = mock(rt);
     if e >= m.num_events {
@@ -273,6 +289,8 @@ static API: CommlirRtApi = CommlirRtApi {
     event_record: m_event_record,
     stream_wait: m_stream_wait,
     symm_pool_desc: m_symm_pool_desc,
+    launch_on: m_launch_on,
+    group_rank: m_group_rank,
 };
 
 const T: &str = "tensor<4x16xf32>";

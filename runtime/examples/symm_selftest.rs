@@ -54,7 +54,11 @@ struct Kernel {
 
 fn kernels(rt: &str) -> Vec<Kernel> {
     let mut shapes: HashMap<String, (u32, u32)> = HashMap::new();
-    for l in rt.lines().filter(|l| l.contains("rt.symm_collective")) {
+    // Plain collectives only: a fused epilogue takes more parameters (its chain's operands).
+    for l in rt
+        .lines()
+        .filter(|l| l.contains("rt.symm_collective") && !l.contains("epilogue"))
+    {
         let a = attrs(l);
         if let (Some(k), Some(g), Some(b)) = (a.get("kernel"), a.get("grid"), a.get("block")) {
             shapes.insert(k.clone(), (g.parse().unwrap_or(1), b.parse().unwrap_or(32)));
@@ -73,9 +77,13 @@ fn kernels(rt: &str) -> Vec<Kernel> {
         let Some(&(grid, block)) = shapes.get(name) else {
             continue;
         };
+        let coll = a.get("coll").cloned().unwrap_or_default();
+        if !abi::SYMM_COLLS.iter().any(|(c, _)| *c == coll) {
+            continue;
+        }
         out.push(Kernel {
             name: name.to_string(),
-            coll: a.get("coll").cloned().unwrap_or_default(),
+            coll,
             count: a.get("count").and_then(|c| c.parse().ok()).unwrap_or(0),
             dtype: a.get("dtype").cloned().unwrap_or_default(),
             op: a.get("reduce_op").cloned(),

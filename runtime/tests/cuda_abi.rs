@@ -50,7 +50,7 @@ fn fields_match_the_header_in_order() {
         abi::API_FIELDS,
         "field order differs from the header"
     );
-    assert!(h.contains(&format!("({} in version 2)", abi::API_FIELDS.len())));
+    assert!(h.contains(&format!("({} in version 3)", abi::API_FIELDS.len())));
 }
 
 #[test]
@@ -76,6 +76,8 @@ fn layout_is_two_u32_then_pointers() {
         offset_of!(CommlirRtApi, event_record),
         offset_of!(CommlirRtApi, stream_wait),
         offset_of!(CommlirRtApi, symm_pool_desc),
+        offset_of!(CommlirRtApi, launch_on),
+        offset_of!(CommlirRtApi, group_rank),
     ];
     assert_eq!(offsets.len(), abi::API_FIELDS.len());
     for (i, o) in offsets.iter().enumerate() {

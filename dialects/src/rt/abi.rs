@@ -9,7 +9,7 @@
 use std::ffi::c_void;
 
 /// Bumped on every incompatible change of [`CommlirRtApi`] or of `commlir_main`.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 
 /// Stream numbers.
 pub const STREAM_COMPUTE: u32 = 0;
@@ -64,6 +64,8 @@ pub const API_FIELDS: &[&str] = &[
     "event_record",
     "stream_wait",
     "symm_pool_desc",
+    "launch_on",
+    "group_rank",
 ];
 
 /// Symmetric-memory collectives: the `coll` argument of `symm_fallback`, by the name of
@@ -221,6 +223,20 @@ pub struct CommlirRtApi {
     /// The device address of a pool's [`SymmDesc`], or null when its peers are not mapped.
     pub symm_pool_desc:
         unsafe extern "C" fn(rt: Rt, pool_base: *mut c_void, desc: *mut *mut c_void) -> Status,
+    /// `launch` on a given stream (version 3): the comm-stream half of a fused pipeline.
+    pub launch_on: unsafe extern "C" fn(
+        rt: Rt,
+        stream: u32,
+        kernel: u32,
+        grid_x: u32,
+        block_x: u32,
+        shared_bytes: u32,
+        params: *mut *mut c_void,
+        num_params: u32,
+    ) -> Status,
+    /// This process's rank in a group (version 3): a fused pipeline's chunk order is rotated
+    /// per rank, and the host program addresses the chunks.
+    pub group_rank: unsafe extern "C" fn(rt: Rt, group: u32, rank: *mut u32) -> Status,
 }
 
 /// `int32_t commlir_main(const commlir_rt_api *api, void *rt, void *const *args, void **results)`.

@@ -13,6 +13,7 @@
 //! kernel. `rt.launch` binds buffers to the kernel's arguments and its one result.
 
 pub mod abi;
+mod fused;
 
 use crate::shape::ty_str;
 use commlir_ir::{

@@ -774,6 +774,19 @@ impl RankState {
         shared: u32,
         params: *mut *mut c_void,
     ) -> Result<(), String> {
+        self.launch_on(abi::STREAM_COMPUTE, kernel, grid, block, shared, params)
+    }
+
+    /// `launch` on either stream (ABI `launch_on`).
+    fn launch_on(
+        &mut self,
+        stream: u32,
+        kernel: u32,
+        grid: u32,
+        block: u32,
+        shared: u32,
+        params: *mut *mut c_void,
+    ) -> Result<(), String> {
         let f = *self
             .kernels
             .get(kernel as usize)
@@ -788,7 +801,7 @@ impl RankState {
             self.symm.skip_next = false;
             return Ok(());
         }
-        let s = self.streams[0];
+        let s = self.stream(stream)?;
         // SAFETY: `params` is the host program's kernelParams array for this kernel.
         let r = self.prof.cuda(Driver::Launch, || unsafe {
             cu::cuLaunchKernel(
@@ -1498,6 +1511,50 @@ unsafe extern "C" fn rt_symm_pool_desc(
     })
 }
 
+unsafe extern "C" fn rt_launch_on(
+    rt: *mut c_void,
+    stream: u32,
+    kernel: u32,
+    grid_x: u32,
+    block_x: u32,
+    shared_bytes: u32,
+    params: *mut *mut c_void,
+    _num_params: u32,
+) -> Status {
+    with_state(rt, |s| {
+        s.timed(
+            stream,
+            |s| {
+                let name = s.kernel_names.get(kernel as usize).map(String::as_str);
+                (
+                    format!("kernel {} <<<{grid_x}, {block_x}>>>", name.unwrap_or("?")),
+                    0,
+                    0.0,
+                )
+            },
+            |s| s.launch_on(stream, kernel, grid_x, block_x, shared_bytes, params),
+        )
+    })
+}
+
+/// ABI `group_rank`: this rank's index in a group's communicator (host only).
+unsafe extern "C" fn rt_group_rank(rt: *mut c_void, group: u32, rank: *mut u32) -> Status {
+    with_state(rt, |s| {
+        if rank.is_null() {
+            return Err("group_rank: null result pointer".into());
+        }
+        let comm = s.comm(group)?;
+        let mut me = 0i32;
+        // SAFETY: live communicator.
+        let r = s
+            .prof
+            .nccl(|| unsafe { nccl::ncclCommUserRank(comm, &mut me) });
+        nccl_check("ncclCommUserRank", r, comm)?;
+        *rank = me as u32;
+        Ok(())
+    })
+}
+
 unsafe extern "C" fn rt_event_record(rt: *mut c_void, stream: u32, event: u32) -> Status {
     with_state(rt, |s| s.event_record(stream, event))
 }
@@ -1527,6 +1584,8 @@ pub static API: CommlirRtApi = CommlirRtApi {
     event_record: rt_event_record,
     stream_wait: rt_stream_wait,
     symm_pool_desc: rt_symm_pool_desc,
+    launch_on: rt_launch_on,
+    group_rank: rt_group_rank,
 };
 
 /// Loads the kernels of `ptx` (NUL-terminated) and looks up `names` in order.

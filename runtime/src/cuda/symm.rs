@@ -61,15 +61,14 @@ pub const SIGNAL_PAD_BYTES: usize = SYMM_MAX_BLOCKS * SYMM_MAX_PEERS * 4;
 /// Fault words per rank (one per symm pool, by creation order modulo this).
 const FAULT_WORDS: usize = 256;
 
-/// Whether a kernel of the artifact's table is a symm collective kernel (`s<N>_<coll>`, as
-/// the code generator names them).
+/// Whether a kernel of the artifact's table is a symm kernel (`s<N>_<what>`, as the code
+/// generator names every kernel that takes a symm descriptor: the collectives, their fused
+/// epilogues and the fused matmul pipelines' data movement; other kernels are `k<N>_…`).
 pub fn is_symm_kernel(name: &str) -> bool {
     name.strip_prefix('s')
         .and_then(|r| r.split_once('_'))
-        .is_some_and(|(n, coll)| {
-            !n.is_empty()
-                && n.bytes().all(|b| b.is_ascii_digit())
-                && super::abi::SYMM_COLLS.iter().any(|(c, _)| *c == coll)
+        .is_some_and(|(n, what)| {
+            !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && !what.is_empty()
         })
 }
 
@@ -857,6 +856,8 @@ mod tests {
     fn symm_kernels_are_told_apart_by_name() {
         assert!(is_symm_kernel("s0_one_shot_all_reduce"));
         assert!(is_symm_kernel("s12_reduce_scatter"));
+        assert!(is_symm_kernel("s4_one_shot_all_reduce_add"));
+        assert!(is_symm_kernel("s7_fused_all_gather_matmul_copy"));
         assert!(!is_symm_kernel("k3_fused"));
         assert!(!is_symm_kernel("s_all_gather"));
         assert!(!is_symm_kernel("sx_all_gather"));

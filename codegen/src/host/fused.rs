@@ -1,0 +1,432 @@
+//! Host code of the fused collective-matmul pipelines (`rt.symm_fused_all_gather_matmul`,
+//! `rt.symm_fused_matmul_reduce_scatter`).
+//!
+//! Peer-mapped pool (`symm_pool_desc` non-null): the chunk loop is unrolled (G is a
+//! compile-time constant) but the chunk *index* of each step is computed at run time from
+//! this process's group rank (`group_rank`), since step s handles rank (rank + s) mod G's
+//! chunk, as the seed's pipelines do. The comm stream runs the `rt.symm_fused_kernel` steps
+//! (`launch_on`), the compute stream the cuBLAS GEMMs; an event per step orders each GEMM
+//! after the copy it reads (all-gather) or each pull after the GEMM it reads
+//! (reduce-scatter), and the compute stream finally waits for the comm stream's last step,
+//! so the op is blocking on the compute stream like every symm op.
+//!
+//! Not peer-mapped: `symm_fallback` (NCCL, compute stream) moves everything at once and the
+//! GEMMs run before (reduce-scatter) or after (all-gather) it.
+
+use super::{abi, Host, R};
+use commlir_ir::{Context as IrContext, OpId};
+use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, IntValue, PointerValue};
+
+/// One row-major strided-batched GEMM `C = A·B`: `rows`×`cols` per batch, contraction `k`,
+/// pointers and strides in elements, `ldb`/`ldc` the row lengths of B and C.
+struct Gemm<'c> {
+    rows: i64,
+    cols: i64,
+    k: i64,
+    a: PointerValue<'c>,
+    a_stride: i64,
+    b: PointerValue<'c>,
+    ldb: i64,
+    c: PointerValue<'c>,
+    ldc: i64,
+    c_stride: i64,
+    batch: i64,
+}
+
+impl<'c> Host<'_, 'c> {
+    /// `ptr + idx · scale` bytes, `idx` a run-time i64.
+    fn offset(&self, ptr: PointerValue<'c>, idx: IntValue<'c>, scale: i64) -> R<PointerValue<'c>> {
+        let by = b!(self.b.build_int_mul(idx, self.i64(scale), "by"));
+        Ok(unsafe {
+            b!(self
+                .b
+                .build_in_bounds_gep(self.cx.i8_type(), ptr, &[by], "chunk"))
+        })
+    }
+
+    /// A row-major GEMM through cuBLAS's column-major `gemm`: `Cᵀ = Bᵀ·Aᵀ`, so cuBLAS gets
+    /// (B, A) untransposed with m = cols, n = rows.
+    fn row_gemm(&self, g: &Gemm<'c>, dtype: IntValue<'c>) -> R<()> {
+        let i = |v: i64| -> BasicMetadataValueEnum<'c> { self.i64(v).into() };
+        self.call(
+            "gemm",
+            &[
+                self.i32(0).into(),
+                self.i32(0).into(),
+                i(g.cols),
+                i(g.rows),
+                i(g.k),
+                g.b.into(),
+                i(g.ldb),
+                i(0),
+                g.a.into(),
+                i(g.k),
+                i(g.a_stride),
+                g.c.into(),
+                i(g.ldc),
+                i(g.c_stride),
+                i(g.batch),
+                dtype.into(),
+            ],
+        )
+    }
+
+    /// `launch_on(stream, kernel, …)` with the given parameter values (pointers to them in
+    /// the launch scratch arrays, which `function` sizes for the fused ops).
+    fn launch_values(
+        &self,
+        stream: Option<u32>,
+        kernel: u32,
+        grid: i64,
+        block: i64,
+        vals: &[BasicValueEnum<'c>],
+    ) -> R<()> {
+        let sc = self.scratch.ok_or("no scratch arrays")?;
+        for (i, v) in vals.iter().enumerate() {
+            let idx = [self.i64(i as i64)];
+            // Each value gets an 8-byte cell of `kvals`, whatever its width.
+            let vp = unsafe { b!(self.b.build_in_bounds_gep(self.ptr(), sc.kvals, &idx, "fv")) };
+            b!(self.b.build_store(vp, *v));
+            let pp = unsafe {
+                b!(self
+                    .b
+                    .build_in_bounds_gep(self.ptr(), sc.kparams, &idx, "fp"))
+            };
+            b!(self.b.build_store(pp, vp));
+        }
+        let mut args: Vec<BasicMetadataValueEnum<'c>> = Vec::new();
+        if let Some(s) = stream {
+            args.push(self.i32(u64::from(s)).into());
+        }
+        args.extend::<[BasicMetadataValueEnum<'c>; 6]>([
+            self.i32(u64::from(kernel)).into(),
+            self.i32(grid as u64).into(),
+            self.i32(block as u64).into(),
+            self.i32(0).into(),
+            sc.kparams.into(),
+            self.i32(vals.len() as u64).into(),
+        ]);
+        self.call(
+            if stream.is_some() {
+                "launch_on"
+            } else {
+                "launch"
+            },
+            &args,
+        )
+    }
+
+    fn record(&self, stream: u32, e: u32) -> R<()> {
+        self.call(
+            "event_record",
+            &[
+                self.i32(u64::from(stream)).into(),
+                self.i32(u64::from(e)).into(),
+            ],
+        )
+    }
+    fn wait(&self, stream: u32, e: u32) -> R<()> {
+        self.call(
+            "stream_wait",
+            &[
+                self.i32(u64::from(stream)).into(),
+                self.i32(u64::from(e)).into(),
+            ],
+        )
+    }
+
+    /// The pool's descriptor, and the branch to the peer-mapped block (returned, with the
+    /// fallback block and the join block).
+    fn fused_branch(
+        &self,
+        pool: PointerValue<'c>,
+    ) -> R<(PointerValue<'c>, [inkwell::basic_block::BasicBlock<'c>; 3])> {
+        let slot = self.slot.ok_or("no slot")?;
+        self.call("symm_pool_desc", &[pool.into(), slot.into()])?;
+        let desc = b!(self.b.build_load(self.ptr(), slot, "desc")).into_pointer_value();
+        let f = self.func.ok_or("no function")?;
+        let mapped = self.cx.append_basic_block(f, "fused_pipeline");
+        let fallback = self.cx.append_basic_block(f, "fused_nccl");
+        let join = self.cx.append_basic_block(f, "fused_done");
+        let is_null = b!(self.b.build_is_null(desc, "unmapped"));
+        b!(self.b.build_conditional_branch(is_null, fallback, mapped));
+        self.b.position_at_end(mapped);
+        Ok((desc, [mapped, fallback, join]))
+    }
+
+    /// This process's rank in the op's group, as an i64.
+    fn fused_rank(&self, ctx: &IrContext, op: OpId) -> R<IntValue<'c>> {
+        let slot = self.slot.ok_or("no slot")?;
+        self.call(
+            "group_rank",
+            &[self.group_index(ctx, op)?.into(), slot.into()],
+        )?;
+        let r = b!(self.b.build_load(self.cx.i32_type(), slot, "grank")).into_int_value();
+        Ok(b!(self.b.build_int_z_extend(
+            r,
+            self.cx.i64_type(),
+            "grank64"
+        )))
+    }
+
+    /// `(rank + s) mod G`.
+    fn chunk_of(&self, rank: IntValue<'c>, s: i64, world: i64) -> R<IntValue<'c>> {
+        let p = b!(self.b.build_int_add(rank, self.i64(s), "ps"));
+        Ok(b!(self.b.build_int_unsigned_rem(p, self.i64(world), "p")))
+    }
+
+    fn world_of(&self, ctx: &IrContext, op: OpId) -> R<i64> {
+        let g = ctx
+            .inherent_attr(op, "group")
+            .and_then(|a| ctx.attr_as_symbol(a))
+            .ok_or("requires 'group'")?;
+        self.groups
+            .iter()
+            .find(|e| e.name == g)
+            .map(|e| e.size)
+            .ok_or_else(|| format!("no coll.group @{g} in the module"))
+    }
+
+    /// `rt.symm_fused_all_gather_matmul` (module docs).
+    pub(super) fn fused_all_gather_matmul(
+        &self,
+        ctx: &IrContext,
+        op: OpId,
+        bufs: &[PointerValue<'c>],
+        next_event: &mut u32,
+    ) -> R<()> {
+        let a = |n: &str| Self::attr_i64(ctx, op, n);
+        let (m, k, batch, offset, count) =
+            (a("m")?, a("k")?, a("batch")?, a("offset")?, a("count")?);
+        let (grid, block) = (a("grid")?, a("block")?);
+        let ns = ctx
+            .inherent_attr(op, "ns")
+            .and_then(|x| ctx.attr_as_i64_array(x))
+            .ok_or("requires 'ns'")?;
+        let world = self.world_of(ctx, op)?;
+        let nb = ns.len();
+        if bufs.len() != 3 + 2 * nb {
+            return Err("operand count does not match 'ns'".into());
+        }
+        let (pool, gathered, stage) = (bufs[0], bufs[1], bufs[2]);
+        let (bs, outs) = (&bufs[3..3 + nb], &bufs[3 + nb..]);
+        let dtype = self.dtype(ctx, op)?;
+        let esz = elem_size(Self::attr_str(ctx, op, "dtype")?)?;
+        let kernel = self.kernel_index(ctx, op, "kernel")? as u32;
+        let shard = self.at(pool, offset)?;
+        // Product i's chunk p: block p of `m` rows in each of the `batch` blocks of G·m rows.
+        let gemm = |p: IntValue<'c>, a_ptr: PointerValue<'c>, a_stride: i64| -> R<()> {
+            for i in 0..nb {
+                let n = ns[i];
+                let c = self.offset(outs[i], p, m * n * esz)?;
+                self.row_gemm(
+                    &Gemm {
+                        rows: m,
+                        cols: n,
+                        k,
+                        a: a_ptr,
+                        a_stride,
+                        b: bs[i],
+                        ldb: n,
+                        c,
+                        ldc: n,
+                        c_stride: world * m * n,
+                        batch,
+                    },
+                    dtype,
+                )?;
+            }
+            Ok(())
+        };
+        let (desc, [_, fallback, join]) = self.fused_branch(pool)?;
+        let rank = self.fused_rank(ctx, op)?;
+        let events = self.take_events(next_event, world as u32 + 1);
+        let (compute, comm) = (abi::STREAM_COMPUTE, abi::STREAM_COMM);
+        let step = |s: i64| -> R<()> {
+            let vals: [BasicValueEnum<'c>; 5] = [
+                desc.into(),
+                self.i64(offset).into(),
+                gathered.into(),
+                self.i32(u64::from(kernel)).into(),
+                self.i32(s as u64).into(),
+            ];
+            self.launch_values(Some(comm), kernel, grid, block, &vals)
+        };
+        // The shard was written on the compute stream: the comm stream starts after it.
+        self.record(compute, events[0])?;
+        self.wait(comm, events[0])?;
+        step(0)?;
+        for s in 1..world {
+            step(s)?;
+            self.record(comm, events[s as usize])?;
+        }
+        step(world)?;
+        self.record(comm, events[world as usize])?;
+        // This rank's shard needs no copy: its GEMMs run at once, from the pool.
+        gemm(rank, shard, m * k)?;
+        for s in 1..world {
+            self.wait(compute, events[s as usize])?;
+            let p = self.chunk_of(rank, s, world)?;
+            let a_ptr = self.offset(gathered, p, m * k * esz)?;
+            gemm(p, a_ptr, world * m * k)?;
+        }
+        self.wait(compute, events[world as usize])?;
+        b!(self.b.build_unconditional_branch(join));
+        // NCCL: the shards stacked rank by rank in the staging buffer, then every chunk.
+        self.b.position_at_end(fallback);
+        self.call(
+            "symm_fallback",
+            &[
+                self.i32(u64::from(
+                    abi::code(abi::SYMM_COLLS, "all_gather").ok_or("no all_gather code")?,
+                ))
+                .into(),
+                self.group_index(ctx, op)?.into(),
+                pool.into(),
+                self.i64(offset).into(),
+                stage.into(),
+                self.i64(count).into(),
+                dtype.into(),
+                self.i32(0).into(),
+            ],
+        )?;
+        for p in 0..world {
+            let pv = self.i64(p);
+            let a_ptr = self.offset(stage, pv, count * esz)?;
+            gemm(pv, a_ptr, m * k)?;
+        }
+        if ctx.inherent_attr(op, "unpack").is_some() {
+            let u = self.kernel_index(ctx, op, "unpack")? as u32;
+            let items = world * count;
+            self.launch_values(
+                None,
+                u,
+                crate::lower_to_rt::grid_for(items),
+                crate::lower_to_rt::BLOCK,
+                &[stage.into(), gathered.into()],
+            )?;
+        }
+        b!(self.b.build_unconditional_branch(join));
+        self.b.position_at_end(join);
+        Ok(())
+    }
+
+    /// `rt.symm_fused_matmul_reduce_scatter` (module docs).
+    pub(super) fn fused_matmul_reduce_scatter(
+        &self,
+        ctx: &IrContext,
+        op: OpId,
+        bufs: &[PointerValue<'c>],
+        next_event: &mut u32,
+    ) -> R<()> {
+        let a = |n: &str| Self::attr_i64(ctx, op, n);
+        let (m, n, k, batch) = (a("m")?, a("n")?, a("k")?, a("batch")?);
+        let (a_step, a_stride, b_step, ldb) =
+            (a("a_step")?, a("a_stride")?, a("b_step")?, a("ldb")?);
+        let (chunk, offset, grid, block) = (a("chunk")?, a("offset")?, a("grid")?, a("block")?);
+        let world = self.world_of(ctx, op)?;
+        let [pool, a_buf, b_buf, out] = bufs else {
+            return Err("expects 4 operands".into());
+        };
+        let (pool, a_buf, b_buf, out) = (*pool, *a_buf, *b_buf, *out);
+        let dtype = self.dtype(ctx, op)?;
+        let esz = elem_size(Self::attr_str(ctx, op, "dtype")?)?;
+        let kernel = self.kernel_index(ctx, op, "kernel")? as u32;
+        let partials = self.at(pool, offset)?;
+        // Chunk p of the product into partial slot p.
+        let gemm = |p: IntValue<'c>| -> R<()> {
+            let g = Gemm {
+                rows: m,
+                cols: n,
+                k,
+                a: self.offset(a_buf, p, a_step * esz)?,
+                a_stride,
+                b: self.offset(b_buf, p, b_step * esz)?,
+                ldb,
+                c: self.offset(partials, p, chunk * esz)?,
+                ldc: n,
+                c_stride: m * n,
+                batch,
+            };
+            self.row_gemm(&g, dtype)
+        };
+        let (desc, [_, fallback, join]) = self.fused_branch(pool)?;
+        let rank = self.fused_rank(ctx, op)?;
+        let events = self.take_events(next_event, world as u32 + 1);
+        let (compute, comm) = (abi::STREAM_COMPUTE, abi::STREAM_COMM);
+        let step = |s: i64| -> R<()> {
+            let vals: [BasicValueEnum<'c>; 5] = [
+                desc.into(),
+                self.i64(offset).into(),
+                out.into(),
+                self.i32(u64::from(kernel)).into(),
+                self.i32(s as u64).into(),
+            ];
+            self.launch_values(Some(comm), kernel, grid, block, &vals)
+        };
+        // Own chunk first, then the chunk of rank + s, whose transfer (step s on the comm
+        // stream) overlaps the GEMM of the next chunk.
+        for s in 0..world {
+            let p = self.chunk_of(rank, s, world)?;
+            gemm(p)?;
+            if s > 0 {
+                self.record(compute, events[s as usize])?;
+                self.wait(comm, events[s as usize])?;
+                step(s)?;
+            }
+        }
+        if world == 1 {
+            self.record(compute, events[0])?;
+            self.wait(comm, events[0])?;
+        }
+        step(world)?;
+        self.record(comm, events[world as usize])?;
+        self.wait(compute, events[world as usize])?;
+        b!(self.b.build_unconditional_branch(join));
+        // NCCL: every chunk, then the reduce-scatter of the partials.
+        self.b.position_at_end(fallback);
+        for p in 0..world {
+            gemm(self.i64(p))?;
+        }
+        self.call(
+            "symm_fallback",
+            &[
+                self.i32(u64::from(
+                    abi::code(abi::SYMM_COLLS, "reduce_scatter").ok_or("no reduce_scatter code")?,
+                ))
+                .into(),
+                self.group_index(ctx, op)?.into(),
+                pool.into(),
+                self.i64(offset).into(),
+                out.into(),
+                self.i64(chunk).into(),
+                dtype.into(),
+                self.redop(ctx, op)?.into(),
+            ],
+        )?;
+        b!(self.b.build_unconditional_branch(join));
+        self.b.position_at_end(join);
+        Ok(())
+    }
+
+    /// `n` fresh event indices of the function.
+    fn take_events(&self, next_event: &mut u32, n: u32) -> Vec<u32> {
+        let first = *next_event;
+        *next_event += n;
+        (first..first + n).collect()
+    }
+}
+
+/// Bytes per element of a float dtype spelling.
+fn elem_size(dtype: &str) -> R<i64> {
+    Ok(match dtype {
+        "f16" | "bf16" => 2,
+        "f32" => 4,
+        "f64" => 8,
+        d => {
+            return Err(format!(
+                "fused collective-matmul ops multiply floats, got {d}"
+            ))
+        }
+    })
+}

@@ -1,0 +1,349 @@
+//! `comm-to-rt` of the fused collective-matmul ops: `symm.fused_all_gather_matmul` →
+//! `rt.symm_fused_all_gather_matmul`, `symm.fused_matmul_reduce_scatter` →
+//! `rt.symm_fused_matmul_reduce_scatter` (inside a workspace pool), each with the
+//! `rt.symm_fused_kernel` that moves its chunks.
+//!
+//! The geometry is settled here, once: a gather or scatter along any dimension but the
+//! contraction one is a strided-batched GEMM per chunk (the dimensions before it are the
+//! batch, those from it on are rows, or, for the last dimension of the product, a column
+//! block of `b`), so neither the pipeline nor the kernels ever transpose data.
+
+use super::{
+    buffer, comm_loc, dtype_of, err, group_size, i64_attr, memref_of, result_buffer,
+    synthetic_kernel, KernelTable, Lowering,
+};
+use commlir_dialects::rt;
+use commlir_dialects::shape::{elem_bytes, value_tensor};
+use commlir_ir::{AttrKind, Builder, Context, Diagnostic, OpId, OpState};
+
+/// An optional dimension attribute (default 0).
+fn dim_attr(ctx: &Context, op: OpId, name: &str) -> i64 {
+    ctx.inherent_attr(op, name)
+        .and_then(|a| ctx.attr_as_i64(a))
+        .unwrap_or(0)
+}
+
+fn product(dims: &[i64]) -> i64 {
+    dims.iter().product()
+}
+
+/// The (group attribute, group size) of a fused op.
+fn group_of(ctx: &Context, op: OpId) -> Result<(commlir_ir::Attr, i64), Diagnostic> {
+    let g = ctx
+        .inherent_attr(op, "group")
+        .ok_or_else(|| err(ctx, op, "requires 'group'"))?;
+    let name = ctx.attr_as_symbol(g).unwrap_or("").to_string();
+    Ok((g, group_size(ctx, op, &name)?))
+}
+
+/// The dtype of a fused op: cuBLAS multiplies floating-point matrices only.
+fn float_dtype(ctx: &Context, op: OpId) -> Result<&'static str, Diagnostic> {
+    let d = dtype_of(ctx, op, ctx.operand(op, 0))?;
+    if !matches!(d, "f16" | "bf16" | "f32" | "f64") {
+        return Err(err(
+            ctx,
+            op,
+            format!(
+                "comm-to-rt: fused collective-matmul ops multiply floating-point matrices, got {d}"
+            ),
+        ));
+    }
+    Ok(d)
+}
+
+/// Creates (or reuses) the `rt.symm_fused_kernel` of a pipeline; returns its symbol.
+#[allow(clippy::too_many_arguments)]
+fn fused_kernel(
+    ctx: &mut Context,
+    op: OpId,
+    func: OpId,
+    kernels: &mut KernelTable,
+    kind: &str,
+    dtype: &str,
+    world: i64,
+    (outer, seg): (i64, i64),
+    reduce: Option<&str>,
+) -> String {
+    let key = format!("fused:{kind}:{dtype}:{world}:{outer}:{seg}:{reduce:?}");
+    if let Some(s) = kernels.by_key.get(&key) {
+        return s.clone();
+    }
+    // `s<N>_…` like the symm kernels, so that the runtime names them in fault reports.
+    let sym = format!("s{}_fused_{kind}", kernels.count);
+    kernels.count += 1;
+    let mut attrs: Vec<(&str, commlir_ir::Attr)> = vec![
+        ("sym_name", ctx.str_attr(&sym)),
+        ("kind", ctx.str_attr(kind)),
+        ("dtype", ctx.str_attr(dtype)),
+        ("world", i64_attr(ctx, world)),
+        ("outer", i64_attr(ctx, outer)),
+        ("seg", i64_attr(ctx, seg)),
+    ];
+    if let Some(r) = reduce {
+        attrs.push(("reduce_op", ctx.str_attr(r)));
+    }
+    let loc = ctx.op_loc(op);
+    let mut k = OpState::new(ctx.ident("rt.symm_fused_kernel"), loc);
+    for (nm, v) in attrs {
+        k.attrs.push((ctx.ident(nm), v));
+    }
+    k.attrs
+        .sort_by(|a, b| ctx.ident_str(a.0).cmp(ctx.ident_str(b.0)));
+    let kop = ctx.create_op(k);
+    ctx.insert_before(func, kop);
+    kernels.by_key.insert(key, sym.clone());
+    sym
+}
+
+/// `(grid, block)` of the launches that move `elems` elements per step.
+fn launch_attrs(
+    ctx: &mut Context,
+    elems: i64,
+    elem: u64,
+    world: i64,
+) -> [(&'static str, commlir_ir::Attr); 2] {
+    let (grid, block) =
+        crate::symm_kernels::launch_shape("one_shot_all_reduce", elems, elem, world as u64);
+    [
+        ("grid", i64_attr(ctx, grid as i64)),
+        ("block", i64_attr(ctx, block as i64)),
+    ]
+}
+
+/// `symm.fused_all_gather_matmul` → `rt.symm_fused_all_gather_matmul`.
+pub(super) fn lower_all_gather_matmul(
+    ctx: &mut Context,
+    op: OpId,
+    module: Option<OpId>,
+    func: OpId,
+    st: &mut Lowering,
+    kernels: &mut KernelTable,
+) -> Result<(), Diagnostic> {
+    if module.is_none() {
+        return Err(err(
+            ctx,
+            func,
+            "comm-to-rt: the function must be in a module",
+        ));
+    }
+    let a = ctx.operand(op, 0);
+    let dtype = float_dtype(ctx, op)?;
+    let (group, world) = group_of(ctx, op)?;
+    let (pool, off) = comm_loc(ctx, st, op, a)?;
+    let at = value_tensor(ctx, a).ok_or_else(|| err(ctx, op, "expects tensors"))?;
+    let (shape, elem_ty) = (at.shape.clone(), at.elem);
+    let elem = elem_bytes(ctx, elem_ty);
+    let d = dim_attr(ctx, op, "gather_dim");
+    let rank = shape.len();
+    if rank < 2 || d < 0 || d as usize >= rank - 1 {
+        return Err(err(
+            ctx,
+            op,
+            "comm-to-rt: gather_dim must precede the contraction dimension",
+        ));
+    }
+    let d = d as usize;
+    let batch = product(&shape[..d]);
+    let m = product(&shape[d..rank - 1]);
+    let k = shape[rank - 1];
+    let count = batch * m * k;
+    let return_a = ctx.inherent_attr(op, "return_a").is_some();
+    let nb = ctx.operands(op).len() - 1;
+    let first = usize::from(return_a);
+    // The gathered layout along `gather_dim`.
+    let mut gshape = shape.clone();
+    gshape[d] *= world;
+    let gtensor = ctx.tensor_type(&gshape, elem_ty);
+    let gathered = if return_a {
+        let r = ctx.result(op, 0);
+        result_buffer(ctx, st, op, r)?
+    } else {
+        let mt = memref_of(ctx, gtensor);
+        Builder::before(ctx, op).create_value("rt.alloc", &[], mt, &[])
+    };
+    // The fallback's staging buffer: NCCL stacks the shards rank by rank, which is the
+    // gathered layout only when nothing precedes the gathered dimension.
+    let mut unpack = None;
+    let stage = if batch == 1 {
+        gathered
+    } else {
+        let mut sshape = vec![world];
+        sshape.extend_from_slice(&shape);
+        let stensor = ctx.tensor_type(&sshape, elem_ty);
+        if return_a {
+            let sym = synthetic_kernel(
+                ctx,
+                module,
+                func,
+                kernels,
+                "rt.unpack_chunks",
+                Some(d as i64),
+                stensor,
+                gtensor,
+            )?;
+            unpack = Some(sym);
+        }
+        let mt = memref_of(ctx, stensor);
+        Builder::before(ctx, op).create_value("rt.alloc", &[], mt, &[])
+    };
+    let mut operands = vec![pool, gathered, stage];
+    let mut ns = Vec::with_capacity(nb);
+    for i in 0..nb {
+        let b = ctx.operand(op, 1 + i);
+        operands.push(buffer(ctx, st, op, b)?);
+        ns.push(value_tensor(ctx, b).map_or(0, |t| *t.shape.last().unwrap_or(&0)));
+    }
+    for i in 0..nb {
+        let r = ctx.result(op, first + i);
+        operands.push(result_buffer(ctx, st, op, r)?);
+    }
+    let sym = fused_kernel(
+        ctx,
+        op,
+        func,
+        kernels,
+        "all_gather_matmul",
+        dtype,
+        world,
+        (batch, m * k),
+        None,
+    );
+    let mut attrs: Vec<(&str, commlir_ir::Attr)> = vec![
+        ("kernel", ctx.symbol_ref(&sym)),
+        ("m", i64_attr(ctx, m)),
+        ("k", i64_attr(ctx, k)),
+        ("batch", i64_attr(ctx, batch)),
+        ("offset", i64_attr(ctx, off as i64)),
+        ("count", i64_attr(ctx, count)),
+        ("ns", i64_array(ctx, &ns)),
+        ("dtype", ctx.str_attr(dtype)),
+        ("group", group),
+    ];
+    if let Some(u) = unpack {
+        attrs.push(("unpack", ctx.symbol_ref(&u)));
+    }
+    attrs.extend(launch_attrs(ctx, count, elem, world));
+    Builder::before(ctx, op).create("rt.symm_fused_all_gather_matmul", &operands, &[], &attrs);
+    st.compute_dirty = true;
+    Ok(())
+}
+
+/// `symm.fused_matmul_reduce_scatter` → `rt.symm_fused_matmul_reduce_scatter` in a workspace
+/// pool of its own (allocated around the call: the runtime caches pools by size, so after
+/// the first call this is host bookkeeping only).
+pub(super) fn lower_matmul_reduce_scatter(
+    ctx: &mut Context,
+    op: OpId,
+    module: Option<OpId>,
+    func: OpId,
+    st: &mut Lowering,
+    kernels: &mut KernelTable,
+) -> Result<(), Diagnostic> {
+    if module.is_none() {
+        return Err(err(
+            ctx,
+            func,
+            "comm-to-rt: the function must be in a module",
+        ));
+    }
+    let (a, b, r) = (ctx.operand(op, 0), ctx.operand(op, 1), ctx.result(op, 0));
+    let dtype = float_dtype(ctx, op)?;
+    let (group, world) = group_of(ctx, op)?;
+    let reduce = ctx
+        .inherent_attr(op, "reduce_op")
+        .and_then(|x| ctx.attr_as_str(x))
+        .unwrap_or("sum")
+        .to_string();
+    let at = value_tensor(ctx, a).ok_or_else(|| err(ctx, op, "expects tensors"))?;
+    let (ashape, elem_ty) = (at.shape.clone(), at.elem);
+    let elem = elem_bytes(ctx, elem_ty);
+    let n_all = value_tensor(ctx, b)
+        .and_then(|t| t.shape.last().copied())
+        .unwrap_or(0);
+    let rank = ashape.len();
+    let k = ashape[rank - 1];
+    let mut y = ashape.clone();
+    y[rank - 1] = n_all;
+    let d = dim_attr(ctx, op, "scatter_dim");
+    if d < 0 || d as usize >= rank || y[d as usize] % world != 0 {
+        return Err(err(
+            ctx,
+            op,
+            format!("comm-to-rt: cannot scatter dim {d} of the product over {world} ranks"),
+        ));
+    }
+    let d = d as usize;
+    // (m, n, batch, a_step, a_stride, b_step) of chunk GEMMs.
+    let (m, n, batch, a_step, a_stride, b_step) = if d + 1 < rank {
+        let inner = product(&y[d + 1..rank - 1]);
+        let rows = y[d] / world * inner;
+        (rows, n_all, product(&y[..d]), rows * k, y[d] * inner * k, 0)
+    } else {
+        let cols = n_all / world;
+        (product(&y[..rank - 1]), cols, 1, 0, 0, cols)
+    };
+    let chunk = m * n * batch;
+    let ab = buffer(ctx, st, op, a)?;
+    let bb = buffer(ctx, st, op, b)?;
+    let out = result_buffer(ctx, st, op, r)?;
+    // The workspace: G partial chunks, then G receive slots.
+    let size = (2 * world * chunk) as u64 * elem;
+    let pt = rt::pool_type(ctx);
+    let pattrs = [
+        ("kind", ctx.str_attr("symm_mem")),
+        ("group", group),
+        ("size", i64_attr(ctx, size.max(1) as i64)),
+        ("alignment", i64_attr(ctx, 64)),
+    ];
+    let pool = Builder::before(ctx, op).create_value("rt.pool_alloc", &[], pt, &pattrs);
+    let sym = fused_kernel(
+        ctx,
+        op,
+        func,
+        kernels,
+        "matmul_reduce_scatter",
+        dtype,
+        world,
+        (1, chunk),
+        Some(&reduce),
+    );
+    let mut attrs: Vec<(&str, commlir_ir::Attr)> = vec![
+        ("kernel", ctx.symbol_ref(&sym)),
+        ("m", i64_attr(ctx, m)),
+        ("n", i64_attr(ctx, n)),
+        ("k", i64_attr(ctx, k)),
+        ("batch", i64_attr(ctx, batch)),
+        ("a_step", i64_attr(ctx, a_step)),
+        ("a_stride", i64_attr(ctx, a_stride)),
+        ("b_step", i64_attr(ctx, b_step)),
+        ("ldb", i64_attr(ctx, n_all)),
+        ("chunk", i64_attr(ctx, chunk)),
+        ("offset", i64_attr(ctx, 0)),
+        ("reduce_op", ctx.str_attr(&reduce)),
+        ("dtype", ctx.str_attr(dtype)),
+        ("group", group),
+    ];
+    attrs.extend(launch_attrs(ctx, chunk, elem, world));
+    let mut bld = Builder::before(ctx, op);
+    bld.create(
+        "rt.symm_fused_matmul_reduce_scatter",
+        &[pool, ab, bb, out],
+        &[],
+        &attrs,
+    );
+    // The call leaves the compute stream after all of its comm-stream work, so the
+    // workspace goes back right away.
+    bld.create("rt.pool_free", &[pool], &[], &[]);
+    st.compute_dirty = true;
+    Ok(())
+}
+
+/// `array<i64: …>`.
+fn i64_array(ctx: &mut Context, vals: &[i64]) -> commlir_ir::Attr {
+    let elem = ctx.int_type(64);
+    let values = vals
+        .iter()
+        .map(|v| commlir_ir::DenseElem::Int(commlir_ir::IntValue::Small(i128::from(*v))))
+        .collect();
+    ctx.attr(AttrKind::DenseArray { elem, values })
+}

@@ -1,0 +1,657 @@
+//! The fused collective-matmul pipelines run on the host, G ranks at once: a program is
+//! lowered and compiled as for the GPU, its host program and kernels (retargeted to the CPU,
+//! one thread of one block, as in `tests/common`) are JIT-compiled together, and
+//! `commlir_main` runs on one OS thread per rank against a mock runtime whose symm_mem pools,
+//! signal pads and descriptors live in host memory shared by the ranks. Both streams run in
+//! issue order on the rank's thread, which is one valid schedule of the real streams; the
+//! kernels' barriers and pairwise signals are their own (real atomics), so a step that waits
+//! for a signal nobody sends hangs the test instead of passing it.
+//!
+//! Checked, bit for bit against the sim at G = 2 and 4: all-gather-matmul (several right-hand
+//! sides, the gathered A returned, a gather along dim 1 of a 3-D shard) and
+//! matmul-reduce-scatter (sum and avg, along dim 0 and dim 1), bf16 and f32, on peer-mapped
+//! pools and through the NCCL fallback (mock collectives with the sim's rank-order
+//! reduction); every step's event is recorded before it is waited on, and nothing leaks.
+
+use commlir_codegen::{host, kernels, lower_to_rt};
+use commlir_dialects::rt::abi::{self, CommlirMain, CommlirRtApi, Status, SymmDesc};
+use commlir_ir::pass::{parse_pipeline, PassManager};
+use commlir_ir::Context;
+use commlir_runtime::cuda::tensor_bytes;
+use commlir_runtime::inputs;
+use commlir_runtime::numeric::bf16_bits;
+use commlir_runtime::sim::{self, SimOptions};
+use commlir_runtime::TensorType;
+use inkwell::context::Context as LlContext;
+use inkwell::execution_engine::ExecutionEngine;
+use inkwell::memory_buffer::MemoryBuffer;
+use inkwell::targets::{InitializationConfig, Target};
+use inkwell::OptimizationLevel;
+use std::collections::{HashMap, HashSet};
+use std::ffi::c_void;
+use std::sync::{Barrier, Condvar, Mutex, OnceLock};
+use std::time::Instant;
+
+mod common;
+use common::{host_ir, map_libcalls, parse};
+
+const PIPELINE: &str = "builtin.module(func.func(coll-to-comm,comm-plan-pools))";
+
+/// The host's `%globaltimer`.
+extern "C" fn symm_clock() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+type FusedKernel = unsafe extern "C" fn(*const SymmDesc, u64, *mut u8, u32, u32);
+
+/// One symm pool allocation of every rank (the ranks allocate pools in the same order).
+#[derive(Default)]
+struct PoolRow {
+    /// Per rank: (pool address, signal pad address).
+    ranks: Vec<Option<(usize, usize)>>,
+}
+
+/// What the ranks share.
+struct Group {
+    world: usize,
+    mapped: bool,
+    rows: Mutex<Vec<PoolRow>>,
+    arrived: Condvar,
+    /// Storage of every pool and pad ever allocated (never freed during a run).
+    storage: Mutex<Vec<Vec<u128>>>,
+    /// Boxed: the kernels hold their addresses while the vector grows.
+    #[allow(clippy::vec_box)]
+    descs: Mutex<Vec<Box<SymmDesc>>>,
+    /// The fallback collectives: every rank's (input, output) pointers, then a barrier.
+    slots: Mutex<Vec<(usize, usize)>>,
+    barrier: Barrier,
+    status: Vec<std::sync::atomic::AtomicU32>,
+}
+
+/// One rank's mock runtime (the `rt` pointer).
+struct Mock<'g> {
+    group: &'g Group,
+    rank: usize,
+    kernels: Vec<(usize, bool)>,
+    allocs: HashMap<usize, Vec<u128>>,
+    pools: HashMap<usize, usize>,
+    next_pool: usize,
+    graveyard: Vec<Vec<u128>>,
+    num_events: u32,
+    recorded: HashSet<u32>,
+    error: Option<String>,
+}
+
+impl Mock<'_> {
+    fn fail(&mut self, m: String) -> Status {
+        self.error.get_or_insert(m);
+        1
+    }
+}
+
+fn mock<'a>(rt: *mut c_void) -> &'a mut Mock<'a> {
+    // SAFETY: every API call gets the `Mock` its rank passed to `commlir_main`.
+    unsafe { &mut *(rt as *mut Mock) }
+}
+
+fn storage(bytes: u64) -> Vec<u128> {
+    vec![0u128; (bytes as usize).div_ceil(16).max(1)]
+}
+
+unsafe extern "C" fn m_alloc(rt: *mut c_void, bytes: u64, out: *mut *mut c_void) -> Status {
+    let m = mock(rt);
+    let mut v = storage(bytes);
+    let p = v.as_mut_ptr() as usize;
+    m.allocs.insert(p, v);
+    *out = p as *mut c_void;
+    0
+}
+unsafe extern "C" fn m_free(rt: *mut c_void, p: *mut c_void) -> Status {
+    let m = mock(rt);
+    match m.allocs.remove(&(p as usize)) {
+        Some(v) => {
+            m.graveyard.push(v);
+            0
+        }
+        None => m.fail(format!("free of {p:?}, not live")),
+    }
+}
+unsafe extern "C" fn m_pool_alloc(
+    rt: *mut c_void,
+    _kind: u32,
+    _group: u32,
+    bytes: u64,
+    _alignment: u64,
+    out: *mut *mut c_void,
+) -> Status {
+    let m = mock(rt);
+    let g = m.group;
+    let mut pool = storage(bytes);
+    let mut pad = vec![0u128; abi::SYMM_MAX_BLOCKS * abi::SYMM_MAX_PEERS / 4];
+    let (p, s) = (pool.as_mut_ptr() as usize, pad.as_mut_ptr() as usize);
+    g.storage.lock().unwrap().extend([pool, pad]);
+    let seq = m.next_pool;
+    m.next_pool += 1;
+    let mut rows = g.rows.lock().unwrap();
+    while rows.len() <= seq {
+        rows.push(PoolRow {
+            ranks: vec![None; g.world],
+        });
+    }
+    rows[seq].ranks[m.rank] = Some((p, s));
+    g.arrived.notify_all();
+    m.pools.insert(p, seq);
+    *out = p as *mut c_void;
+    0
+}
+unsafe extern "C" fn m_pool_free(rt: *mut c_void, p: *mut c_void) -> Status {
+    let m = mock(rt);
+    match m.pools.remove(&(p as usize)) {
+        Some(_) => 0,
+        None => m.fail(format!("pool_free of {p:?}, not live")),
+    }
+}
+unsafe extern "C" fn m_launch_on(
+    rt: *mut c_void,
+    _stream: u32,
+    kernel: u32,
+    _grid: u32,
+    _block: u32,
+    _shared: u32,
+    params: *mut *mut c_void,
+    n: u32,
+) -> Status {
+    let m = mock(rt);
+    let Some(&(addr, fused)) = m.kernels.get(kernel as usize) else {
+        return m.fail(format!("launch of kernel {kernel}, which does not exist"));
+    };
+    if fused {
+        if n != 5 {
+            return m.fail(format!("a fused kernel takes 5 parameters, got {n}"));
+        }
+        let arg = |i: usize| *params.add(i);
+        let k = std::mem::transmute::<usize, FusedKernel>(addr);
+        k(
+            *(arg(0) as *const *const SymmDesc),
+            *(arg(1) as *const u64),
+            *(arg(2) as *const *mut u8),
+            *(arg(3) as *const u32),
+            *(arg(4) as *const u32),
+        );
+        return 0;
+    }
+    let p: Vec<*mut u8> = (0..n as usize)
+        .map(|i| *(*params.add(i) as *const *mut u8))
+        .collect();
+    common::call_kernel(addr, &p);
+    0
+}
+unsafe extern "C" fn m_launch(
+    rt: *mut c_void,
+    kernel: u32,
+    grid: u32,
+    block: u32,
+    shared: u32,
+    params: *mut *mut c_void,
+    n: u32,
+) -> Status {
+    m_launch_on(rt, 0, kernel, grid, block, shared, params, n)
+}
+
+/// Element `i` of a bf16 (`bf16`) or f32 buffer, as f32.
+unsafe fn ld(p: *const u8, i: i64, bf16: bool) -> f32 {
+    if bf16 {
+        f32::from_bits(u32::from(*(p as *const u16).offset(i as isize)) << 16)
+    } else {
+        *(p as *const f32).offset(i as isize)
+    }
+}
+unsafe fn st(p: *mut u8, i: i64, v: f32, bf16: bool) {
+    if bf16 {
+        *(p as *mut u16).offset(i as isize) = bf16_bits(f64::from(v));
+    } else {
+        *(p as *mut f32).offset(i as isize) = v;
+    }
+}
+
+/// cuBLAS's column-major strided-batched GEMM (no transposes) computed as the sim's matmul
+/// computes each element: products in ascending k, in f32, one rounding.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn m_gemm(
+    rt: *mut c_void,
+    ta: u32,
+    tb: u32,
+    m: i64,
+    n: i64,
+    k: i64,
+    a: *const c_void,
+    lda: i64,
+    sa: i64,
+    b: *const c_void,
+    ldb: i64,
+    sb: i64,
+    c: *mut c_void,
+    ldc: i64,
+    sc: i64,
+    batch: i64,
+    d: u32,
+) -> Status {
+    let bf16 = match d {
+        9 => true,
+        7 => false,
+        _ => return mock(rt).fail(format!("gemm dtype {d}")),
+    };
+    if ta != 0 || tb != 0 {
+        return mock(rt).fail("gemm with a transpose".into());
+    }
+    let es = if bf16 { 2 } else { 4 };
+    let (a, b, c) = (a as *const u8, b as *const u8, c as *mut u8);
+    for bi in 0..batch {
+        let (ab, bb, cb) = (
+            a.offset((bi * sa * es) as isize),
+            b.offset((bi * sb * es) as isize),
+            c.offset((bi * sc * es) as isize),
+        );
+        // Column-major C(i, j) = Σ A(i, l)·B(l, j): row-major out[j][i] = Σ x[j][l]·y[l][i].
+        for j in 0..n {
+            for i in 0..m {
+                let mut r = 0f32;
+                for l in 0..k {
+                    r += ld(bb, j * ldb + l, bf16) * ld(ab, l * lda + i, bf16);
+                }
+                st(cb, j * ldc + i, r, bf16);
+            }
+        }
+    }
+    0
+}
+
+unsafe extern "C" fn m_unused(rt: *mut c_void) -> Status {
+    mock(rt).fail("an NCCL call the fused ops do not make".into())
+}
+
+/// The NCCL fallback: all-gather (coll 2) or reduce-scatter (coll 3, rank-order f32 fold,
+/// avg divided once, one rounding) through the shared slot table.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn m_symm_fallback(
+    rt: *mut c_void,
+    coll: u32,
+    _g: u32,
+    pool: *mut c_void,
+    off: u64,
+    out: *mut c_void,
+    count: u64,
+    d: u32,
+    op: u32,
+) -> Status {
+    let m = mock(rt);
+    let g = m.group;
+    let bf16 = d == 9;
+    let es = if bf16 { 2 } else { 4 };
+    let input = (pool as *mut u8).add(off as usize);
+    g.barrier.wait();
+    g.slots.lock().unwrap()[m.rank] = (input as usize, out as usize);
+    g.barrier.wait();
+    let slots = g.slots.lock().unwrap().clone();
+    let count = count as i64;
+    match coll {
+        2 => {
+            for (p, (src, _)) in slots.iter().enumerate() {
+                std::ptr::copy_nonoverlapping(
+                    *src as *const u8,
+                    (out as *mut u8).add(p * (count * es) as usize),
+                    (count * es) as usize,
+                );
+            }
+        }
+        3 => {
+            for i in 0..count {
+                let mut acc = 0f32;
+                for (p, (src, _)) in slots.iter().enumerate() {
+                    let v = ld(*src as *const u8, m.rank as i64 * count + i, bf16);
+                    acc = if p == 0 { v } else { acc + v };
+                }
+                if op == 4 {
+                    acc /= g.world as f32;
+                }
+                st(out as *mut u8, i, acc, bf16);
+            }
+        }
+        c => return m.fail(format!("symm_fallback coll {c}")),
+    }
+    g.barrier.wait();
+    0
+}
+
+unsafe extern "C" fn m_symm_pool_desc(
+    rt: *mut c_void,
+    pool: *mut c_void,
+    desc: *mut *mut c_void,
+) -> Status {
+    let m = mock(rt);
+    let g = m.group;
+    if !g.mapped {
+        *desc = std::ptr::null_mut();
+        return 0;
+    }
+    let Some(&seq) = m.pools.get(&(pool as usize)) else {
+        return m.fail(format!("symm_pool_desc of {pool:?}, not a live pool"));
+    };
+    let mut rows = g.rows.lock().unwrap();
+    while rows[seq].ranks.iter().any(Option::is_none) {
+        rows = g.arrived.wait(rows).unwrap();
+    }
+    let mut d = Box::new(SymmDesc {
+        status: &g.status[m.rank] as *const _ as u64,
+        timeout_ns: 20_000_000_000,
+        rank: m.rank as u32,
+        world: g.world as u32,
+        ..SymmDesc::default()
+    });
+    for (p, r) in rows[seq].ranks.iter().enumerate() {
+        let (base, pad) = r.expect("every rank arrived");
+        d.base[p] = base as u64;
+        d.signal[p] = pad as u64;
+    }
+    drop(rows);
+    *desc = &*d as *const SymmDesc as *mut c_void;
+    g.descs.lock().unwrap().push(d);
+    0
+}
+unsafe extern "C" fn m_group_rank(rt: *mut c_void, _g: u32, rank: *mut u32) -> Status {
+    *rank = mock(rt).rank as u32;
+    0
+}
+unsafe extern "C" fn m_event_record(rt: *mut c_void, _stream: u32, e: u32) -> Status {
+    let m = mock(rt);
+    if e >= m.num_events {
+        return m.fail(format!("event_record of event {e} of {}", m.num_events));
+    }
+    m.recorded.insert(e);
+    0
+}
+unsafe extern "C" fn m_stream_wait(rt: *mut c_void, _stream: u32, e: u32) -> Status {
+    let m = mock(rt);
+    if !m.recorded.remove(&e) {
+        return m.fail(format!("stream_wait on event {e}, not recorded"));
+    }
+    0
+}
+unsafe extern "C" fn m_nccl7(
+    rt: *mut c_void,
+    _: u32,
+    _: *const c_void,
+    _: *mut c_void,
+    _: u64,
+    _: u32,
+    _: u32,
+) -> Status {
+    m_unused(rt)
+}
+unsafe extern "C" fn m_nccl6(
+    rt: *mut c_void,
+    _: u32,
+    _: *const c_void,
+    _: *mut c_void,
+    _: u64,
+    _: u32,
+) -> Status {
+    m_unused(rt)
+}
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn m_a2a(
+    rt: *mut c_void,
+    _: u32,
+    _: *const c_void,
+    _: *mut c_void,
+    _: u64,
+    _: u64,
+    _: u32,
+    _: *const i64,
+    _: *const i64,
+) -> Status {
+    m_unused(rt)
+}
+
+static API: CommlirRtApi = CommlirRtApi {
+    abi_version: abi::ABI_VERSION,
+    num_fns: abi::API_FIELDS.len() as u32,
+    alloc: m_alloc,
+    free: m_free,
+    pool_alloc: m_pool_alloc,
+    pool_free: m_pool_free,
+    launch: m_launch,
+    gemm: m_gemm,
+    all_reduce: m_nccl7,
+    all_gather: m_nccl6,
+    reduce_scatter: m_nccl7,
+    all_to_all: m_a2a,
+    broadcast: m_nccl7,
+    group_start: m_unused,
+    group_end: m_unused,
+    symm_fallback: m_symm_fallback,
+    event_record: m_event_record,
+    stream_wait: m_stream_wait,
+    symm_pool_desc: m_symm_pool_desc,
+    launch_on: m_launch_on,
+    group_rank: m_group_rank,
+};
+
+/// Runs `text` on `world` ranks, peer-mapped or not, against the sim.
+fn check(text: &str, world: usize, mapped: bool) {
+    let mut sctx = Context::new();
+    let sm = parse(&mut sctx, text);
+    let want = sim::run(
+        &sctx,
+        sm,
+        &SimOptions {
+            ranks: world,
+            ..SimOptions::default()
+        },
+    )
+    .unwrap_or_else(|d| panic!("sim: {}\n{text}", d.message));
+    let entry = sim::find_entry(&sctx, sm, None).unwrap();
+    let (params, _) = commlir_dialects::func::func_signature(&sctx, entry).unwrap();
+    let in_types: Vec<TensorType> = params
+        .iter()
+        .map(|t| TensorType::from_type(&sctx, *t).unwrap())
+        .collect();
+
+    let mut ctx = Context::new();
+    let m = parse(&mut ctx, text);
+    let mut pm = PassManager::from_pipeline(parse_pipeline(PIPELINE).unwrap());
+    pm.run(&mut ctx, m)
+        .unwrap_or_else(|d| panic!("{}\n{text}", d[0].message));
+    lower_to_rt::lower_module(&mut ctx, m).unwrap_or_else(|d| panic!("{}\n{text}", d.message));
+    let dev = kernels::compile(&ctx, m).unwrap_or_else(|d| panic!("{}\n{text}", d.message));
+    let hc = host::compile(&ctx, m, &dev, None, false)
+        .unwrap_or_else(|d| panic!("{}\n{text}", d.message));
+
+    Target::initialize_native(&InitializationConfig::default()).unwrap();
+    let llcx = LlContext::create();
+    let load = |ir: &str, name: &str| {
+        let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), name);
+        llcx.create_module_from_ir(buf)
+            .unwrap_or_else(|e| panic!("{e}\n{ir}"))
+    };
+    // The kernels' barrier intrinsics for a one-thread block, and a host %globaltimer.
+    let mut kir = String::new();
+    for line in host_ir(&dev.llvm_ir).lines() {
+        if line.starts_with("declare") && line.contains("@llvm.nvvm.barrier") {
+            continue;
+        }
+        kir.push_str(&line.replace("@llvm.nvvm.barrier.cta.red.or.aligned.all", "@host_bar_or"));
+        kir.push('\n');
+    }
+    kir.push_str("define i1 @host_bar_or(i32 %b, i1 %p) {\n  ret i1 %p\n}\n");
+    kir.push_str("declare i64 @symm_clock()\n");
+    kir.push_str(
+        "define i64 @sreg_globaltimer() {\n  %t = call i64 @symm_clock()\n  ret i64 %t\n}\n",
+    );
+    let hm = load(&hc.llvm_ir, "host");
+    let km = load(&kir, "kernels");
+    let ee: ExecutionEngine = hm
+        .create_jit_execution_engine(OptimizationLevel::None)
+        .unwrap();
+    ee.add_module(&km).unwrap();
+    map_libcalls(&ee, &km);
+    if let Some(f) = km.get_function("symm_clock") {
+        ee.add_global_mapping(&f, symm_clock as *const () as usize);
+    }
+    let kernels: Vec<(usize, bool)> = dev
+        .kernels
+        .iter()
+        .map(|k| {
+            let a = ee
+                .get_function_address(k)
+                .unwrap_or_else(|e| panic!("{k}: {e:?}"));
+            (a, k.contains("_fused_"))
+        })
+        .collect();
+    let main = ee.get_function_address(abi::MAIN_SYMBOL).unwrap();
+    let group = Group {
+        world,
+        mapped,
+        rows: Mutex::new(Vec::new()),
+        arrived: Condvar::new(),
+        storage: Mutex::new(Vec::new()),
+        descs: Mutex::new(Vec::new()),
+        slots: Mutex::new(vec![(0, 0); world]),
+        barrier: Barrier::new(world),
+        status: (0..world).map(|_| Default::default()).collect(),
+    };
+    std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for rank in 0..world {
+            let (group, kernels, in_types) = (&group, kernels.clone(), &in_types);
+            let want = &want[rank].results;
+            handles.push(s.spawn(move || {
+                let mut rt = Mock {
+                    group,
+                    rank,
+                    kernels,
+                    allocs: HashMap::new(),
+                    pools: HashMap::new(),
+                    next_pool: 0,
+                    graveyard: Vec::new(),
+                    num_events: hc.num_events,
+                    recorded: HashSet::new(),
+                    error: None,
+                };
+                let mut arg_store: Vec<Vec<u128>> = in_types
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        let bytes = tensor_bytes(&inputs::generate(t, 0, rank, i));
+                        let mut v = storage(bytes.len() as u64);
+                        // SAFETY: the storage holds at least `bytes.len()` bytes.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                bytes.as_ptr(),
+                                v.as_mut_ptr() as *mut u8,
+                                bytes.len(),
+                            )
+                        };
+                        v
+                    })
+                    .collect();
+                let args: Vec<*mut c_void> = arg_store
+                    .iter_mut()
+                    .map(|v| v.as_mut_ptr() as *mut c_void)
+                    .collect();
+                let mut results: Vec<*mut c_void> = vec![std::ptr::null_mut(); want.len()];
+                // SAFETY: `commlir_main` has the `CommlirMain` signature; buffers as typed.
+                let status = unsafe {
+                    std::mem::transmute::<usize, CommlirMain>(main)(
+                        &API,
+                        &mut rt as *mut Mock as *mut c_void,
+                        args.as_ptr(),
+                        results.as_mut_ptr(),
+                    )
+                };
+                assert_eq!(status, 0, "rank {rank}: {:?}\n{text}", rt.error);
+                assert!(rt.error.is_none(), "rank {rank}: {:?}", rt.error);
+                for (i, (p, w)) in results.iter().zip(want).enumerate() {
+                    let exp = tensor_bytes(w);
+                    // SAFETY: result `i` is a buffer of its type's size.
+                    let got = unsafe { std::slice::from_raw_parts(*p as *const u8, exp.len()) };
+                    assert!(
+                        got == exp.as_slice(),
+                        "rank {rank} result {i} differs from the sim (G = {world}, mapped = {mapped})\n{text}"
+                    );
+                    rt.allocs.remove(&(*p as usize));
+                }
+                assert!(rt.allocs.is_empty(), "rank {rank}: allocations leaked");
+                assert!(rt.pools.is_empty(), "rank {rank}: pools never freed");
+                assert!(rt.recorded.is_empty(), "rank {rank}: events never waited on");
+            }));
+        }
+        for h in handles {
+            h.join().expect("rank thread");
+        }
+    });
+    for (r, st) in group.status.iter().enumerate() {
+        assert_eq!(
+            st.load(std::sync::atomic::Ordering::Relaxed),
+            0,
+            "rank {r} fault word"
+        );
+    }
+}
+
+/// Every form of both ops on a group of `g` ranks, in `ty`.
+fn program(g: usize, ty: &str) -> String {
+    let t = |s: &str| format!("tensor<{s}x{ty}>");
+    let (ga, gx) = (8 * g, 3 * g);
+    format!(
+        r#"module {{
+  coll.group @tp {{size = {g} : i64, symm_mem}}
+  func.func @main(%a: {a}, %b1: {b1}, %b2: {b2}, %x: {x}, %w: {w}, %h: {h}, %v: {v}, %v2: {v2}) -> ({ag}, {y1}, {y2}, {z}, {r1}, {r2}, {r3}) {{
+    %a1 = compute.scale %a {{factor = 0.5 : f64}} : {a}
+    %ag, %y1, %y2 = symm.fused_all_gather_matmul %a1, %b1, %b2 {{group = @tp, return_a}} : ({a}, {b1}, {b2}) -> ({ag}, {y1}, {y2})
+    %x1 = compute.neg %x : {x}
+    %z = symm.fused_all_gather_matmul %x1, %w {{group = @tp, gather_dim = 1 : i64}} : ({x}, {w}) -> {z}
+    %r1 = symm.fused_matmul_reduce_scatter %h, %w {{reduce_op = "sum", group = @tp}} : ({h}, {w}) -> {r1}
+    %r2 = symm.fused_matmul_reduce_scatter %y1, %v {{reduce_op = "avg", group = @tp}} : ({y1}, {v}) -> {r2}
+    %r3 = symm.fused_matmul_reduce_scatter %z, %v2 {{reduce_op = "sum", scatter_dim = 1 : i64, group = @tp}} : ({z}, {v2}) -> {r3}
+    return %ag, %y1, %y2, %z, %r1, %r2, %r3 : {ag}, {y1}, {y2}, {z}, {r1}, {r2}, {r3}
+  }}
+}}
+"#,
+        a = t("8x16"),
+        b1 = t("16x12"),
+        b2 = t("16x5"),
+        ag = t(&format!("{ga}x16")),
+        y1 = t(&format!("{ga}x12")),
+        y2 = t(&format!("{ga}x5")),
+        x = t("2x3x16"),
+        w = t("16x8"),
+        z = t(&format!("2x{gx}x8")),
+        h = t(&format!("{ga}x16")),
+        v = t("12x8"),
+        r1 = t("8x8"),
+        r2 = t("8x8"),
+        r3 = t("2x3x8"),
+        v2 = t("8x8"),
+    )
+}
+
+fn run_all(g: usize) {
+    for ty in ["bf16", "f32"] {
+        let text = program(g, ty);
+        for mapped in [true, false] {
+            check(&text, g, mapped);
+        }
+    }
+}
+
+#[test]
+fn pipelines_match_the_sim_on_two_ranks() {
+    run_all(2);
+}
+
+#[test]
+fn pipelines_match_the_sim_on_four_ranks() {
+    run_all(4);
+}

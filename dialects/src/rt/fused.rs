@@ -1,0 +1,225 @@
+//! The `rt` form of the fused collective-matmul ops (`symm.fused_all_gather_matmul`,
+//! `symm.fused_matmul_reduce_scatter`): one call op each, which the host program expands into
+//! a chunked pipeline of cuBLAS GEMMs on the compute stream and launches of an
+//! `rt.symm_fused_kernel` on the comm stream, ordered by events (see docs/codegen.md), or into
+//! the NCCL fallback and the GEMMs when the pool is not peer-mapped.
+//!
+//! Every chunk GEMM is a row-major, strided-batched product `C = A·B` whose operands are
+//! addressed by the chunk index `p`: the attributes give, in elements, how far chunk `p`
+//! starts from the buffer (`*_step · p`) and the batch strides, so that gathering or
+//! scattering along any dimension but the contraction one is a matter of strides, never of
+//! a re-layout.
+
+use super::{expect_memref, expect_type, int, nonneg, ANY, DTYPE, GROUP};
+use crate::rt::abi;
+use commlir_ir::{
+    register_op, ArgDef, AttrConstraint, AttrDef, Context, Diagnostic, OpDef, OpId, Trait,
+};
+
+const KINDS: &[&str] = &["all_gather_matmul", "matmul_reduce_scatter"];
+
+/// `grid` and `block` of a fused op's kernel launches.
+fn verify_launch_shape(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let grid = int(ctx, op, "grid").unwrap_or(0);
+    if !(1..=abi::SYMM_MAX_BLOCKS as i64).contains(&grid) {
+        return Err(ctx.op_error(
+            op,
+            format!("'grid' must be in [1, {}]", abi::SYMM_MAX_BLOCKS),
+        ));
+    }
+    let block = int(ctx, op, "block").unwrap_or(0);
+    if !(32..=1024).contains(&block) {
+        return Err(ctx.op_error(op, "'block' must be in [32, 1024]"));
+    }
+    Ok(())
+}
+
+register_op!(
+    pub SYMM_FUSED_KERNEL = OpDef {
+        name: "rt.symm_fused_kernel",
+        summary: "The generated data-movement kernel of a fused collective-matmul pipeline",
+        description: "Module-level symbol, compiled into one NVPTX entry of the kernel table. \
+            Parameters: `(const commlir_symm_desc *desc, uint64_t in_offset, void *out, \
+            uint32_t site, uint32_t step)`; one launch per pipeline step, on the comm stream. \
+            `all_gather_matmul`: step 0 is the start barrier and the copy of this rank's shard \
+            (at `in_offset` of the pool; `outer` segments of `seg` elements) into block `rank` \
+            of the gathered buffer `out` (`outer` segments of G·`seg`), step s in [1, G) \
+            copies the shard of rank (rank + s) mod G from that peer's pool, step G is the end \
+            barrier. `matmul_reduce_scatter`: the pool holds at `in_offset` this rank's G \
+            partial chunks of `seg` elements, then G receive slots; step s in [1, G) signals \
+            rank (rank + s) mod G that its chunk is ready, waits for the signal of rank \
+            (rank − s) mod G and copies that peer's chunk for this rank into receive slot \
+            (rank − s) mod G; step G is the end barrier and the reduction of the G chunks in \
+            rank order into `out`.",
+        attributes: &[
+            AttrDef::required("sym_name", AttrConstraint::SymbolName),
+            AttrDef::required("kind", AttrConstraint::StrEnum(KINDS)),
+            DTYPE,
+            AttrDef::required("world", AttrConstraint::Integer).doc("The group size G (1 to 8)."),
+            AttrDef::required("outer", AttrConstraint::Integer)
+                .doc("Segments per shard (all-gather; 1 for the reduce-scatter)."),
+            AttrDef::required("seg", AttrConstraint::Integer)
+                .doc("Elements per segment (all-gather) or per chunk (reduce-scatter)."),
+            AttrDef::optional(
+                "reduce_op",
+                AttrConstraint::StrEnum(&["sum", "avg"]),
+            )
+            .doc("The reduction of the reduce-scatter."),
+        ],
+        traits: &[Trait::Symbol],
+        verify: Some(|ctx, op| {
+            nonneg(ctx, op, &["outer", "seg"])?;
+            let w = int(ctx, op, "world").unwrap_or(0);
+            if !(1..=abi::SYMM_MAX_PEERS as i64).contains(&w) {
+                return Err(ctx.op_error(
+                    op,
+                    format!("'world' must be in [1, {}]", abi::SYMM_MAX_PEERS),
+                ));
+            }
+            let rs = ctx
+                .inherent_attr(op, "kind")
+                .and_then(|a| ctx.attr_as_str(a))
+                == Some("matmul_reduce_scatter");
+            if rs != ctx.inherent_attr(op, "reduce_op").is_some() {
+                return Err(ctx.op_error(
+                    op,
+                    "'reduce_op' is required by matmul_reduce_scatter and absent from all_gather_matmul",
+                ));
+            }
+            Ok(())
+        }),
+        example: "rt.symm_fused_kernel @s0_fused_all_gather_matmul {dtype = \"bf16\", kind = \"all_gather_matmul\", outer = 1 : i64, seg = 128 : i64, world = 2 : i64}",
+        ..OpDef::EMPTY
+    }
+);
+
+const GEMM_ATTRS: [AttrDef; 6] = [
+    AttrDef::required("m", AttrConstraint::Integer).doc("Rows of a chunk's product (per batch)."),
+    AttrDef::required("k", AttrConstraint::Integer).doc("The contraction dimension."),
+    AttrDef::required("batch", AttrConstraint::Integer).doc("Batches per chunk GEMM."),
+    AttrDef::required("a_step", AttrConstraint::Integer)
+        .doc("Elements of `a` between consecutive chunks."),
+    AttrDef::required("a_stride", AttrConstraint::Integer)
+        .doc("Elements of `a` between the batches of a chunk."),
+    AttrDef::required("offset", AttrConstraint::Integer)
+        .doc("Bytes: the shard's (all-gather) or the workspace's (reduce-scatter) pool offset."),
+];
+
+register_op!(
+    pub SYMM_FUSED_ALL_GATHER_MATMUL = OpDef {
+        name: "rt.symm_fused_all_gather_matmul",
+        summary: "All-gather pipelined with its GEMMs (compute and comm streams, blocking)",
+        description: "Operands: the `symm_mem` pool holding the shard at `offset`, the gathered \
+            buffer, the staging buffer of the NCCL fallback (the gathered buffer itself when \
+            `batch` is 1, else the shards stacked rank by rank), the n right-hand sides `bᵢ` \
+            (`k`×`ns[i]`), then the n products. The shard is `batch` blocks of `m` rows of `k` \
+            (rows of the gathered dimension and those after it); chunk p of the gathered \
+            buffer (and of each product) is block p of `m` rows in each of the `batch` blocks \
+            of G·`m` rows. Peer-mapped: the comm stream runs `kernel` step by step (chunk \
+            order rotated per rank) while the compute stream multiplies this rank's shard \
+            straight from the pool, then each gathered chunk once its copy event completed. \
+            Else `symm_fallback` all-gathers into the staging buffer on the compute stream, \
+            the GEMMs follow, and `unpack` (when present) restores the gathered layout.",
+        operands: &[ArgDef::variadic("buffers", ANY)],
+        attributes: &[
+            AttrDef::required("kernel", AttrConstraint::SymbolRef),
+            AttrDef::optional("unpack", AttrConstraint::SymbolRef)
+                .doc("The `rt.kernel` restoring the gathered layout in the fallback."),
+            GEMM_ATTRS[0],
+            GEMM_ATTRS[1],
+            GEMM_ATTRS[2],
+            GEMM_ATTRS[5],
+            AttrDef::required("count", AttrConstraint::Integer)
+                .doc("Elements of one shard (what each rank sends)."),
+            AttrDef::required("ns", AttrConstraint::I64Array).doc("N of each product."),
+            DTYPE,
+            GROUP,
+            AttrDef::required("grid", AttrConstraint::Integer),
+            AttrDef::required("block", AttrConstraint::Integer),
+        ],
+        traits: &[Trait::Collective, Trait::MemRead, Trait::MemWrite, Trait::Blocking],
+        verify: Some(verify_all_gather_matmul),
+        example: "rt.symm_fused_all_gather_matmul %p, %ag, %ag, %b, %y {batch = 1 : i64, block = 32 : i64, count = 128 : i64, dtype = \"bf16\", grid = 1 : i64, group = @tp, k = 16 : i64, kernel = @s0_fused_all_gather_matmul, m = 8 : i64, ns = array<i64: 32>, offset = 0 : i64} : (!rt.pool, memref<16x16xbf16>, memref<16x16xbf16>, memref<16x32xbf16>, memref<16x32xbf16>) -> ()",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_all_gather_matmul(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let ops = ctx.operands(op);
+    let n = ctx
+        .inherent_attr(op, "ns")
+        .and_then(|a| ctx.attr_as_i64_array(a))
+        .map_or(0, |v| v.len());
+    if n == 0 || ops.len() != 3 + 2 * n {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "expects the pool, the gathered and staging buffers, then {n} right-hand sides and {n} products; got {} operands",
+                ops.len()
+            ),
+        ));
+    }
+    expect_type(ctx, op, ops[0], "rt.pool", "operand 'pool'")?;
+    for &v in &ops[1..] {
+        expect_memref(ctx, op, v, "every buffer")?;
+    }
+    nonneg(ctx, op, &["m", "k", "batch", "offset", "count"])?;
+    verify_launch_shape(ctx, op)
+}
+
+register_op!(
+    pub SYMM_FUSED_MATMUL_REDUCE_SCATTER = OpDef {
+        name: "rt.symm_fused_matmul_reduce_scatter",
+        summary: "GEMM chunks pipelined with their reduce-scatter (compute and comm streams, blocking)",
+        description: "Operands: the `symm_mem` workspace pool (G partial chunks of `chunk` \
+            elements at `offset`, then G receive slots), `a`, `b` (K×N row-major, leading \
+            dimension `ldb`) and the result (one chunk). Chunk p of the product is the GEMM of \
+            `a` from `a_step·p` (batch stride `a_stride`) and `b` from `b_step·p`, `m`×`n` per \
+            batch, into partial slot p. Peer-mapped: the compute stream computes the chunks in \
+            the order rank, rank + 1, … (mod G) while the comm stream runs `kernel` step s as \
+            soon as chunk rank + s is computed (peers pull their chunk and this rank pulls its \
+            own), then reduces in rank order. Else all chunks are computed and \
+            `symm_fallback` reduce-scatters them on the compute stream.",
+        operands: &[
+            ArgDef::one("pool", ANY),
+            ArgDef::one("a", ANY),
+            ArgDef::one("b", ANY),
+            ArgDef::one("out", ANY),
+        ],
+        attributes: &[
+            AttrDef::required("kernel", AttrConstraint::SymbolRef),
+            GEMM_ATTRS[0],
+            AttrDef::required("n", AttrConstraint::Integer).doc("Columns of a chunk's product."),
+            GEMM_ATTRS[1],
+            GEMM_ATTRS[2],
+            GEMM_ATTRS[3],
+            GEMM_ATTRS[4],
+            AttrDef::required("b_step", AttrConstraint::Integer)
+                .doc("Elements of `b` between consecutive chunks (column blocks)."),
+            AttrDef::required("ldb", AttrConstraint::Integer).doc("Row length of `b`."),
+            AttrDef::required("chunk", AttrConstraint::Integer)
+                .doc("Elements of one chunk (= m·n·batch)."),
+            GEMM_ATTRS[5],
+            AttrDef::required("reduce_op", AttrConstraint::StrEnum(&["sum", "avg"])),
+            DTYPE,
+            GROUP,
+            AttrDef::required("grid", AttrConstraint::Integer),
+            AttrDef::required("block", AttrConstraint::Integer),
+        ],
+        traits: &[Trait::Collective, Trait::MemRead, Trait::MemWrite, Trait::Blocking],
+        verify: Some(|ctx, op| {
+            expect_type(ctx, op, ctx.operand(op, 0), "rt.pool", "operand 'pool'")?;
+            for i in 1..4 {
+                expect_memref(ctx, op, ctx.operand(op, i), "every buffer")?;
+            }
+            nonneg(
+                ctx,
+                op,
+                &["m", "n", "k", "batch", "a_step", "a_stride", "b_step", "ldb", "chunk", "offset"],
+            )?;
+            verify_launch_shape(ctx, op)
+        }),
+        example: "rt.symm_fused_matmul_reduce_scatter %w, %a, %b, %y {a_step = 128 : i64, a_stride = 0 : i64, b_step = 0 : i64, batch = 1 : i64, block = 32 : i64, chunk = 192 : i64, dtype = \"bf16\", grid = 1 : i64, group = @tp, k = 16 : i64, kernel = @s1_fused_matmul_reduce_scatter, ldb = 24 : i64, m = 8 : i64, n = 24 : i64, offset = 0 : i64, reduce_op = \"sum\"} : (!rt.pool, memref<16x16xbf16>, memref<16x24xbf16>, memref<8x24xbf16>) -> ()",
+        ..OpDef::EMPTY
+    }
+);
