@@ -54,7 +54,10 @@ fn events(json: &str) -> Vec<Value> {
             "X" => assert!(e["dur"].as_f64().is_some_and(|d| d >= 0.0), "dur: {e}"),
             "C" => {
                 let args = e["args"].as_object().expect("counter args");
-                assert!(!args.is_empty() && args.values().all(Value::is_number), "{e}");
+                assert!(
+                    !args.is_empty() && args.values().all(Value::is_number),
+                    "{e}"
+                );
             }
             "M" => assert!(e["args"].is_object(), "metadata args: {e}"),
             other => panic!("unexpected phase {other}: {e}"),
@@ -80,9 +83,9 @@ fn fsdp_trace_matches_the_report() {
         // One process per rank of @dp (size 2), named, with named threads.
         for (pid, rank) in [(1u64, 0), (2, 1)] {
             let name = format!("@fsdp_layer rank {rank} (simulated)");
-            assert!(evs
-                .iter()
-                .any(|e| e["pid"] == pid && e["name"] == "process_name" && e["args"]["name"] == name));
+            assert!(evs.iter().any(|e| e["pid"] == pid
+                && e["name"] == "process_name"
+                && e["args"]["name"] == name));
         }
         assert!(!evs.iter().any(|e| e["pid"] == 3));
         for t in ["compute", "comm", "exposed comm"] {
@@ -109,7 +112,10 @@ fn fsdp_trace_matches_the_report() {
             .iter()
             .map(|e| e["dur"].as_f64().unwrap_or(0.0))
             .sum();
-        assert!((exposed * 1e3 - f.exposed_comm_ns).abs() < 1.0, "{pipeline}");
+        assert!(
+            (exposed * 1e3 - f.exposed_comm_ns).abs() < 1.0,
+            "{pipeline}"
+        );
         assert!(exposed > 0.0);
         // The memory counter peaks at the report's peak; the makespan is the last end.
         let peak = evs
@@ -150,8 +156,14 @@ fn symm_and_fused_ops_block_the_compute_stream() {
             .iter()
             .find(|x| x["name"] == e["name"])
             .unwrap_or_else(|| panic!("{op} exposed"));
-        let (ts, dur) = (e["ts"].as_f64().unwrap_or(0.0), e["dur"].as_f64().unwrap_or(0.0));
-        let (xts, xdur) = (x["ts"].as_f64().unwrap_or(0.0), x["dur"].as_f64().unwrap_or(0.0));
+        let (ts, dur) = (
+            e["ts"].as_f64().unwrap_or(0.0),
+            e["dur"].as_f64().unwrap_or(0.0),
+        );
+        let (xts, xdur) = (
+            x["ts"].as_f64().unwrap_or(0.0),
+            x["dur"].as_f64().unwrap_or(0.0),
+        );
         assert!(xts >= ts - 1e-6 && xts + xdur <= ts + dur + 1e-6);
         assert!((xdur * 1e3 - c.exposed_ns).abs() < 1.0, "{op}");
     }
@@ -185,7 +197,10 @@ fn outputs_are_deterministic() {
 fn render(svg: &str, name: &str) -> Option<Vec<u8>> {
     let dir = std::env::temp_dir().join(format!("commlir-timeline-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let (input, output) = (dir.join(format!("{name}.svg")), dir.join(format!("{name}.png")));
+    let (input, output) = (
+        dir.join(format!("{name}.svg")),
+        dir.join(format!("{name}.png")),
+    );
     std::fs::write(&input, svg).expect("write svg");
     let status = match std::process::Command::new("rsvg-convert")
         .arg(&input)
@@ -197,7 +212,11 @@ fn render(svg: &str, name: &str) -> Option<Vec<u8>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) => panic!("rsvg-convert: {e}"),
     };
-    assert!(status.success(), "rsvg-convert failed on {}", input.display());
+    assert!(
+        status.success(),
+        "rsvg-convert failed on {}",
+        input.display()
+    );
     let png = std::fs::read(&output).expect("rsvg-convert wrote a PNG");
     let _ = std::fs::remove_dir_all(&dir);
     Some(png)
@@ -206,7 +225,11 @@ fn render(svg: &str, name: &str) -> Option<Vec<u8>> {
 #[test]
 fn svg_renders_with_rsvg_convert() {
     for (name, text, pipeline) in [
-        ("fsdp_before", FSDP, "builtin.module(func.func(coll-to-comm))"),
+        (
+            "fsdp_before",
+            FSDP,
+            "builtin.module(func.func(coll-to-comm))",
+        ),
         ("fsdp_after", FSDP, SCHEDULE),
         ("symm", SYMM, ""),
     ] {

@@ -9,8 +9,6 @@
 mod cli;
 
 use commlir_ir::driver::{split, verify_diagnostics, Diag};
-use commlir_passes::analysis::trace::{self, TimelineView};
-use commlir_passes::analysis::svg;
 use commlir_ir::parser::{parse_source, ParseOptions};
 use commlir_ir::pass::instrumentation::IrPrintConfig;
 use commlir_ir::pass::{
@@ -19,6 +17,8 @@ use commlir_ir::pass::{
 };
 use commlir_ir::printer::{print_op, PrintOptions};
 use commlir_ir::{Context, Diagnostic, Registry, SourceFile, SourceMgr};
+use commlir_passes::analysis::svg;
+use commlir_passes::analysis::trace::{self, TimelineView};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ffi::OsString;

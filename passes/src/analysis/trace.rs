@@ -18,7 +18,7 @@
 //! rank by rank with a measured trace.
 
 use super::buffers::BufferModel;
-use super::cost::{collective_bytes, coll_kind, symm_algo, Machine};
+use super::cost::{coll_kind, collective_bytes, symm_algo, Machine};
 use super::timeline::{schedule, Lane, SimEvent};
 use commlir_ir::{Context, OpId};
 use serde::Serialize;
@@ -336,7 +336,12 @@ pub fn to_chrome_json(view: &TimelineView) -> String {
                 (TID_COMM, "comm"),
                 (TID_EXPOSED, "exposed comm"),
             ] {
-                events.push(json(&meta("thread_name", pid, tid, json!({ "name": name }))));
+                events.push(json(&meta(
+                    "thread_name",
+                    pid,
+                    tid,
+                    json!({ "name": name }),
+                )));
                 events.push(json(&meta(
                     "thread_sort_index",
                     pid,

@@ -65,7 +65,11 @@ pub fn chrome_trace(entry: &str, ranks: &[(usize, Vec<OpTime>)]) -> String {
         push(&meta("process_sort_index", 0, json!({ "sort_index": pid })));
         for (tid, name) in [(1u32, "compute"), (2, "comm")] {
             push(&meta("thread_name", tid, json!({ "name": name })));
-            push(&meta("thread_sort_index", tid, json!({ "sort_index": tid })));
+            push(&meta(
+                "thread_sort_index",
+                tid,
+                json!({ "sort_index": tid }),
+            ));
         }
         // Where the next op of each stream may start, for ops without a measured start.
         let mut free = [0.0f64; 2];

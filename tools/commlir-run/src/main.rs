@@ -324,7 +324,10 @@ fn run(args: &Args) -> Result<String, String> {
             return Err(format!("error: --trace: cannot tell the format of '{path}': expected a file ending in .json (Chrome trace events)\n"));
         }
         if args.backend != Backend::Cuda || args.nccl_baseline.is_some() {
-            return Err("error: --trace needs --backend cuda and a program (it records the measured run)\n".into());
+            return Err(
+                "error: --trace needs --backend cuda and a program (it records the measured run)\n"
+                    .into(),
+            );
         }
         if args.bench_iters == 0 {
             return Err("error: --trace needs --bench-iters N (the per-op pass of N calls records the times)\n".into());
