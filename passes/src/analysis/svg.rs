@@ -66,7 +66,7 @@ fn tick_step(span: f64, n: f64) -> f64 {
 
 /// Height of one function's section.
 fn section_height(f: &FunctionView) -> f64 {
-    let lanes = f64::from(f.ranks) * (2.0 * LANE_H + LANE_GAP + RANK_GAP);
+    let lanes = f64::from(f.ranks) * (2.0 * (LANE_H + LANE_GAP) + RANK_GAP);
     // Title, axis, lanes, memory curve and its caption.
     34.0 + lanes + MEM_H + 30.0
 }
@@ -157,20 +157,6 @@ fn draw_function(s: &mut String, f: &FunctionView, top: f64) {
                     human_ns(sp.start_ns),
                     human_ns(sp.end_ns)
                 );
-                if lane == Lane::Compute {
-                    continue;
-                }
-                // Label collectives when the label fits (drop the dialect prefix first).
-                let short = sp.label.split_once('.').map_or(&*sp.label, |(_, r)| r);
-                if (short.len() as f64) * CHAR_W + 4.0 <= w {
-                    let _ = writeln!(
-                        s,
-                        r##"<text x="{:.1}" y="{:.1}" fill="#ffffff">{}</text>"##,
-                        x0 + 2.0,
-                        y + LANE_H - 5.0,
-                        esc(short)
-                    );
-                }
             }
             if lane == Lane::Compute {
                 // Stalls and compute-stream collectives, over the compute lane.
@@ -182,6 +168,25 @@ fn draw_function(s: &mut String, f: &FunctionView, top: f64) {
                         (x1 - x0).max(0.6),
                         esc(&e.label),
                         human_ns(e.end_ns - e.start_ns)
+                    );
+                }
+            }
+            // Collectives are labeled where the label fits (without the dialect prefix),
+            // over the stalls drawn above.
+            for sp in f
+                .spans
+                .iter()
+                .filter(|sp| sp.lane == lane && sp.collective.is_some())
+            {
+                let (x0, x1) = (x(sp.start_ns), x(sp.end_ns));
+                let short = sp.label.split_once('.').map_or(&*sp.label, |(_, r)| r);
+                if (short.len() as f64) * CHAR_W + 4.0 <= x1 - x0 {
+                    let _ = writeln!(
+                        s,
+                        r##"<text x="{:.1}" y="{:.1}" fill="#ffffff">{}</text>"##,
+                        x0 + 2.0,
+                        y + LANE_H - 5.0,
+                        esc(short)
                     );
                 }
             }
