@@ -13,7 +13,7 @@ SHELL := /bin/bash
 
 LLVM_BIN ?= /usr/lib/llvm-22/bin
 APT_PACKAGES := llvm-22-dev libmlir-22-dev mlir-22-tools libpolly-22-dev clang-22 \
-                zlib1g-dev libzstd-dev llvm-22-tools
+                zlib1g-dev libzstd-dev llvm-22-tools librsvg2-bin
 # apt-get as root, through sudo otherwise.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends

@@ -96,6 +96,12 @@ fn base_command() -> Command {
                 .help("Write the communication report (JSON: peak memory, exposed communication, collectives, pools) of the IR after the pipeline"),
         )
         .arg(
+            Arg::new("comm-timeline")
+                .long("comm-timeline")
+                .value_name("FILE")
+                .help("Write the simulated schedule of each function of the IR after the pipeline: FILE.json as Chrome trace events (Perfetto, chrome://tracing), FILE.svg as a picture"),
+        )
+        .arg(
             Arg::new("pass-pipeline")
                 .long("pass-pipeline")
                 .value_name("PIPELINE")

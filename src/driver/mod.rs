@@ -17,6 +17,8 @@ use commlir_ir::pass::{
 };
 use commlir_ir::printer::{print_op, PrintOptions};
 use commlir_ir::{Context, Diagnostic, Registry, SourceFile, SourceMgr};
+use commlir_passes::analysis::svg;
+use commlir_passes::analysis::trace::{self, TimelineView};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ffi::OsString;
@@ -84,6 +86,36 @@ fn opt_main_impl(args: Vec<OsString>, disable_free: bool) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// The format of `--comm-timeline`, from the file's extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TimelineFormat {
+    /// Chrome trace events.
+    Json,
+    Svg,
+}
+
+impl TimelineFormat {
+    fn from_path(path: &str) -> Result<Self, String> {
+        let ext = std::path::Path::new(path)
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match ext.as_deref() {
+            Some("json") => Ok(TimelineFormat::Json),
+            Some("svg") => Ok(TimelineFormat::Svg),
+            _ => Err(format!(
+                "--comm-timeline: cannot tell the format of '{path}': expected a file ending in .json (Chrome trace events) or .svg"
+            )),
+        }
+    }
+}
+
+/// What the analyses of each chunk add to (`--comm-report`, `--comm-timeline`).
+struct Analyses<'a> {
+    report: &'a mut commlir_passes::analysis::report::Report,
+    timeline: &'a mut TimelineView,
+}
+
 /// Everything the command line asks for, besides the pipeline.
 struct Config {
     input: String,
@@ -97,6 +129,8 @@ struct Config {
     timing: bool,
     statistics: bool,
     comm_report: Option<String>,
+    /// `--comm-timeline`: the file and its format.
+    comm_timeline: Option<(String, TimelineFormat)>,
     /// Leak each chunk's IR instead of freeing it (the process is about to exit).
     disable_free: bool,
 }
@@ -132,7 +166,7 @@ fn run(args: Vec<OsString>, disable_free: bool) -> u8 {
             .map(|v| v.cloned().collect())
             .unwrap_or_default()
     };
-    let config = Config {
+    let mut config = Config {
         input: matches
             .get_one::<String>("input")
             .cloned()
@@ -143,6 +177,7 @@ fn run(args: Vec<OsString>, disable_free: bool) -> u8 {
             .unwrap_or_else(|| "-".into()),
         split_marker: matches.get_one::<String>("split-input-file").cloned(),
         comm_report: matches.get_one::<String>("comm-report").cloned(),
+        comm_timeline: None,
         output_split_marker: matches
             .get_one::<String>("output-split-marker")
             .cloned()
@@ -158,6 +193,15 @@ fn run(args: Vec<OsString>, disable_free: bool) -> u8 {
         statistics: flag("mlir-pass-statistics"),
         disable_free,
     };
+    if let Some(path) = matches.get_one::<String>("comm-timeline") {
+        match TimelineFormat::from_path(path) {
+            Ok(format) => config.comm_timeline = Some((path.clone(), format)),
+            Err(e) => {
+                eprintln!("commlir-opt: error: {e}");
+                return 1;
+            }
+        }
+    }
 
     // The pipeline: either --pass-pipeline or the pass flags, not both (as mlir-opt).
     let pass_flags = cli::pass_flags(&matches, registry);
@@ -294,9 +338,14 @@ fn process_input(config: &Config, pm: &mut PassManager, timing: &Rc<RefCell<Timi
     let mut report = commlir_passes::analysis::report::Report {
         functions: Vec::new(),
     };
+    let mut timeline = TimelineView::default();
     for chunk in &chunks {
+        let mut analyses = Analyses {
+            report: &mut report,
+            timeline: &mut timeline,
+        };
         let (output, diags) =
-            process_chunk(config, pm, &file_name, chunk, &sm, timing, &mut report);
+            process_chunk(config, pm, &file_name, chunk, &sm, timing, &mut analyses);
         if config.verify_diagnostics {
             let text = String::from_utf8_lossy(chunk);
             let problems = verify_diagnostics::verify(&text, &diags, &file_name, &sm);
@@ -345,6 +394,16 @@ fn process_input(config: &Config, pm: &mut PassManager, timing: &Rc<RefCell<Timi
             return 1;
         }
     }
+    if let Some((path, format)) = &config.comm_timeline {
+        let text = match format {
+            TimelineFormat::Json => trace::to_chrome_json(&timeline),
+            TimelineFormat::Svg => svg::to_svg(&timeline),
+        };
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("commlir-opt: error: could not write comm timeline '{path}': {e}");
+            return 1;
+        }
+    }
     if config.disable_free {
         std::mem::forget(outputs);
         std::mem::forget(sm);
@@ -361,11 +420,11 @@ fn process_chunk(
     bytes: &[u8],
     sm: &SourceMgr,
     timing: &Rc<RefCell<TimingTree>>,
-    report: &mut commlir_passes::analysis::report::Report,
+    analyses: &mut Analyses,
 ) -> (Option<String>, Vec<Diag>) {
     let mut ctx = Context::new();
     ctx.allow_unregistered = config.allow_unregistered;
-    let result = process_chunk_in(&mut ctx, config, pm, file_name, bytes, sm, timing, report);
+    let result = process_chunk_in(&mut ctx, config, pm, file_name, bytes, sm, timing, analyses);
     if config.disable_free {
         std::mem::forget(ctx);
     }
@@ -381,7 +440,7 @@ fn process_chunk_in(
     bytes: &[u8],
     sm: &SourceMgr,
     timing: &Rc<RefCell<TimingTree>>,
-    report: &mut commlir_passes::analysis::report::Report,
+    analyses: &mut Analyses,
 ) -> (Option<String>, Vec<Diag>) {
     let plain = |ctx: &Context, ds: &[Diagnostic]| {
         ds.iter().map(|d| Diag::new(ctx, sm, d)).collect::<Vec<_>>()
@@ -410,7 +469,11 @@ fn process_chunk_in(
                     &commlir_passes::analysis::cost::H200_NVLINK,
                     module,
                 );
-                report.functions.extend(r.functions);
+                analyses.report.functions.extend(r.functions);
+            }
+            if config.comm_timeline.is_some() {
+                let t = trace::build(ctx, &commlir_passes::analysis::cost::H200_NVLINK, module);
+                analyses.timeline.functions.extend(t.functions);
             }
             let text = timing
                 .borrow_mut()

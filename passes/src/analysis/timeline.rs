@@ -94,6 +94,71 @@ pub fn simulate_ops(
     ops: impl IntoIterator<Item = OpId>,
     cost: impl Fn(OpId) -> OpCost,
 ) -> Timeline {
+    // The schedulers call this in their inner loops: the no-op sink compiles away.
+    simulate_core(ctx, ops, cost, |_| {})
+}
+
+/// Where an op ran in the simulated schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lane {
+    /// The compute stream (kernels, waits, blocking `symm` and fused ops).
+    Compute,
+    /// The comm stream (NCCL collectives).
+    Comm,
+    /// Nowhere: the op costs nothing (views, constants, the terminator).
+    None,
+}
+
+/// One event of a simulated schedule, as [`schedule`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SimEvent {
+    /// An op, in program order (every op of the block, free ones too, so that a caller can
+    /// tell when each was issued).
+    Op {
+        op: OpId,
+        lane: Lane,
+        start_ns: f64,
+        end_ns: f64,
+        /// For a collective: the part of it the compute stream waited for.
+        exposed_ns: f64,
+    },
+    /// The compute stream idle from `start_ns` to `end_ns`, waiting for `collective` (a wait
+    /// or a blocking collective on the comm stream).
+    Stall {
+        collective: OpId,
+        start_ns: f64,
+        end_ns: f64,
+    },
+}
+
+/// The full simulated schedule of a block: the summary and every op's and stall's interval.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Schedule {
+    pub timeline: Timeline,
+    pub events: Vec<SimEvent>,
+}
+
+/// Simulates `block` on `machine` and keeps every event (for timelines to look at; the
+/// schedulers use [`simulate_ops`], which keeps only the summary).
+pub fn schedule(ctx: &Context, machine: &Machine, block: BlockId) -> Schedule {
+    let mut events = Vec::new();
+    let timeline = simulate_core(
+        ctx,
+        ctx.block_ops(block),
+        |op| op_cost(ctx, machine, op),
+        |e| events.push(e),
+    );
+    Schedule { timeline, events }
+}
+
+/// The simulator, reporting each event to `sink`.
+#[inline]
+fn simulate_core(
+    ctx: &Context,
+    ops: impl IntoIterator<Item = OpId>,
+    cost: impl Fn(OpId) -> OpCost,
+    mut sink: impl FnMut(SimEvent),
+) -> Timeline {
     let mut ready = vec![0.0f64; ctx.num_value_slots()];
     // Index into `collectives` of the collective producing a value (for waits).
     // `u32::MAX` for none: a quarter of the memory of `Option<usize>`, for a table as long
@@ -137,8 +202,23 @@ pub fn simulate_ops(
                     .total_cmp(&t.collectives[**b].end_ns)
             }) {
                 t.collectives[c].exposed_ns += stall;
+                if stall > 0.0 {
+                    sink(SimEvent::Stall {
+                        collective: t.collectives[c].op,
+                        start_ns: before,
+                        end_ns: end,
+                    });
+                }
             }
-            compute_free = compute_free.max(end) + cost.ns();
+            let start = compute_free.max(end);
+            compute_free = start + cost.ns();
+            sink(SimEvent::Op {
+                op,
+                lane: Lane::Compute,
+                start_ns: start,
+                end_ns: compute_free,
+                exposed_ns: 0.0,
+            });
             t.compute_ns += cost.ns();
             for r in ctx.results(op) {
                 ready[r.index()] = compute_free;
@@ -167,7 +247,21 @@ pub fn simulate_ops(
                     end_ns: end,
                     exposed_ns: exposed,
                 });
+                sink(SimEvent::Op {
+                    op,
+                    lane: Lane::Comm,
+                    start_ns: start,
+                    end_ns: end,
+                    exposed_ns: exposed,
+                });
                 if blocking {
+                    if exposed > 0.0 {
+                        sink(SimEvent::Stall {
+                            collective: op,
+                            start_ns: end - exposed,
+                            end_ns: end,
+                        });
+                    }
                     compute_free = end;
                 }
                 for r in ctx.results(op) {
@@ -185,7 +279,7 @@ pub fn simulate_ops(
                 let start = inputs_ready.max(compute_free);
                 compute_free = start + ns;
                 t.compute_ns += ns;
-                if bits & TraitBits::COLLECTIVE != 0 {
+                let exposed_ns = if bits & TraitBits::COLLECTIVE != 0 {
                     // A blocking collective run by the compute stream (one-shot all-reduce).
                     t.comm_ns += ns;
                     t.collectives.push(CollectiveTiming {
@@ -194,7 +288,17 @@ pub fn simulate_ops(
                         end_ns: compute_free,
                         exposed_ns: ns,
                     });
-                }
+                    ns
+                } else {
+                    0.0
+                };
+                sink(SimEvent::Op {
+                    op,
+                    lane: Lane::Compute,
+                    start_ns: start,
+                    end_ns: compute_free,
+                    exposed_ns,
+                });
                 for r in ctx.results(op) {
                     ready[r.index()] = compute_free;
                 }
@@ -211,11 +315,25 @@ pub fn simulate_ops(
                     end_ns: compute_free,
                     exposed_ns,
                 });
+                sink(SimEvent::Op {
+                    op,
+                    lane: Lane::Compute,
+                    start_ns: start,
+                    end_ns: compute_free,
+                    exposed_ns,
+                });
                 for r in ctx.results(op) {
                     ready[r.index()] = compute_free;
                 }
             }
             OpCost::Free => {
+                sink(SimEvent::Op {
+                    op,
+                    lane: Lane::None,
+                    start_ns: inputs_ready,
+                    end_ns: inputs_ready,
+                    exposed_ns: 0.0,
+                });
                 for r in ctx.results(op) {
                     ready[r.index()] = inputs_ready;
                 }

@@ -33,6 +33,7 @@ pub mod profile;
 pub mod rank;
 pub mod rdzv;
 pub mod symm;
+pub mod trace;
 
 use crate::inputs;
 use crate::numeric;
@@ -117,6 +118,9 @@ pub struct CudaRun {
     /// around every op, streams synchronized after each call), averaged over this process's
     /// ranks (nccl-tests' default), in program order.
     pub op_times: Vec<rank::OpTime>,
+    /// The same per rank of this process, ascending (with start offsets: the measured
+    /// timeline, `trace::chrome_trace`).
+    pub op_times_by_rank: Vec<(usize, Vec<rank::OpTime>)>,
     /// Notes to show the user (fallbacks taken).
     pub notes: Vec<String>,
     /// Library versions and devices, for the log.
@@ -486,6 +490,7 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
                                 .get_or_insert_with(Default::default)
                                 .add(&p);
                         }
+                        out.op_times_by_rank.push((rank, t.ops.clone()));
                         op_runs.push(t.ops);
                         for n in notes {
                             if !out.notes.contains(&n) {
@@ -528,6 +533,7 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
         return Err(errors.join("\n"));
     }
     out.results.sort_by_key(|r| r.rank);
+    out.op_times_by_rank.sort_by_key(|(r, _)| *r);
     out.seconds_per_call = times.into_iter().reduce(f64::max);
     if !ev_times.is_empty() {
         out.event_seconds_per_call = Some(ev_times.iter().sum::<f64>() / ev_times.len() as f64);
@@ -576,6 +582,11 @@ fn average_ops(runs: &[Vec<rank::OpTime>]) -> Vec<rank::OpTime> {
     (0..n)
         .map(|i| rank::OpTime {
             seconds: runs.iter().map(|r| r[i].seconds).sum::<f64>() / runs.len() as f64,
+            start_seconds: runs
+                .iter()
+                .map(|r| r[i].start_seconds)
+                .sum::<Option<f64>>()
+                .map(|t| t / runs.len() as f64),
             ..runs[0][i].clone()
         })
         .collect()
@@ -1002,6 +1013,8 @@ unsafe fn run_calls(
         st.time_ops = true;
         for _ in 0..sh.opts.bench_iters {
             barrier_allreduce(st)?;
+            // Both streams are idle after the barrier: the call's start, for the op offsets.
+            st.begin_timed_call()?;
             caller.call_and_release(st)?;
             st.synchronize()?;
             st.collect_op_times()?;

@@ -103,6 +103,22 @@ pub struct OpTime {
     pub bus_factor: f64,
     /// Mean seconds per call (between events recorded around the op on its stream).
     pub seconds: f64,
+    /// Mean seconds from the start of the call (an event recorded on the compute stream,
+    /// which the comm stream waits for, before the call's first op) to the op's start event;
+    /// `None` when the call's start was not recorded.
+    pub start_seconds: Option<f64>,
+}
+
+/// Per-op sums over the timed calls, by op position.
+#[derive(Clone, Debug)]
+struct OpSum {
+    op: OpTime,
+    /// Sum of the op's durations.
+    seconds: f64,
+    /// Sum of its start offsets, and how many calls recorded one.
+    start_seconds: f64,
+    starts: u32,
+    calls: u32,
 }
 
 /// Events recorded around one op during a timed call.
@@ -161,7 +177,10 @@ pub struct RankState {
     group_start: Option<cu::CUevent>,
     group_labels: Vec<String>,
     /// Sums per op position over the timed calls: (op, total seconds, calls).
-    op_sums: Vec<(OpTime, f64, u32)>,
+    op_sums: Vec<OpSum>,
+    /// The start of the timed call in flight (`begin_timed_call`): ops' start offsets are
+    /// measured from it.
+    call_start: Option<cu::CUevent>,
     /// Which event records and stream waits order something (`order.rs`): the others are
     /// not issued. Sized to `events` by the launcher.
     pub order: StreamOrder,
@@ -214,6 +233,7 @@ impl RankState {
             group_start: None,
             group_labels: Vec::new(),
             op_sums: Vec::new(),
+            call_start: None,
             order: StreamOrder::default(),
             ops: Ops::new(),
             group_work: [false; 2],
@@ -406,9 +426,32 @@ impl RankState {
         Ok(())
     }
 
-    /// After a timed call has completed (streams synchronized): adds each op's time to its
-    /// position's sum and recycles the events.
+    /// Marks the start of a timed call (before it, with both streams idle): an event on the
+    /// compute stream that the comm stream waits for, so that every op of the call starts
+    /// after it and [`RankState::collect_op_times`] can place each op in the call (the
+    /// measured timeline, `commlir-run --trace`).
+    pub fn begin_timed_call(&mut self) -> Result<(), String> {
+        let e = match self.call_start.take() {
+            Some(e) => e,
+            None => self.timing_event()?,
+        };
+        // Kept before anything can fail, so that teardown destroys it.
+        self.call_start = Some(e);
+        // SAFETY: a live event and the streams of this context.
+        cu_check("cuEventRecord", unsafe {
+            cu::cuEventRecord(e, self.streams[0])
+        })?;
+        // SAFETY: as above.
+        cu_check("cuStreamWaitEvent", unsafe {
+            cu::cuStreamWaitEvent(self.streams[1], e, 0)
+        })
+    }
+
+    /// After a timed call has completed (streams synchronized): adds each op's time (and
+    /// its start's offset in the call, when [`RankState::begin_timed_call`] marked it) to
+    /// its position's sums and recycles the events.
     pub fn collect_op_times(&mut self) -> Result<(), String> {
+        let call_start = self.call_start.take();
         for (i, m) in std::mem::take(&mut self.marks).into_iter().enumerate() {
             let mut ms = 0f32;
             // SAFETY: both events were recorded and have completed.
@@ -416,31 +459,50 @@ impl RankState {
                 cu::cuEventElapsedTime_v2(&mut ms, m.start, m.end)
             })?;
             let s = f64::from(ms) * 1e-3;
+            let start = match call_start {
+                Some(c) => {
+                    let mut ms = 0f32;
+                    // SAFETY: both events were recorded (the call start first) and completed.
+                    cu_check("cuEventElapsedTime", unsafe {
+                        cu::cuEventElapsedTime_v2(&mut ms, c, m.start)
+                    })?;
+                    Some(f64::from(ms) * 1e-3)
+                }
+                None => None,
+            };
             if i == self.op_sums.len() {
-                self.op_sums.push((
-                    OpTime {
+                self.op_sums.push(OpSum {
+                    op: OpTime {
                         label: m.label.clone(),
                         stream: m.stream,
                         bytes: m.bytes,
                         bus_factor: m.bus_factor,
                         seconds: 0.0,
+                        start_seconds: None,
                     },
-                    0.0,
-                    0,
-                ));
+                    seconds: 0.0,
+                    start_seconds: 0.0,
+                    starts: 0,
+                    calls: 0,
+                });
             }
             let e = &mut self.op_sums[i];
-            if e.0.label != m.label {
+            if e.op.label != m.label {
                 return Err(format!(
                     "per-op timing: op {i} was {:?} and is now {:?} (the program's calls differ)",
-                    e.0.label, m.label
+                    e.op.label, m.label
                 ));
             }
-            e.1 += s;
-            e.2 += 1;
+            e.seconds += s;
+            e.calls += 1;
+            if let Some(t) = start {
+                e.start_seconds += t;
+                e.starts += 1;
+            }
             self.spare_events.push(m.start);
             self.spare_events.push(m.end);
         }
+        self.spare_events.extend(call_start);
         Ok(())
     }
 
@@ -448,9 +510,12 @@ impl RankState {
     pub fn op_times(&self) -> Vec<OpTime> {
         self.op_sums
             .iter()
-            .map(|(o, total, n)| OpTime {
-                seconds: total / f64::from((*n).max(1)),
-                ..o.clone()
+            .map(|e| OpTime {
+                seconds: e.seconds / f64::from(e.calls.max(1)),
+                // Only when every call recorded it: a partial mean would misplace the op.
+                start_seconds: (e.starts > 0 && e.starts == e.calls)
+                    .then(|| e.start_seconds / f64::from(e.starts)),
+                ..e.op.clone()
             })
             .collect()
     }
@@ -1056,6 +1121,7 @@ impl RankState {
                 .into_iter()
                 .flat_map(|m| [m.start, m.end])
                 .chain(self.group_start.take())
+                .chain(self.call_start.take())
                 .collect();
             for e in self
                 .events

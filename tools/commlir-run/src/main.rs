@@ -82,6 +82,11 @@ struct Args {
     /// no graph-launch gap, as a benchmark capturing 100 calls in one graph measures it.
     #[arg(long, default_value_t = 1)]
     graph_calls: usize,
+    /// cuda, with `--bench-iters`: write the per-op pass's measured timeline (each op's mean
+    /// start and duration on its stream, per rank) as Chrome trace events, in the layout of
+    /// `commlir-opt --comm-timeline=FILE.json`, to open side by side in Perfetto.
+    #[arg(long, value_name = "FILE.json")]
+    trace: Option<String>,
     /// cuda, no program: raw NCCL baseline of these collectives (comma-separated:
     /// all_reduce, all_gather, reduce_scatter), `--bench-iters` back-to-back bf16 calls per
     /// size after `--warmup`, CUDA events around the loop, mean over ranks.
@@ -213,6 +218,16 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
         }
         out.push_str(&cuda::format_op_times(&run.op_times));
     }
+    if let Some(path) = &args.trace {
+        let entry = args
+            .entry
+            .clone()
+            .or_else(|| cuda::artifact::parse(&bytes).ok().map(|a| a.manifest.entry))
+            .unwrap_or_default();
+        let text = cuda::trace::chrome_trace(&entry, &run.op_times_by_rank);
+        std::fs::write(path, text)
+            .map_err(|e| format!("error: cannot write the trace '{path}': {e}\n"))?;
+    }
     if let Some((name, text)) = source {
         commlir_dialects::link();
         let mut ctx = Context::new();
@@ -300,6 +315,23 @@ fn run(args: &Args) -> Result<String, String> {
             "error: --cuda-graph needs --backend cuda (the sim backend has no CUDA graphs)\n"
                 .into(),
         );
+    }
+    if let Some(path) = &args.trace {
+        let json = std::path::Path::new(path)
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        if !json {
+            return Err(format!("error: --trace: cannot tell the format of '{path}': expected a file ending in .json (Chrome trace events)\n"));
+        }
+        if args.backend != Backend::Cuda || args.nccl_baseline.is_some() {
+            return Err(
+                "error: --trace needs --backend cuda and a program (it records the measured run)\n"
+                    .into(),
+            );
+        }
+        if args.bench_iters == 0 {
+            return Err("error: --trace needs --bench-iters N (the per-op pass of N calls records the times)\n".into());
+        }
     }
     if let Some(ops) = &args.nccl_baseline {
         return run_baseline(args, ops);
