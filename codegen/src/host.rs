@@ -642,6 +642,30 @@ impl<'a, 'c> Host<'a, 'c> {
             }
             "rt.free" => self.call("free", &[operand(0)?.into()])?,
             "rt.pool_free" => self.call("pool_free", &[operand(0)?.into()])?,
+            "rt.rank_view" => {
+                let slot = self.slot.ok_or("no slot")?;
+                self.call(
+                    "group_rank",
+                    &[self.group_index(ctx, op)?.into(), slot.into()],
+                )?;
+                let rank =
+                    b!(self.b.build_load(self.cx.i32_type(), slot, "grank")).into_int_value();
+                let rank = b!(self
+                    .b
+                    .build_int_z_extend(rank, self.cx.i64_type(), "grank64"));
+                let off = b!(self.b.build_int_mul(
+                    rank,
+                    self.i64(Self::attr_i64(ctx, op, "stride")?),
+                    "rank_off"
+                ));
+                let base = operand(0)?;
+                let v = unsafe {
+                    b!(self
+                        .b
+                        .build_in_bounds_gep(self.cx.i8_type(), base, &[off], "rank_view"))
+                };
+                vals.insert(ctx.result(op, 0), v);
+            }
             "rt.pool_view" => {
                 let v = self.at(operand(0)?, Self::attr_i64(ctx, op, "offset")?)?;
                 vals.insert(ctx.result(op, 0), v);

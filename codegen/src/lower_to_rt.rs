@@ -790,6 +790,7 @@ fn lower_op(
             let epilogue = plan.epilogues.get(&op).map(|&g| &plan.groups[g]);
             lower_symm(ctx, op, module, func, st, kernels, epilogue)?;
         }
+        "coll.all_slice" => lower_all_slice(ctx, op, module, func, st, kernels)?,
         "symm.fused_all_gather_matmul" => {
             fused_matmul::lower_all_gather_matmul(ctx, op, module, func, st, kernels)?;
         }
@@ -1147,6 +1148,84 @@ fn lower_shard_dim_alltoall(
     sync_streams(ctx, op, "comm", "compute");
     st.comm_dirty = false;
     launch(ctx, op, &unpack, &[recv, ob], ot.numel());
+    st.compute_dirty = true;
+    Ok(())
+}
+
+/// `coll.all_slice` (no communication): this rank's block along `dim`. Along dim 0 the block
+/// is contiguous at `rank · block bytes`; along another dim the input is first packed
+/// chunk-major (`rt.pack_chunks`), which makes block `rank` contiguous the same way. The
+/// rank is known only when the program runs (`rt.rank_view` asks the runtime), so the copy
+/// out of it is a plain clone kernel of one block.
+fn lower_all_slice(
+    ctx: &mut Context,
+    op: OpId,
+    module: Option<OpId>,
+    func: OpId,
+    st: &mut Lowering,
+    kernels: &mut KernelTable,
+) -> Result<(), Diagnostic> {
+    let x = ctx.operand(op, 0);
+    let r = ctx.result(op, 0);
+    let (Some(xt), Some(rt)) = (value_tensor(ctx, x), value_tensor(ctx, r)) else {
+        return Err(err(ctx, op, "comm-to-rt: all_slice needs static tensors"));
+    };
+    let dim = ctx
+        .inherent_attr(op, "dim")
+        .and_then(|a| ctx.attr_as_i64(a))
+        .ok_or_else(|| err(ctx, op, "requires 'dim'"))?;
+    let group_attr = ctx
+        .inherent_attr(op, "group")
+        .ok_or_else(|| err(ctx, op, "requires 'group'"))?;
+    let xb = buffer(ctx, st, op, x)?;
+    let rb = result_buffer(ctx, st, op, r)?;
+    let plain_r = ctx.tensor_type(&rt.shape, rt.elem);
+    let src = if dim == 0 {
+        xb
+    } else {
+        let g = xt.shape[dim as usize] / rt.shape[dim as usize].max(1);
+        let mut staged = vec![g];
+        staged.extend(&rt.shape);
+        let staged_t = ctx.tensor_type(&staged, xt.elem);
+        let staged_m = memref_of(ctx, staged_t);
+        let plain_x = ctx.tensor_type(&xt.shape, xt.elem);
+        let pack = synthetic_kernel(
+            ctx,
+            module,
+            func,
+            kernels,
+            "rt.pack_chunks",
+            Some(dim),
+            plain_x,
+            staged_t,
+        )?;
+        let mut bld = Builder::before(ctx, op);
+        let t = bld.create_value("rt.alloc", &[], staged_m, &[]);
+        launch(ctx, op, &pack, &[xb, t], xt.numel());
+        t
+    };
+    let block_bytes = rt.numel() * elem_bytes(ctx, rt.elem) as i64;
+    let view_t = memref_of(ctx, plain_r);
+    let stride = i64_attr(ctx, block_bytes);
+    let mut bld = Builder::before(ctx, op);
+    let view = bld.create_value(
+        "rt.rank_view",
+        &[src],
+        view_t,
+        &[("stride", stride), ("group", group_attr)],
+    );
+    let copy = synthetic_kernel(
+        ctx,
+        module,
+        func,
+        kernels,
+        "compute.clone",
+        None,
+        plain_r,
+        plain_r,
+    )?;
+    launch(ctx, op, &copy, &[view, rb], rt.numel());
+    st.buf.insert(r, rb);
     st.compute_dirty = true;
     Ok(())
 }

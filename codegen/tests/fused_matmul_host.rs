@@ -655,3 +655,29 @@ fn pipelines_match_the_sim_on_two_ranks() {
 fn pipelines_match_the_sim_on_four_ranks() {
     run_all(4);
 }
+
+/// `coll.all_slice` along dim 0 (a rank's contiguous block) and along inner dims (packed
+/// chunk-major first): the block is chosen at run time from `group_rank`.
+fn all_slice_program(g: usize) -> String {
+    format!(
+        r#"module {{
+  coll.group @tp {{size = {g} : i64, symm_mem}}
+  func.func @main(%x: tensor<{r}x6xf32>, %y: tensor<3x{r}x5xbf16>, %z: tensor<4x{c}xi32>) -> (tensor<2x6xf32>, tensor<3x2x5xbf16>, tensor<4x3xi32>) {{
+    %a = coll.all_slice %x {{dim = 0 : i64, group = @tp}} : (tensor<{r}x6xf32>) -> tensor<2x6xf32>
+    %b = coll.all_slice %y {{dim = 1 : i64, group = @tp}} : (tensor<3x{r}x5xbf16>) -> tensor<3x2x5xbf16>
+    %c = coll.all_slice %z {{dim = 1 : i64, group = @tp}} : (tensor<4x{c}xi32>) -> tensor<4x3xi32>
+    return %a, %b, %c : tensor<2x6xf32>, tensor<3x2x5xbf16>, tensor<4x3xi32>
+  }}
+}}
+"#,
+        r = 2 * g,
+        c = 3 * g
+    )
+}
+
+#[test]
+fn all_slice_takes_this_ranks_block() {
+    for g in [2, 4] {
+        check(&all_slice_program(g), g, true);
+    }
+}

@@ -267,6 +267,30 @@ register_op!(
 );
 
 register_op!(
+    pub RANK_VIEW = OpDef {
+        name: "rt.rank_view",
+        summary: "The block of a buffer that belongs to this rank of a group",
+        description: "No call but `group_rank`: the host computes `buffer + rank · stride`, with \
+            `rank` this process's rank in `group`. `coll.all_slice` lowers to a copy out of \
+            it (after packing the sliced dimension chunk-major when it is not dim 0).",
+        operands: &[ArgDef::one("buffer", ANY)],
+        results: &[ArgDef::one("view", ANY)],
+        attributes: &[
+            AttrDef::required("stride", AttrConstraint::Integer).doc("Bytes between ranks' blocks."),
+            GROUP,
+        ],
+        traits: &[Trait::Pure],
+        verify: Some(|ctx, op| {
+            nonneg(ctx, op, &["stride"])?;
+            expect_memref(ctx, op, ctx.operand(op, 0), "operand")?;
+            expect_memref(ctx, op, ctx.result(op, 0), "result")
+        }),
+        example: "%v = rt.rank_view %b {group = @tp, stride = 4096 : i64} : (memref<16x128xbf16>) -> memref<8x128xbf16>",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
     pub LAUNCH = OpDef {
         name: "rt.launch",
         summary: "Launch an `rt.kernel` (compute stream)",
