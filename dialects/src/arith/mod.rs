@@ -58,11 +58,10 @@ pub(crate) fn check_elem(
     let Some(e) = elem_of(ctx, t) else {
         return Ok(());
     };
-    let ok = match (elem, ctx.type_kind(e)) {
-        (Elem::Float, TypeKind::Float(_)) => true,
-        (Elem::Int, TypeKind::Integer { .. } | TypeKind::Index) => true,
-        _ => false,
-    };
+    let ok = matches!(
+        (elem, ctx.type_kind(e)),
+        (Elem::Float, TypeKind::Float(_)) | (Elem::Int, TypeKind::Integer { .. } | TypeKind::Index)
+    );
     if ok {
         return Ok(());
     }

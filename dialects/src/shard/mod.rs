@@ -127,13 +127,12 @@ fn tensor_shape(ctx: &Context, v: commlir_ir::Value) -> Option<&[i64]> {
     }
 }
 
+/// The operand's and the result's shapes.
+type Shapes<'c> = (&'c [i64], &'c [i64]);
+
 /// The operand's and result's shapes and element types, which every collective keeps
 /// (`all_reduce` may widen the element type, as upstream allows).
-fn shapes<'c>(
-    ctx: &'c Context,
-    op: OpId,
-    same_elem: bool,
-) -> Result<Option<(&'c [i64], &'c [i64])>, Diagnostic> {
+fn shapes(ctx: &Context, op: OpId, same_elem: bool) -> Result<Option<Shapes<'_>>, Diagnostic> {
     let (x, r) = (ctx.operand(op, 0), ctx.result(op, 0));
     let (tx, tr) = (ctx.value_type(x), ctx.value_type(r));
     let elem = |t| ctx.type_kind(t).shaped().map(|(_, e)| e);
@@ -180,8 +179,9 @@ fn tensor_axis(ctx: &Context, op: OpId, attr: &str, rank: usize) -> Result<usize
         })
 }
 
-/// How a collective changes the shape: each listed (axis, factor) multiplies (`> 0`) or
-/// divides (`< 0`) that dimension by the group size.
+/// Checks the result shape of a collective that multiplies (`true`) or divides (`false`) each
+/// listed dimension by the group size (`what` names the dimension in the diagnostic). Dynamic
+/// dimensions and groups of dynamic size are left to run time.
 fn check_shape(
     ctx: &Context,
     op: OpId,
