@@ -125,4 +125,6 @@ fn op_section(d: &OpDef, out: &mut String) {
 }
 
 /// The dialects that get a page.
-pub const DOCUMENTED: &[&str] = &["builtin", "func", "compute", "coll", "comm", "symm", "rt"];
+pub const DOCUMENTED: &[&str] = &[
+    "builtin", "func", "compute", "coll", "comm", "symm", "rt", "shard", "arith", "math",
+];

@@ -224,6 +224,12 @@ pub enum Syntax {
     Func,
     Return,
     Call,
+    /// An upstream MLIR op whose own custom syntax commlir does not parse. It prints in the
+    /// uniform custom form only where that form is MLIR's too (no attributes, one type for
+    /// every operand and result: `arith.addf %a, %b : tensor<4xf32>`), and in the generic
+    /// form otherwise, so what commlir prints real MLIR reads back, and both of MLIR's forms
+    /// round-trip byte for byte.
+    Upstream,
 }
 
 /// Verifier hook: returns an error diagnostic (see [`Context::op_error`]).
@@ -318,6 +324,13 @@ pub struct DialectDef {
 pub struct DialectRegistration(pub &'static DialectDef);
 inventory::collect!(DialectRegistration);
 
+/// Marks a registered dialect as *partial*: commlir models only some of its ops (an upstream
+/// dialect of which only the ops a conversion consumes are declared). Its other ops are
+/// accepted under `--allow-unregistered-dialect`, like the ops of a dialect nobody
+/// registered, and reported with a diagnostic that says so otherwise.
+pub struct PartialDialect(pub &'static str);
+inventory::collect!(PartialDialect);
+
 /// Declares an op definition and registers it globally.
 ///
 /// ```ignore
@@ -342,11 +355,20 @@ macro_rules! register_dialect {
     };
 }
 
+/// Declares a registered dialect partial (see [`PartialDialect`]).
+#[macro_export]
+macro_rules! register_partial_dialect {
+    ($name:literal) => {
+        $crate::inventory::submit! { $crate::opdef::PartialDialect($name) }
+    };
+}
+
 /// The set of op definitions known to a context.
 #[derive(Default, Debug)]
 pub struct Registry {
     ops: FxHashMap<&'static str, &'static OpDef>,
     dialects: FxHashMap<&'static str, (&'static str, &'static str)>,
+    partial: Vec<&'static str>,
 }
 
 impl Registry {
@@ -360,6 +382,9 @@ impl Registry {
             }
             for op in inventory::iter::<OpRegistration> {
                 r.insert(op.0);
+            }
+            for d in inventory::iter::<PartialDialect> {
+                r.partial.push(d.0);
             }
             r
         })
@@ -379,6 +404,12 @@ impl Registry {
     /// Whether a dialect of this name has registered ops or a description.
     pub fn has_dialect(&self, name: &str) -> bool {
         self.dialects.contains_key(name)
+    }
+
+    /// Whether the dialect is registered but partial: ops of it that are not declared are
+    /// accepted under `--allow-unregistered-dialect`.
+    pub fn is_partial(&self, name: &str) -> bool {
+        self.partial.contains(&name)
     }
 
     /// All definitions, sorted by name (deterministic for docs and listings).

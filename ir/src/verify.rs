@@ -123,7 +123,12 @@ fn verify_op_order(
 pub fn unregistered_error(ctx: &Context, op: OpId) -> Diagnostic {
     let name = ctx.op_name(op);
     let dialect = name.split_once('.').map(|(d, _)| d).unwrap_or(name);
-    if ctx.is_dialect_registered(dialect) {
+    if ctx.registry().is_partial(dialect) {
+        Diagnostic::error(
+            ctx.op_loc(op),
+            format!("'{name}' op is not registered: commlir's '{dialect}' dialect declares only the ops its conversions consume; use --allow-unregistered-dialect to accept it"),
+        )
+    } else if ctx.is_dialect_registered(dialect) {
         Diagnostic::error(
             ctx.op_loc(op),
             format!("unregistered operation '{name}' found in dialect ('{dialect}') that does not allow unknown operations"),
@@ -426,7 +431,13 @@ fn verify_op_in(
         // open for the builtin ops commlir does not model (unrealized_conversion_cast, ...).
         let name = ctx.op_name(op);
         let dialect = name.split_once('.').map(|(d, _)| d).unwrap_or(name);
-        if ctx.allow_unregistered && (dialect == "builtin" || !ctx.is_dialect_registered(dialect)) {
+        // A partial dialect (an upstream one of which commlir declares only the ops its
+        // conversions read) is open under the flag as well.
+        if ctx.allow_unregistered
+            && (dialect == "builtin"
+                || !ctx.is_dialect_registered(dialect)
+                || ctx.registry().is_partial(dialect))
+        {
             return Ok(());
         }
         return Err(unregistered_error(ctx, op));

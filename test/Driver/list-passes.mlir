@@ -9,7 +9,7 @@
 // CHECK-NEXT: --flag {{ *}}- A boolean option (default: false)
 // CHECK-NEXT: --count=<long> {{ *}}- An integer option (default: 0)
 
-// DIALECTS: Available Dialects: builtin, {{.*}}func
+// DIALECTS: Available Dialects: arith, builtin, coll, comm, compute, func, math, rt, shard, symm{{$}}
 
 // HELP: --split-input-file
 // HELP: --verify-diagnostics

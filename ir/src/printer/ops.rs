@@ -256,17 +256,38 @@ impl<'c, 'o> OpPrinter<'c, 'o> {
                         .inherent_attr(op, "callee")
                         .is_some_and(|a| matches!(ctx.attr_kind(a), AttrKind::SymbolRef { .. }))
             }
+            Syntax::Upstream => plain && self.upstream_uniform_ok(op),
         };
         if !ok {
             return Form::Generic;
         }
         match def.syntax {
-            Syntax::Uniform => Form::Uniform,
+            Syntax::Uniform | Syntax::Upstream => Form::Uniform,
             Syntax::Module => Form::Module,
             Syntax::Func => Form::Func,
             Syntax::Return => Form::Return,
             Syntax::Call => Form::Call,
         }
+    }
+
+    /// Whether an upstream op's uniform custom form is also MLIR's custom form for it: no
+    /// attributes or properties (MLIR's formats spell those as keywords, `fastmath<fast>`,
+    /// `on @grid`, which the uniform form does not), no regions, and one type for every operand
+    /// and result (`arith.addf %a, %b : T`, `math.exp %a : T`).
+    fn upstream_uniform_ok(&self, op: OpId) -> bool {
+        let ctx = self.ctx;
+        let mut types = ctx
+            .operands(op)
+            .iter()
+            .chain(ctx.results(op))
+            .map(|v| ctx.value_type(*v));
+        ctx.attrs(op).is_empty()
+            && ctx.properties(op).is_none()
+            && ctx.op_regions(op).is_empty()
+            && !ctx.results(op).is_empty()
+            && types.next().is_some_and(|first| {
+                types.all(|t| t == first) && !self.terms.is_function_type(first)
+            })
     }
 
     fn module_ok(&self, op: OpId) -> bool {

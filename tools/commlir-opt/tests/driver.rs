@@ -50,8 +50,11 @@ fn show_dialects() {
     let o = opt(&["--show-dialects"], "");
     assert!(o.status.success());
     let out = stdout(&o);
-    assert!(out.starts_with("Available Dialects: builtin, "), "{out}");
-    for d in ["coll", "compute", "func"] {
+    assert!(
+        out.starts_with("Available Dialects: arith, builtin, "),
+        "{out}"
+    );
+    for d in ["coll", "compute", "func", "math", "shard"] {
         assert!(out.contains(d), "{out}");
     }
 }
