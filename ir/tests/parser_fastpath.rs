@@ -44,6 +44,17 @@ fn parse_print(src: &str, front_end: FrontEnd) -> Result<String, String> {
 
 /// `src` printed generic, with or without debug info, when pest accepts it.
 fn generic_print(src: &str, debug_info: bool) -> Option<String> {
+    form_print(src, true, debug_info)
+}
+
+/// `src` printed in the custom form (our printer's default), with or without debug info,
+/// when pest accepts it.
+fn custom_print(src: &str, debug_info: bool) -> Option<String> {
+    form_print(src, false, debug_info)
+}
+
+/// `src` printed in the generic or the custom form when pest accepts it.
+fn form_print(src: &str, generic: bool, debug_info: bool) -> Option<String> {
     let mut ctx = Context::new();
     ctx.allow_unregistered = true;
     let m = parse_source_with(
@@ -58,7 +69,7 @@ fn generic_print(src: &str, debug_info: bool) -> Option<String> {
         &ctx,
         m,
         &PrintOptions {
-            generic: true,
+            generic,
             debug_info,
         },
     ))
