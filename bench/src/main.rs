@@ -68,7 +68,7 @@ impl Gen {
         match self.form {
             Form::Generic => true,
             Form::Custom => false,
-            Form::Mixed => self.ops % 2 == 0,
+            Form::Mixed => self.ops.is_multiple_of(2),
         }
     }
 
@@ -166,9 +166,12 @@ impl Gen {
         let arg_loc = format!("loc(\"gen.mlir\":{l}:3)");
         if self.form == Form::Generic {
             self.line(2, &format!("\"func.func\"() <{{function_type = {ty}, sym_name = \"layer_block_{index}\"}}> ({{"));
-            self.line(2, &format!(
-                "^bb0(%arg0: {xh} {arg_loc}, %arg1: {hf} {arg_loc}, %arg2: {fh} {arg_loc}):"
-            ));
+            self.line(
+                2,
+                &format!(
+                    "^bb0(%arg0: {xh} {arg_loc}, %arg1: {hf} {arg_loc}, %arg2: {fh} {arg_loc}):"
+                ),
+            );
         } else {
             // One line for the two of the generic form: the numbering stays the generic one.
             self.line += 1;

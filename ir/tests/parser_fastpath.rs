@@ -641,9 +641,8 @@ fn gen_custom_ops(
                 line.push(')');
             }
             if nops + nres > 0 {
-                if nops > 0 && nres > 0 && r.below(2) == 0 && nres == 1 {
-                    line.push_str(" : i32");
-                } else if nops == 0 && nres > 0 && r.below(2) == 0 {
+                // Every type is i32: the short signature fits any op.
+                if r.below(2) == 0 {
                     line.push_str(" : i32");
                 } else {
                     let _ = write!(line, " : ({ins}) -> ({outs})");
