@@ -1,11 +1,12 @@
-//! The generic-form fast path of the parser against the pest front end, the reference.
+//! The fast path of the parser against the pest front end, the reference.
 //!
 //! For every input (the files under `ir/tests/inputs/`, `test/` and `examples/`, each chunk of
-//! a split file, their generic-form prints with and without debug info, and generated
-//! programs) the file is parsed with each front end alone and the results printed in the
-//! generic form with debug info: where the fast path succeeds the prints must be
-//! byte-identical, and it must succeed on everything our printer writes in the generic form.
-//! Truncated and corrupted inputs must get the same success or failure from both (where the
+//! a split file, their prints in the generic and the custom form with and without debug info,
+//! and generated programs in the generic form, the custom form and a mix of both) the file is
+//! parsed with each front end alone and the results printed in the generic form with debug
+//! info: where the fast path succeeds the prints must be byte-identical, and it must succeed
+//! on everything our printer writes and on every input pest reads as written. Truncated and
+//! corrupted inputs (of both forms) must get the same success or failure from both (where the
 //! fast path fails on input pest accepts, `Auto` must still equal pest), and nothing may
 //! panic.
 

@@ -1,22 +1,30 @@
-//! A hand-written front end for files in the generic form, the form of large machine-written
-//! files (`mlir-opt --mlir-print-op-generic --mlir-print-debuginfo`, our printer under
-//! `--mlir-print-op-generic`).
+//! A hand-written front end for the forms large and everyday files are written in: the
+//! generic form (`mlir-opt --mlir-print-op-generic --mlir-print-debuginfo`, our printer under
+//! `--mlir-print-op-generic`), the uniform custom form (`[%r, ... =] dialect.op [@symbol]
+//! [%operand, ...] [<{props}>] [{attr-dict}] [(region, ...)] [: signature] [loc(...)]`), the
+//! structural ops `module`, `func.func`, `return` / `func.return` and `call` / `func.call`,
+//! and any mixture of them in one file.
 //!
 //! It reads the op structure itself — result groups, op names, operands, successors,
-//! properties, region lists, blocks and their arguments, attribute dictionaries, trailing
-//! locations, alias definitions and metadata — and builds IR through the same [`Builder`]
-//! functions as the pest front end, so both share one implementation of the semantics (name
-//! scoping, forward references, signature checks, properties vs attributes, unregistered
-//! dialects). Types and attribute values are only *delimited* here: each span goes to the
-//! pest-based type and attribute parsers, cached by its text, so types and attributes keep one
+//! properties, region lists, blocks and their arguments, attribute dictionaries, function
+//! signatures, trailing locations, alias definitions and metadata — and builds IR through the
+//! same [`Builder`] functions as the pest front end (`create_generic`, `create_custom`,
+//! `create_func`, ...), so both share one implementation of the semantics (name scoping,
+//! forward references, signature checks, properties vs attributes, unregistered dialects).
+//! Types and attribute values are only *delimited* here: each span goes to the pest-based
+//! type and attribute parsers, cached by its text, so types and attributes keep one
 //! implementation. `loc("file":line:col)` and `loc(#alias)` are read directly.
 //!
-//! It never reports an error of its own: on anything it does not handle (custom-form ops,
-//! `module {`, unusual spellings) or any error at all, it fails, and the caller re-parses the
-//! whole file with pest, which gives the diagnostic. To keep its results identical to pest's
-//! it builds in the same order: an op's properties, attributes and signature are read before
-//! its regions (so the region list is skipped first and read after the op exists), and result
-//! names are bound after the regions.
+//! Where the grammar's ordered choice would back out of an optional part (a custom op's
+//! operand list that is really the next op's results, a `return` without its `: types`) the
+//! scanner backs out the same way; anywhere else it follows a single reading.
+//!
+//! It never reports an error of its own: on anything it does not handle (unusual spellings,
+//! a keyword that does not take its bespoke syntax) or any error at all, it fails, and the
+//! caller re-parses the whole file with pest, which gives the diagnostic. To keep its results
+//! identical to pest's it builds in the same order: an op's properties, attributes and
+//! signature are read before its regions (so a region list is skipped first and read after
+//! the op exists), and result names are bound after the regions.
 //!
 //! Recursion follows region nesting only, and stops at the nesting limit.
 
@@ -31,7 +39,7 @@ use crate::location::LocKind;
 use rustc_hash::FxHashMap;
 use scan::{Mark, Scanner};
 
-/// Parses a whole generic-form file; any failure means "use the pest front end".
+/// Parses a whole file; any failure means "use the pest front end".
 /// `region_lists`: the pre-scan's region lists, hints for [`Scanner::skip_region_list`].
 pub(super) fn parse_file<'a>(
     b: &mut Builder<'a, '_>,
@@ -49,12 +57,8 @@ pub(super) fn parse_file<'a>(
         attr_dicts: FxHashMap::default(),
         prop_dicts: FxHashMap::default(),
     };
-    p.file().map_err(|Bail| {
-        Diagnostic::error(
-            p.b.ctx.unknown_loc(),
-            "not handled by the generic-form fast path",
-        )
-    })
+    p.file()
+        .map_err(|Bail| Diagnostic::error(p.b.ctx.unknown_loc(), "not handled by the fast path"))
 }
 
 /// What an op or block argument location was written as.
