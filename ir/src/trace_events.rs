@@ -246,7 +246,9 @@ pub fn push_f64(out: &mut String, v: f64) {
     // strings of that length are as near to `v`, take the even one, as `serde_json` does:
     // `v` correctly rounded to that many digits (ties to even).
     let shortest = format!("{:e}", v.abs());
-    let len = shortest.split_once('e').map_or(1, |(m, _)| m.replace('.', "").len());
+    let len = shortest
+        .split_once('e')
+        .map_or(1, |(m, _)| m.replace('.', "").len());
     let sci = format!("{:.*e}", len - 1, v.abs());
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
