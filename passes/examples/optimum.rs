@@ -92,7 +92,6 @@ fn main() {
         let b = body(&ctx, m).expect("body");
         let costs = CostTable::new(&ctx, b);
         let model = Model::new(&ctx, b, &costs);
-        let input: Vec<u32> = (0..model.len() as u32).collect();
         // Exact from the best order known (the incumbent only speeds the search up: a
         // finished search is optimal whatever it started from): the input, the pass's and
         // Inductor's (the same ops: arenas are deterministic, so op numbers match).

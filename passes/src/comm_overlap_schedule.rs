@@ -1277,7 +1277,7 @@ pub fn plan(
                 let order = list_schedule_with(&model, limit, order_limit, compute, keep, opts.lookahead);
                 let (ms, peak) = model.evaluate(&order);
                 if opts.test_break == TestBreak::NoGuard {
-                    if local.1.is_empty() || ms > local.0 {
+                    if peak <= limit && (local.1.is_empty() || ms > local.0) {
                         local = (ms, order);
                     }
                 } else if peak <= limit && ms < local.0 - 1e-6 {
