@@ -11,7 +11,9 @@ use commlir_ir::pass::{parse_pipeline, PassManager};
 use commlir_ir::{BlockId, Context, OpId};
 use commlir_passes::comm_overlap_schedule::{branch_and_bound, limit_for, Model};
 use commlir_passes::schedule::{check, CostTable};
-use commlir_testgen::{random_program, transformer_program, GenConfig, Parallelism, TransformerConfig};
+use commlir_testgen::{
+    random_program, transformer_program, GenConfig, Parallelism, TransformerConfig,
+};
 
 const INDUCTOR: &str =
     "coll-to-comm,comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory";
@@ -30,8 +32,13 @@ fn body(ctx: &Context, module: OpId) -> Option<BlockId> {
 /// The module after `pipeline` (a `func.func` pipeline), or why it failed.
 fn run(text: &str, pipeline: &str) -> Result<(Context, OpId), String> {
     let mut ctx = Context::new();
-    let m = parse_source(&mut ctx, "o.mlir", text.as_bytes(), &ParseOptions::default())
-        .map_err(|d| d.message)?;
+    let m = parse_source(
+        &mut ctx,
+        "o.mlir",
+        text.as_bytes(),
+        &ParseOptions::default(),
+    )
+    .map_err(|d| d.message)?;
     let p = format!("builtin.module(func.func({pipeline}))");
     let mut pm = PassManager::from_pipeline(parse_pipeline(&p).map_err(|e| format!("{e:?}"))?);
     pm.run(&mut ctx, m).map_err(|d| d[0].message.clone())?;
@@ -75,7 +82,10 @@ fn main() {
             with_costs: true,
             ..GenConfig::default()
         };
-        programs.push((format!("random seed {seed}, {} ranks", cfg.ranks), random_program(seed, &cfg)));
+        programs.push((
+            format!("random seed {seed}, {} ranks", cfg.ranks),
+            random_program(seed, &cfg),
+        ));
     }
     println!("| program | ops | input | Inductor sequence | new pass, list only | new pass | optimum | pass / optimum |");
     println!("|---|---|---|---|---|---|---|---|");
@@ -84,8 +94,11 @@ fn main() {
             continue;
         };
         let ind = measure(text, INDUCTOR).map_or(f64::NAN, |r| r.0);
-        let list = measure(text, "coll-to-comm,comm-overlap-schedule{exact-region-ops=0}")
-            .map_or(f64::NAN, |r| r.0);
+        let list = measure(
+            text,
+            "coll-to-comm,comm-overlap-schedule{exact-region-ops=0}",
+        )
+        .map_or(f64::NAN, |r| r.0);
         let pass = measure(text, "coll-to-comm,comm-overlap-schedule").map_or(f64::NAN, |r| r.0);
         // The optimum from scratch: branch and bound from the input order, no help from the pass.
         let (ctx, m) = run(text, "coll-to-comm").expect("lowers");
@@ -104,8 +117,7 @@ fn main() {
         ] {
             let Ok((c2, m2)) = run(text, p) else { continue };
             let Some(b2) = body(&c2, m2) else { continue };
-            let order: Option<Vec<u32>> =
-                c2.block_ops(b2).map(|op| model.graph.node(op)).collect();
+            let order: Option<Vec<u32>> = c2.block_ops(b2).map(|op| model.graph.node(op)).collect();
             let Some(order) = order else { continue };
             if !check::is_topological(&model.graph, &order) {
                 continue;

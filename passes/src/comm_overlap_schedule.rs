@@ -31,6 +31,8 @@
 
 use crate::analysis::cost::OpCost;
 use crate::analysis::timeline::simulate_ops;
+use crate::comm_reorder_peak_memory::plan_reorder_peak_memory;
+use crate::schedule::iterative::IterOptions;
 use crate::schedule::{self, body_block, check, CostTable, DepGraph, GraphOptions, NodeKind, NONE};
 use commlir_dialects::shape::tensor_bytes;
 use commlir_ir::pass::{
@@ -46,8 +48,7 @@ use std::collections::BinaryHeap;
 /// is what makes the pass exactly monotone in its budget. The steps are dense where budgets
 /// are usually set (a few percent to a half).
 pub const BUDGET_LADDER: &[f64] = &[
-    0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0,
-    10.0,
+    0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0,
 ];
 
 /// Default `exact-region-ops`: functions this small are searched exactly (within the node
@@ -626,7 +627,8 @@ fn lazy_waits(model: &Model, order: &[u32]) -> Vec<bool> {
     }
     let mut lazy = vec![false; model.len()];
     for n in 0..model.len() as u32 {
-        if model.class[n as usize] == Class::Wait && model.graph.kind[n as usize] == NodeKind::Wait {
+        if model.class[n as usize] == Class::Wait && model.graph.kind[n as usize] == NodeKind::Wait
+        {
             lazy[n as usize] = csr_slice(&model.touch_off, &model.touch, n)
                 .iter()
                 .all(|&s| last[s as usize] != n || model.free_size[s as usize] == 0);
@@ -778,19 +780,36 @@ pub fn list_schedule_with(
     lookahead: u32,
 ) -> Vec<u32> {
     let n = model.len();
-    let g = &model.graph;
-    let input: Vec<u32> = (0..n as u32).collect();
     // The order the compute stream follows; its collectives' places are where hoisting
     // starts from (and what the memory levels are measured on).
     let base = match compute {
-        ComputeOrder::Input => input,
+        ComputeOrder::Input => (0..n as u32).collect(),
         _ => compute_order(model, order_limit, compute),
     };
-    let lazy = lazy_waits(model, &base);
+    list_schedule_from(model, limit, &base, keep_comm_order, lookahead)
+}
+
+/// [`list_schedule`] keeping the compute order of `base` (a topological order of every
+/// node), e.g. the order another scheduling pass found: its collectives are hoisted and its
+/// waits sunk from there.
+pub fn list_schedule_from(
+    model: &Model,
+    limit: i64,
+    base: &[u32],
+    keep_comm_order: bool,
+    lookahead: u32,
+) -> Vec<u32> {
+    let n = model.len();
+    let g = &model.graph;
+    let lazy = lazy_waits(model, base);
     let floating: Vec<bool> = (0..n as u32)
         .map(|i| model.is_async(i) || lazy[i as usize])
         .collect();
-    let seq: Vec<u32> = base.iter().copied().filter(|&i| !floating[i as usize]).collect();
+    let seq: Vec<u32> = base
+        .iter()
+        .copied()
+        .filter(|&i| !floating[i as usize])
+        .collect();
     let mut slot_of = vec![0u32; n];
     for (k, &x) in seq.iter().enumerate() {
         slot_of[x as usize] = k as u32;
@@ -1231,6 +1250,19 @@ pub fn plan(
     costs: &CostTable,
     opts: &OverlapOptions,
 ) -> (Option<Vec<OpId>>, Outcome) {
+    plan_with_seeds(ctx, block, costs, opts, &|_| None)
+}
+
+/// [`plan`] with seed orders: `seed(budget)` may give an order of the block's ops (e.g. what
+/// `comm-reorder-peak-memory` finds at that budget) whose compute order is tried as one more
+/// base for the list schedule at that ladder step.
+pub fn plan_with_seeds(
+    ctx: &Context,
+    block: BlockId,
+    costs: &CostTable,
+    opts: &OverlapOptions,
+    seed: &dyn Fn(f64) -> Option<Vec<OpId>>,
+) -> (Option<Vec<OpId>>, Outcome) {
     let model = Model::new(ctx, block, costs);
     let n = model.len();
     let input: Vec<u32> = (0..n as u32).collect();
@@ -1269,18 +1301,28 @@ pub fn plan(
                 ComputeOrder::Input => &[1.0],
                 _ => &[1.0, 0.9, 0.75, 0.5],
             };
-            for (&f, keep) in tighter
-                .iter()
-                .flat_map(|f| [(f, false), (f, true)])
-            {
+            for (&f, keep) in tighter.iter().flat_map(|f| [(f, false), (f, true)]) {
                 let order_limit = model.base.max((limit as f64 * f) as i64);
-                let order = list_schedule_with(&model, limit, order_limit, compute, keep, opts.lookahead);
+                let order =
+                    list_schedule_with(&model, limit, order_limit, compute, keep, opts.lookahead);
                 let (ms, peak) = model.evaluate(&order);
                 if opts.test_break == TestBreak::NoGuard {
                     if peak <= limit && (local.1.is_empty() || ms > local.0) {
                         local = (ms, order);
                     }
                 } else if peak <= limit && ms < local.0 - 1e-6 {
+                    local = (ms, order);
+                }
+            }
+        }
+        let seeded: Option<Vec<u32>> = seed(b)
+            .and_then(|ops| ops.iter().map(|&op| model.graph.node(op)).collect())
+            .filter(|o: &Vec<u32>| check::is_topological(&model.graph, o));
+        if let Some(base) = seeded {
+            for keep in [false, true] {
+                let order = list_schedule_from(&model, limit, &base, keep, opts.lookahead);
+                let (ms, peak) = model.evaluate(&order);
+                if opts.test_break != TestBreak::NoGuard && peak <= limit && ms < local.0 - 1e-6 {
                     local = (ms, order);
                 }
             }
@@ -1334,7 +1376,10 @@ pub fn plan(
     if order == input {
         return (None, out);
     }
-    (Some(order.iter().map(|&i| model.graph.ops[i as usize]).collect()), out)
+    (
+        Some(order.iter().map(|&i| model.graph.ops[i as usize]).collect()),
+        out,
+    )
 }
 
 /// `test-break=group-order`: swaps the first two adjacent-in-order collectives of one group.
@@ -1364,7 +1409,9 @@ fn break_dependency(model: &Model, order: &mut Vec<u32>) {
     let g = &model.graph;
     if let Some(k) = order.iter().position(|&x| {
         g.kind[x as usize] != NodeKind::Fixed
-            && g.succs(x).iter().any(|&s| g.kind[s as usize] != NodeKind::Fixed)
+            && g.succs(x)
+                .iter()
+                .any(|&s| g.kind[s as usize] != NodeKind::Fixed)
     }) {
         let x = order.remove(k);
         let at = order.len().saturating_sub(1);
@@ -1394,8 +1441,14 @@ commlir_ir::register_pass!(
 /// The statistics of the pass.
 const STATS: &[StatisticDef] = &[
     StatisticDef::new("scheduled", "Functions given a new order"),
-    StatisticDef::new("makespan-ns-before", "Simulated makespan of the input orders (ns)"),
-    StatisticDef::new("makespan-ns-after", "Simulated makespan of the output orders (ns)"),
+    StatisticDef::new(
+        "makespan-ns-before",
+        "Simulated makespan of the input orders (ns)",
+    ),
+    StatisticDef::new(
+        "makespan-ns-after",
+        "Simulated makespan of the output orders (ns)",
+    ),
     StatisticDef::new("exact-proven", "Functions whose exact search finished"),
 ];
 
@@ -1405,13 +1458,37 @@ impl Pass for OverlapSchedule {
     fn info(&self) -> &'static PassInfo {
         &COMM_OVERLAP_SCHEDULE
     }
-    fn run(&mut self, ctx: &mut Context, op: OpId, env: &mut PassEnv<'_>) -> Result<(), Diagnostic> {
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
         let Some(block) = body_block(ctx, op) else {
             env.mark_unchanged();
             return Ok(());
         };
         let costs = CostTable::new(ctx, block);
-        let (order, out) = plan(ctx, block, &costs, &self.0);
+        // Seeds: the orders Inductor's memory-preserving reorder finds at each ladder step
+        // (it moves the compute a collective needs along with it, which the list schedules
+        // do not); the list schedule then hoists and sinks from there.
+        let seeds: Vec<(f64, Option<Vec<OpId>>)> = ladder_up_to(self.0.peak_memory_budget)
+            .into_iter()
+            .map(|b| {
+                let o = IterOptions {
+                    peak_memory_budget: b,
+                    ..IterOptions::default()
+                };
+                (b, plan_reorder_peak_memory(ctx, op, &o, Some(&costs)).1)
+            })
+            .collect();
+        let seed = |b: f64| {
+            seeds
+                .iter()
+                .find(|(x, _)| *x == b)
+                .and_then(|(_, o)| o.clone())
+        };
+        let (order, out) = plan_with_seeds(ctx, block, &costs, &self.0, &seed);
         env.add_stat("makespan-ns-before", out.makespan_before_ns.round() as u64);
         env.add_stat("makespan-ns-after", out.makespan_after_ns.round() as u64);
         env.add_stat("exact-proven", u64::from(out.exact_proven));

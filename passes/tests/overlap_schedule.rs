@@ -8,7 +8,6 @@
 
 mod common;
 
-use common::bodies;
 use commlir_ir::{Context, OpId};
 use commlir_passes::analysis::timeline::simulate_ops;
 use commlir_passes::comm_overlap_schedule::{
@@ -17,6 +16,7 @@ use commlir_passes::comm_overlap_schedule::{
 };
 use commlir_passes::schedule::{self, check, CostTable, DepGraph, GraphOptions};
 use commlir_testgen::{transformer_program, GenConfig, Parallelism, TransformerConfig};
+use common::bodies;
 
 /// One generated program: seed, ranks, `cost_ns` on some ops, lowered by `coll-to-comm`.
 #[derive(Clone, Copy, Debug)]
@@ -74,7 +74,10 @@ fn run_checked(pass: &str, budget: f64, c: Case) -> Result<(String, Vec<f64>), S
     let mut ctx = Context::new();
     let m = generate(&mut ctx, c);
     let sim_before = common::sim(&ctx, m, c.ranks, c.seed);
-    assert!(!sim_before.starts_with("error"), "{c:?}: input does not run");
+    assert!(
+        !sim_before.starts_with("error"),
+        "{c:?}: input does not run"
+    );
     let before: Vec<_> = bodies(&ctx, m)
         .into_iter()
         .map(|b| {
@@ -88,7 +91,12 @@ fn run_checked(pass: &str, budget: f64, c: Case) -> Result<(String, Vec<f64>), S
         .collect();
     let ms_before = makespans(&ctx, m);
     let input = common::print(&ctx, m);
-    common::run_pipeline(&mut ctx, m, &format!("builtin.module(func.func({pass}))"), &input);
+    common::run_pipeline(
+        &mut ctx,
+        m,
+        &format!("builtin.module(func.func({pass}))"),
+        &input,
+    );
     let out = common::print(&ctx, m);
     let what = format!("{pass} {c:?}");
     if common::sim(&ctx, m, c.ranks, c.seed) != sim_before {
@@ -104,7 +112,9 @@ fn run_checked(pass: &str, budget: f64, c: Case) -> Result<(String, Vec<f64>), S
         }
         let after = schedule::block_peak(&ctx, *b);
         if !schedule::within_budget(after, *peak, budget) {
-            return Err(format!("{what}: peak memory over the limit: {peak} -> {after}"));
+            return Err(format!(
+                "{what}: peak memory over the limit: {peak} -> {after}"
+            ));
         }
     }
     let ms_after = makespans(&ctx, m);
@@ -168,11 +178,13 @@ fn invariants_list_scheduling_only() {
 /// Runs the broken pass over cases until the invariant named `needle` fails.
 fn breaks(test_break: &str, budget: f64, needle: &str) {
     for c in cases(0..12) {
-        let pass = format!(
-            "comm-overlap-schedule{{peak-memory-budget={budget} test-break={test_break}}}"
-        );
+        let pass =
+            format!("comm-overlap-schedule{{peak-memory-budget={budget} test-break={test_break}}}");
         if let Err(e) = run_checked(&pass, budget, c) {
-            assert!(e.contains(needle), "test-break={test_break}: other failure: {e}");
+            assert!(
+                e.contains(needle),
+                "test-break={test_break}: other failure: {e}"
+            );
             return;
         }
     }
@@ -231,7 +243,10 @@ fn group_order_check_fails_when_collectives_swap() {
     let m = generate(&mut ctx, cases(0..1)[0]);
     let b = bodies(&ctx, m)[0];
     let groups = check::collectives_by_group(&ctx, b);
-    let (_, ops) = groups.iter().find(|(_, o)| o.len() >= 2).expect("a group with two");
+    let (_, ops) = groups
+        .iter()
+        .find(|(_, o)| o.len() >= 2)
+        .expect("a group with two");
     let (x, y) = (ops[0], ops[1]);
     ctx.move_before(y, x);
     assert!(matches!(
@@ -243,7 +258,10 @@ fn group_order_check_fails_when_collectives_swap() {
 #[test]
 fn dependency_check_fails_when_an_op_moves_past_its_user() {
     let v = broken_order_violation(TestBreak::Dependency);
-    assert!(matches!(v, Some(check::Violation::Dependency { .. })), "{v:?}");
+    assert!(
+        matches!(v, Some(check::Violation::Dependency { .. })),
+        "{v:?}"
+    );
 }
 
 #[test]
@@ -290,7 +308,10 @@ fn model_matches_simulator_and_buffer_model() {
                 let (ms, p) = model.evaluate(&order);
                 let ops: Vec<_> = order.iter().map(|&i| model.graph.ops[i as usize]).collect();
                 let sim = simulate_ops(&ctx, ops.iter().copied(), |o| costs.get(o)).makespan_ns;
-                assert!((ms - sim).abs() <= 1e-6 * sim.max(1.0), "{c:?}: {ms} vs {sim}");
+                assert!(
+                    (ms - sim).abs() <= 1e-6 * sim.max(1.0),
+                    "{c:?}: {ms} vs {sim}"
+                );
                 let mut cx = Context::new();
                 let mm = generate(&mut cx, c);
                 let bb = bodies(&cx, mm)[bodies(&ctx, m).iter().position(|x| *x == b).unwrap()];
@@ -310,7 +331,12 @@ fn exact_search_is_at_least_as_good() {
     let text = transformer_program(&cfg);
     let mut ctx = Context::new();
     let m = common::parse(&mut ctx, &text);
-    common::run_pipeline(&mut ctx, m, "builtin.module(func.func(coll-to-comm))", &text);
+    common::run_pipeline(
+        &mut ctx,
+        m,
+        "builtin.module(func.func(coll-to-comm))",
+        &text,
+    );
     let b = bodies(&ctx, m)[0];
     let costs = CostTable::new(&ctx, b);
     let model = Model::new(&ctx, b, &costs);

@@ -18,9 +18,10 @@ coll.group @tp {size = 2 : i64}
 // CHECK-NEXT: coll.wait_tensor
 // CHECK-NEXT: compute.add
 // STATS: CommOverlapSchedule
-// STATS: (S) 110 makespan-ns-after
-// STATS: (S) 210 makespan-ns-before
 // STATS: (S) 1 scheduled
+// STATS: (S) 210 makespan-ns-before
+// STATS: (S) 110 makespan-ns-after
+// STATS: (S) 1 exact-proven
 // BAD: peak-memory-budget must be a non-negative number
 // LOOK: lookahead must be at least 1
 func.func @f(%a: tensor<4xf32>, %x: tensor<2x2xf32>) -> (tensor<4xf32>, tensor<2x2xf32>) {
