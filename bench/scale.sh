@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-7}
 SIZES=${SIZES:-"10000 100000"}
 MLIR_OPT=${MLIR_OPT:-mlir-opt-22}
-PIPELINE='builtin.module(func.func(coll-to-comm,comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools))'
+PIPELINE=${PIPELINE:-'builtin.module(func.func(coll-to-comm,comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools))'}
 
 command -v "$MLIR_OPT" >/dev/null || {
     echo "error: $MLIR_OPT not found (set MLIR_OPT)" >&2
