@@ -34,7 +34,7 @@
 //! override, a pinned order) are left alone: the merged op would have no faithful value for
 //! them.
 
-use crate::analysis::buffers::peak_memory;
+use crate::analysis::buffers::{peak_memory, BufferModel};
 use crate::analysis::cost::{collective_bytes, CollKind, OpCost, H200_NVLINK};
 use crate::analysis::timeline::simulate_ops;
 use crate::schedule::{apply_op_order, body_block, within_budget, CostTable};
@@ -294,6 +294,8 @@ struct Search<'a> {
     order: Vec<OpId>,
     makespan: f64,
     base_peak: i64,
+    /// The members of every bucket of two or more laid out so far, by first member.
+    laid_out: BTreeMap<OpId, Vec<OpId>>,
 }
 
 impl Search<'_> {
@@ -321,6 +323,34 @@ impl Search<'_> {
                 *slot = Some(OpCost::Collective(c));
             }
         }
+    }
+
+    /// The peak memory of the block as laid out, with each bucket counted as its merged op:
+    /// the members sit together, but the merged op allocates every result while every
+    /// input is still live, where the layout frees each member's inputs before the next
+    /// member allocates.
+    fn peak(&self, ctx: &Context) -> i64 {
+        let model = BufferModel::new(ctx, self.block);
+        let profile = model.profile();
+        let mut peak = profile.peak;
+        for members in self.laid_out.values() {
+            let Some(start) = members.iter().filter_map(|&m| model.pos(m)).min() else {
+                continue;
+            };
+            let level_before = |p: usize| match p.checked_sub(1) {
+                Some(q) => profile.post_free.get(q).copied().unwrap_or(0),
+                None => profile.base,
+            };
+            // Each member's allocation is its level after allocating minus the one before.
+            let alloc: u64 = (start..start + members.len())
+                .map(|p| {
+                    let after = profile.post_alloc.get(p).copied().unwrap_or(0);
+                    after.saturating_sub(level_before(p))
+                })
+                .sum();
+            peak = peak.max(level_before(start).saturating_add(alloc));
+        }
+        peak as i64
     }
 
     /// Tries to add `m` to `bucket`; on success the block holds the new layout.
@@ -408,10 +438,18 @@ impl Search<'_> {
             return Err(Refusal::Cost);
         }
         apply_op_order(ctx, trial.iter().copied());
-        let peak = peak_memory(ctx, self.block) as i64;
+        let lead = bucket.members[0].op;
+        let before = self
+            .laid_out
+            .insert(lead, grown.members.iter().map(|b| b.op).collect());
+        let peak = self.peak(ctx);
         if !within_budget(peak, self.base_peak, self.opts.peak_memory_budget) {
             apply_op_order(ctx, self.order.iter().copied());
             restore_costs(self);
+            match before {
+                Some(v) => self.laid_out.insert(lead, v),
+                None => self.laid_out.remove(&lead),
+            };
             return Err(Refusal::Memory);
         }
         self.order = trial;
@@ -443,6 +481,7 @@ pub fn bucket_function(ctx: &mut Context, func: OpId, opts: &BucketOptions) -> B
         overrides: vec![None; ctx.num_op_slots()],
         makespan: 0.0,
         base_peak: peak_memory(ctx, block) as i64,
+        laid_out: BTreeMap::new(),
         order,
     };
     search.makespan = search.makespan_of(ctx, &search.order);
