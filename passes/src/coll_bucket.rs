@@ -315,7 +315,11 @@ impl Search<'_> {
     /// op's time, the others nothing.
     fn set_overrides(&mut self, bucket: &Bucket) {
         let ns = H200_NVLINK
-            .collective(bucket.key.kind.cost_kind(), bucket.bytes, bucket.key.group_size)
+            .collective(
+                bucket.key.kind.cost_kind(),
+                bucket.bytes,
+                bucket.key.group_size,
+            )
             .ns;
         for (i, m) in bucket.members.iter().enumerate() {
             let c = if i == 0 { ns } else { 0.0 };
@@ -516,8 +520,7 @@ pub fn bucket_function(ctx: &mut Context, func: OpId, opts: &BucketOptions) -> B
             open.insert(group, fresh(member));
             continue;
         }
-        if opts.bucket_bytes != 0 && bucket.bytes.saturating_add(member.bytes) > opts.bucket_bytes
-        {
+        if opts.bucket_bytes != 0 && bucket.bytes.saturating_add(member.bytes) > opts.bucket_bytes {
             stats.kept_by_size += 1;
             done.push(bucket);
             open.insert(group, fresh(member));
