@@ -32,13 +32,22 @@
 //! when the merged op would; the waits are laid out together too, the first member's first.
 //! Collectives carrying attributes other than `group` and `reduce_op` (a `cost_ns`
 //! override, a pinned order) are left alone: the merged op would have no faithful value for
-//! them.
+//! them. So are all-reduces on groups with `symm_mem`: `coll-to-comm` lowers each of those
+//! to NCCL or a blocking symm kernel, whichever the cost model prefers, which a coalesced
+//! all-reduce (NCCL only) would preempt.
+//!
+//! Peak memory is checked twice, against the input's under the same model: at the `coll`
+//! level ([`BufferModel`]), and as `coll-to-comm` will lower the function, where arguments
+//! and waited values are copied into comm buffers before a collective reads them and a
+//! returned result is copied out at its wait (a merged op stages all its members' inputs at
+//! once, and its single wait copies every result out at the first member's wait).
 
-use crate::analysis::buffers::{peak_memory, BufferModel};
-use crate::analysis::cost::{collective_bytes, CollKind, OpCost, H200_NVLINK};
+use crate::analysis::buffers::BufferModel;
+use crate::analysis::cost::{coll_kind, collective_bytes, CollKind, OpCost, H200_NVLINK};
 use crate::analysis::timeline::simulate_ops;
 use crate::schedule::{apply_op_order, body_block, within_budget, CostTable};
 use commlir_dialects::coll::group_of;
+use commlir_dialects::shape::tensor_bytes;
 use commlir_ir::pass::{
     Anchor, OptionDef, OptionKind, Pass, PassEnv, PassInfo, PassOptions, StatisticDef,
 };
@@ -245,6 +254,12 @@ fn candidate(ctx: &Context, block: BlockId, op: OpId) -> Option<(String, Key, Me
         }
     }
     let group = group_of(ctx, op).ok()?;
+    // On a symmetric-memory group `coll-to-comm` picks, per all-reduce, NCCL or a blocking
+    // symm kernel by the cost model (one-shot for small sizes); a coalesced all-reduce can
+    // only take NCCL, so bucketing would override that choice.
+    if kind == Kind::AllReduce && group.symm_mem {
+        return None;
+    }
     let n = ctx.operands(op).len();
     if n == 0 || ctx.results(op).len() != n {
         return None;
@@ -294,6 +309,8 @@ struct Search<'a> {
     order: Vec<OpId>,
     makespan: f64,
     base_peak: i64,
+    /// The input's peak as `coll-to-comm` will lower it ([`layout_peak`]).
+    base_lowered_peak: i64,
     /// The members of every bucket of two or more laid out so far, by first member.
     laid_out: BTreeMap<OpId, Vec<OpId>>,
 }
@@ -330,31 +347,21 @@ impl Search<'_> {
     }
 
     /// The peak memory of the block as laid out, with each bucket counted as its merged op:
-    /// the members sit together, but the merged op allocates every result while every
-    /// input is still live, where the layout frees each member's inputs before the next
-    /// member allocates.
-    fn peak(&self, ctx: &Context) -> i64 {
-        let model = BufferModel::new(ctx, self.block);
-        let profile = model.profile();
-        let mut peak = profile.peak;
+    /// the members sit together, but the merged op allocates every result while every input
+    /// is still live, where the layout frees each member's inputs before the next member
+    /// allocates. With `staged`, as `coll-to-comm` will lower it (see [`layout_peak`]).
+    fn peak(&self, ctx: &Context, model: &BufferModel, staged: bool) -> i64 {
+        let mut span: Vec<(usize, usize)> = (0..model.ops.len()).map(|p| (p, p)).collect();
         for members in self.laid_out.values() {
             let Some(start) = members.iter().filter_map(|&m| model.pos(m)).min() else {
                 continue;
             };
-            let level_before = |p: usize| match p.checked_sub(1) {
-                Some(q) => profile.post_free.get(q).copied().unwrap_or(0),
-                None => profile.base,
-            };
-            // Each member's allocation is its level after allocating minus the one before.
-            let alloc: u64 = (start..start + members.len())
-                .map(|p| {
-                    let after = profile.post_alloc.get(p).copied().unwrap_or(0);
-                    after.saturating_sub(level_before(p))
-                })
-                .sum();
-            peak = peak.max(level_before(start).saturating_add(alloc));
+            let end = (start + members.len() - 1).min(span.len().saturating_sub(1));
+            for s in span.iter_mut().take(end + 1).skip(start) {
+                *s = (start, end);
+            }
         }
-        peak as i64
+        layout_peak(ctx, model, &span, staged)
     }
 
     /// Tries to add `m` to `bucket`; on success the block holds the new layout.
@@ -446,8 +453,11 @@ impl Search<'_> {
         let before = self
             .laid_out
             .insert(lead, grown.members.iter().map(|b| b.op).collect());
-        let peak = self.peak(ctx);
-        if !within_budget(peak, self.base_peak, self.opts.peak_memory_budget) {
+        let budget = self.opts.peak_memory_budget;
+        let model = BufferModel::new(ctx, self.block);
+        if !within_budget(self.peak(ctx, &model, false), self.base_peak, budget)
+            || !within_budget(self.peak(ctx, &model, true), self.base_lowered_peak, budget)
+        {
             apply_op_order(ctx, self.order.iter().copied());
             restore_costs(self);
             match before {
@@ -460,6 +470,83 @@ impl Search<'_> {
         self.makespan = makespan;
         Ok(())
     }
+}
+
+/// The peak memory of a block in which the ops at each `span[p] = (first, last)` act as one
+/// op (a bucket's members): what they allocate is allocated at `first`, what they free is
+/// freed after `last`. With `staged`, as `coll-to-comm` lowers the block: an input of an
+/// all-gather, reduce-scatter or all-to-all that no compute op produces (an argument, a wait's
+/// result) is first copied into a comm buffer, live during the collective (an all-reduce's
+/// or broadcast's copy is its result, counted already), and a returned collective result is
+/// copied out of its comm buffer at its (first) wait. Without it, a bucket that gathers many arguments at
+/// once looks free at the `coll` level and is not after lowering.
+fn layout_peak(ctx: &Context, model: &BufferModel, span: &[(usize, usize)], staged: bool) -> i64 {
+    let n = model.ops.len();
+    let at = |p: usize| span.get(p).copied().unwrap_or((p, p));
+    let mut alloc = vec![0u64; n];
+    let mut free = vec![0u64; n];
+    let mut cur = 0u64;
+    for s in model.storages.iter().filter(|s| s.counted()) {
+        if staged && s.escapes {
+            // A returned collective result is copied out of its comm buffer at its wait: the
+            // buffer lives until the wait, the copy from there on.
+            let wait = s.def.filter(|&d| {
+                model
+                    .ops
+                    .get(d)
+                    .is_some_and(|&op| coll_kind(ctx.op_name(op)).is_some())
+            });
+            let wait = wait.and_then(|_| {
+                ctx.uses(s.root)
+                    .iter()
+                    .filter_map(|u| model.pos(u.op))
+                    .min()
+            });
+            if let (Some(d), Some(w)) = (s.def, wait) {
+                alloc[at(d).0] = alloc[at(d).0].saturating_add(s.size);
+                free[at(w).1] = free[at(w).1].saturating_add(s.size);
+                alloc[at(w).0] = alloc[at(w).0].saturating_add(s.size);
+                continue;
+            }
+        }
+        match s.def {
+            Some(d) => alloc[at(d).0] = alloc[at(d).0].saturating_add(s.size),
+            None => cur = cur.saturating_add(s.size),
+        }
+        if let (false, Some(l)) = (s.escapes, s.last_use) {
+            free[at(l).1] = free[at(l).1].saturating_add(s.size);
+        }
+    }
+    if staged {
+        for (p, &op) in model.ops.iter().enumerate() {
+            // In-place collectives copy into their buffer anyway: that copy is their result.
+            if coll_kind(ctx.op_name(op))
+                .is_none_or(|k| matches!(k, CollKind::AllReduce | CollKind::Broadcast))
+            {
+                continue;
+            }
+            for &v in ctx.operands(op) {
+                // A compute op writes straight into the comm buffer; anything else is copied.
+                let written_in_place = ctx.defining_op(v).is_some_and(|d| {
+                    ctx.op_name(d).starts_with("compute.") && ctx.op_has_trait(d, Trait::MemAlloc)
+                });
+                if written_in_place {
+                    continue;
+                }
+                let size = tensor_bytes(ctx, ctx.value_type(v)).unwrap_or(0);
+                let (first, last) = at(p);
+                alloc[first] = alloc[first].saturating_add(size);
+                free[last] = free[last].saturating_add(size);
+            }
+        }
+    }
+    let mut peak = cur;
+    for p in 0..n {
+        cur = cur.saturating_add(alloc[p]);
+        peak = peak.max(cur);
+        cur = cur.saturating_sub(free[p]);
+    }
+    i64::try_from(peak).unwrap_or(i64::MAX)
 }
 
 /// Runs the pass on `func` (a `func.func` with one block; others are left alone).
@@ -484,11 +571,15 @@ pub fn bucket_function(ctx: &mut Context, func: OpId, opts: &BucketOptions) -> B
         costs,
         overrides: vec![None; ctx.num_op_slots()],
         makespan: 0.0,
-        base_peak: peak_memory(ctx, block) as i64,
+        base_peak: 0,
+        base_lowered_peak: 0,
         laid_out: BTreeMap::new(),
         order,
     };
     search.makespan = search.makespan_of(ctx, &search.order);
+    let model = BufferModel::new(ctx, block);
+    search.base_peak = search.peak(ctx, &model, false);
+    search.base_lowered_peak = search.peak(ctx, &model, true);
     // The open bucket of each group (by name: deterministic), and the finished ones.
     let mut open: BTreeMap<String, Bucket> = BTreeMap::new();
     let mut done: Vec<Bucket> = Vec::new();

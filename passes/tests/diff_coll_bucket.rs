@@ -127,6 +127,22 @@ fn check(text: &str, ranks: usize, seed: u64, options: &str, budget: f64, what: 
             );
         }
     }
+    // The budget holds after lowering too (staging copies of arguments included).
+    let lowered_peak = |text: &str| {
+        let mut c = Context::new();
+        let m = common::parse(&mut c, text);
+        common::run_pipeline(&mut c, m, "builtin.module(func.func(coll-to-comm))", text);
+        bodies(&c, m)
+            .into_iter()
+            .map(|b| schedule::block_peak(&c, b))
+            .collect::<Vec<_>>()
+    };
+    for (before, after) in lowered_peak(text).into_iter().zip(lowered_peak(&out)) {
+        assert!(
+            schedule::within_budget(after, before, budget),
+            "{what}: peak memory after coll-to-comm {before} -> {after}\ninput:\n{text}\noutput:\n{out}"
+        );
+    }
     // Deterministic: a second run from the text gives the same bytes.
     let mut ctx2 = Context::new();
     let m2 = common::parse(&mut ctx2, text);
