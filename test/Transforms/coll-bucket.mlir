@@ -1,13 +1,15 @@
 // RUN: commlir-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(coll-bucket))' | FileCheck %s
 // RUN: commlir-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(coll-bucket{peak-memory-budget=1.0}))' | FileCheck %s --check-prefix=BUDGET
-// RUN: commlir-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(coll-bucket{ignore-cost=true}))' | FileCheck %s --check-prefix=FORCE
+// RUN: commlir-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(coll-bucket{ignore-cost=true peak-memory-budget=1.0}))' | FileCheck %s --check-prefix=FORCE
 // RUN: commlir-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(coll-bucket{bucket-bytes=4194304}))' | FileCheck %s --check-prefix=CAP
 // RUN: not commlir-opt %s --pass-pipeline='builtin.module(func.func(coll-bucket{peak-memory-budget=-1}))' 2>&1 | FileCheck %s --check-prefix=BAD
 
 // BAD: error: peak-memory-budget must be a non-negative number, got -1
 
 // FSDP's all-gathers of one layer's parameters, traced each right before its first use: the
-// matmuls are short, so one launch for both saves a collective's latency.
+// matmuls are short, so one launch for both saves a collective's latency. The merged op
+// stages both shards into comm buffers at once, which fits under the step's peak (here a
+// 16 MiB activation).
 coll.group @dp {size = 2 : i64}
 // CHECK-LABEL: func.func @layer_all_gathers
 func.func @layer_all_gathers(%x: tensor<8x1024xbf16>, %wa: tensor<512x1024xbf16>, %wb: tensor<512x1024xbf16>) -> tensor<8x1024xbf16> {
@@ -17,6 +19,7 @@ func.func @layer_all_gathers(%x: tensor<8x1024xbf16>, %wa: tensor<512x1024xbf16>
   // CHECK-NEXT: %[[H:.*]] = compute.matmul %arg0, %[[A]]
   // CHECK-NEXT: compute.matmul %[[H]], %[[B]]
   // CHECK-NOT: coll.all_gather_into_tensor
+  %act = compute.fill {value = 0.0 : f64, cost_ns = 1000 : i64} : tensor<8192x1024xbf16>
   %a = coll.all_gather_into_tensor %wa {group = @dp} : (tensor<512x1024xbf16>) -> tensor<1024x1024xbf16>
   %ya = coll.wait_tensor %a : tensor<1024x1024xbf16>
   %b = coll.all_gather_into_tensor %wb {group = @dp} : (tensor<512x1024xbf16>) -> tensor<1024x1024xbf16>
@@ -121,7 +124,7 @@ func.func @budget(%x: tensor<8x2048xbf16>, %wa: tensor<1024x2048xbf16>, %wb: ten
 
 // The first reduce-scatter runs under the second gradient's computation: merging would delay
 // it past that and lengthen the step, so the cost model keeps them apart (`ignore-cost`
-// merges them anyway).
+// with a budget for the memory merges them anyway).
 coll.group @dp {size = 2 : i64}
 // CHECK-LABEL: func.func @hidden
 // CHECK-NOT: coalesced
@@ -138,7 +141,8 @@ func.func @hidden(%ga: tensor<2048x1024xbf16>, %gb: tensor<2048x1024xbf16>) -> (
 
 // -----
 
-// `bucket-bytes` caps a bucket (each gathered weight moves 2 MiB per rank).
+// `bucket-bytes` caps a bucket (each gathered weight moves 2 MiB per rank; the step's peak
+// is a 16 MiB activation).
 coll.group @dp {size = 2 : i64}
 // CAP-LABEL: func.func @cap
 // CAP: coll.all_gather_into_tensor_coalesced %arg0, %arg1
@@ -146,6 +150,7 @@ coll.group @dp {size = 2 : i64}
 // CHECK-LABEL: func.func @cap
 // CHECK: coll.all_gather_into_tensor_coalesced %arg0, %arg1, %arg2
 func.func @cap(%wa: tensor<512x1024xbf16>, %wb: tensor<512x1024xbf16>, %wc: tensor<512x1024xbf16>) -> (tensor<1024x1024xbf16>, tensor<1024x1024xbf16>, tensor<1024x1024xbf16>) {
+  %act = compute.fill {value = 0.0 : f64, cost_ns = 1000 : i64} : tensor<8192x1024xbf16>
   %a = coll.all_gather_into_tensor %wa {group = @dp} : (tensor<512x1024xbf16>) -> tensor<1024x1024xbf16>
   %b = coll.all_gather_into_tensor %wb {group = @dp} : (tensor<512x1024xbf16>) -> tensor<1024x1024xbf16>
   %c = coll.all_gather_into_tensor %wc {group = @dp} : (tensor<512x1024xbf16>) -> tensor<1024x1024xbf16>
