@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Scale of the scheduling pipeline (docs/benchmarks.md, "Scale of the scheduling pipeline").
 #
-# Generates FSDP-like programs of 10k and 100k ops (`gen_fsdp N`, converted to the generic
-# form), then times, in this one command so that both see the same machine load:
+# Generates FSDP-like programs of 10k and 100k ops (`gen_fsdp N`, which writes the custom
+# form, and the same program converted to the generic form), then times, in this one command
+# so that all see the same machine load:
 #   - commlir-opt running the full scheduling pipeline (parse, five passes with the default
-#     verification after each, print), and
-#   - mlir-opt-22 merely parsing and printing the same generic file,
-# each RUNS times, interleaved round by round, and prints the medians with the two
-# ratios the scheduling issue sets goals for: pipeline / mlir-opt at each size (goal < 1) and
-# t(100k) / t(10k) of the pipeline (goal <= 12).
+#     verification after each, print) on the custom form and on the generic form, and
+#   - mlir-opt-22 merely parsing and printing the generic file (it has no custom syntax for
+#     our ops),
+# each RUNS times, interleaved round by round, and prints the medians with the ratios the
+# goals are set on: pipeline / mlir-opt at each size and form (goal < 1) and t(100k) / t(10k)
+# of the pipeline (goal <= 12).
 #
 # Usage: bench/scale.sh            (RUNS=7 SIZES="10000 100000" MLIR_OPT=mlir-opt-22)
 set -euo pipefail
@@ -17,7 +19,7 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-7}
 SIZES=${SIZES:-"10000 100000"}
 MLIR_OPT=${MLIR_OPT:-mlir-opt-22}
-PIPELINE='builtin.module(func.func(coll-to-comm,comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools))'
+PIPELINE=${PIPELINE:-'builtin.module(func.func(coll-to-comm,comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools))'}
 
 command -v "$MLIR_OPT" >/dev/null || {
     echo "error: $MLIR_OPT not found (set MLIR_OPT)" >&2
@@ -45,44 +47,55 @@ median() {
 }
 
 for n in $SIZES; do
-    "$GEN" "$n" >"$work/f$n.mlir"
-    "$OPT" "$work/f$n.mlir" --mlir-print-op-generic -o "$work/f$n.gen.mlir"
+    "$GEN" "$n" >"$work/f$n.custom.mlir"
+    "$OPT" "$work/f$n.custom.mlir" --mlir-print-op-generic -o "$work/f$n.generic.mlir"
 done
 # Interleaved: every round times each command once, in the same order, so that the VM's load
 # drifts alike over both tools (timing one tool's runs, then the other's, showed swings of
 # ±30% between the two blocks); one warm-up round first.
+FORMS="custom generic"
 for r in $(seq 0 "$RUNS"); do
     for n in $SIZES; do
-        p=$(wall "$OPT" "$work/f$n.gen.mlir" --pass-pipeline="$PIPELINE" -o /dev/null)
-        m=$(wall "$MLIR_OPT" --allow-unregistered-dialect --mlir-print-op-generic "$work/f$n.gen.mlir" -o /dev/null)
+        for form in $FORMS; do
+            p=$(wall "$OPT" "$work/f$n.$form.mlir" --pass-pipeline="$PIPELINE" -o /dev/null)
+            [ "$r" -gt 0 ] && echo "$p" >>"$work/pipe$n.$form"
+        done
+        m=$(wall "$MLIR_OPT" --allow-unregistered-dialect --mlir-print-op-generic "$work/f$n.generic.mlir" -o /dev/null)
         if [ "$r" -gt 0 ]; then
-            echo "$p" >>"$work/pipe$n"
             echo "$m" >>"$work/mlir$n"
-            awk -v p="$p" -v m="$m" 'BEGIN { printf "%.4f\n", p / m }' >>"$work/ratio$n"
+            for form in $FORMS; do
+                awk -v p="$(tail -1 "$work/pipe$n.$form")" -v m="$m" 'BEGIN { printf "%.4f\n", p / m }' >>"$work/ratio$n.$form"
+            done
         fi
     done
 done
 declare -A pipe mlir ratio
 for n in $SIZES; do
-    pipe[$n]=$(median "$work/pipe$n")
     mlir[$n]=$(median "$work/mlir$n")
-    ratio[$n]=$(median "$work/ratio$n")
+    for form in $FORMS; do
+        pipe[$n.$form]=$(median "$work/pipe$n.$form")
+        ratio[$n.$form]=$(median "$work/ratio$n.$form")
+    done
 done
 
 echo "medians of $RUNS interleaved rounds, wall time"
 echo
-echo "| ops | commlir-opt pipeline | $MLIR_OPT parse + print only | ratio of medians | median of per-round ratios |"
-echo "|---|---|---|---|---|"
+echo "| ops | input form | commlir-opt pipeline | $MLIR_OPT parse + print only (generic) | ratio of medians | median of per-round ratios |"
+echo "|---|---|---|---|---|---|"
 for n in $SIZES; do
-    awk -v n="$n" -v p="${pipe[$n]}" -v m="${mlir[$n]}" -v r="${ratio[$n]}" \
-        'BEGIN { printf "| %d | %.3f s | %.3f s | %.2f | %.2f |\n", n, p, m, p / m, r }'
+    for form in $FORMS; do
+        awk -v n="$n" -v f="$form" -v p="${pipe[$n.$form]}" -v m="${mlir[$n]}" -v r="${ratio[$n.$form]}" \
+            'BEGIN { printf "| %d | %s | %.3f s | %.3f s | %.2f | %.2f |\n", n, f, p, m, p / m, r }'
+    done
 done
 set -- $SIZES
 if [ $# -ge 2 ]; then
     first=$1
     last=${!#}
     echo
-    awk -v a="$first" -v b="$last" -v ta="${pipe[$first]}" -v tb="${pipe[$last]}" \
-        -v ma="${mlir[$first]}" -v mb="${mlir[$last]}" \
-        'BEGIN { printf "t(%d) / t(%d): pipeline %.1f, mlir-opt %.1f (ops ratio %.0f)\n", b, a, tb / ta, mb / ma, b / a }'
+    for form in $FORMS; do
+        awk -v a="$first" -v b="$last" -v f="$form" -v ta="${pipe[$first.$form]}" -v tb="${pipe[$last.$form]}" \
+            -v ma="${mlir[$first]}" -v mb="${mlir[$last]}" \
+            'BEGIN { printf "t(%d) / t(%d), %s form: pipeline %.1f, mlir-opt %.1f (ops ratio %.0f)\n", b, a, f, tb / ta, mb / ma, b / a }'
+    done
 fi

@@ -295,52 +295,76 @@ pub fn compile(ctx: &IrContext, module: OpId) -> Result<DeviceCode, Diagnostic> 
     })
 }
 
+/// The string and unsigned attributes of an `rt.symm_kernel` or `rt.symm_fused_kernel`, and
+/// the error for a missing one.
+struct SpecAttrs<'a> {
+    ctx: &'a IrContext,
+    op: OpId,
+    name: &'static str,
+}
+
+impl SpecAttrs<'_> {
+    fn str(&self, n: &str) -> Option<String> {
+        self.ctx
+            .inherent_attr(self.op, n)
+            .and_then(|a| self.ctx.attr_as_str(a))
+            .map(str::to_string)
+    }
+
+    fn u64(&self, n: &str) -> Option<u64> {
+        self.ctx
+            .inherent_attr(self.op, n)
+            .and_then(|a| self.ctx.attr_as_i64(a))
+            .and_then(|v| u64::try_from(v).ok())
+    }
+
+    fn missing(&self, n: &str) -> Diagnostic {
+        self.ctx
+            .op_error(self.op, format!("{} requires '{n}'", self.name))
+    }
+
+    fn req_str(&self, n: &str) -> Result<String, Diagnostic> {
+        self.str(n).ok_or_else(|| self.missing(n))
+    }
+
+    fn req_u64(&self, n: &str) -> Result<u64, Diagnostic> {
+        self.u64(n).ok_or_else(|| self.missing(n))
+    }
+}
+
 /// The compile-time parameters of an `rt.symm_fused_kernel`.
 fn fused_spec(
     ctx: &IrContext,
     op: OpId,
 ) -> Result<crate::symm_kernels::fused::FusedSpec, Diagnostic> {
-    let s = |n: &str| {
-        ctx.inherent_attr(op, n)
-            .and_then(|a| ctx.attr_as_str(a))
-            .map(str::to_string)
-    };
-    let i = |n: &str| {
-        ctx.inherent_attr(op, n)
-            .and_then(|a| ctx.attr_as_i64(a))
-            .and_then(|v| u64::try_from(v).ok())
-            .ok_or_else(|| ctx.op_error(op, format!("rt.symm_fused_kernel requires '{n}'")))
+    let a = SpecAttrs {
+        ctx,
+        op,
+        name: "rt.symm_fused_kernel",
     };
     Ok(crate::symm_kernels::fused::FusedSpec {
-        kind: s("kind").ok_or_else(|| ctx.op_error(op, "rt.symm_fused_kernel requires 'kind'"))?,
-        dtype: s("dtype")
-            .ok_or_else(|| ctx.op_error(op, "rt.symm_fused_kernel requires 'dtype'"))?,
-        world: i("world")?,
-        outer: i("outer")?,
-        seg: i("seg")?,
-        reduce_op: s("reduce_op"),
+        kind: a.req_str("kind")?,
+        dtype: a.req_str("dtype")?,
+        world: a.req_u64("world")?,
+        outer: a.req_u64("outer")?,
+        seg: a.req_u64("seg")?,
+        reduce_op: a.str("reduce_op"),
     })
 }
 
 /// The compile-time parameters of an `rt.symm_kernel`.
 fn symm_spec(ctx: &IrContext, op: OpId) -> Result<crate::symm_kernels::SymmSpec, Diagnostic> {
-    let s = |n: &str| {
-        ctx.inherent_attr(op, n)
-            .and_then(|a| ctx.attr_as_str(a))
-            .map(str::to_string)
+    let a = SpecAttrs {
+        ctx,
+        op,
+        name: "rt.symm_kernel",
     };
-    let i = |n: &str| {
-        ctx.inherent_attr(op, n)
-            .and_then(|a| ctx.attr_as_i64(a))
-            .and_then(|v| u64::try_from(v).ok())
-    };
-    let missing = |n: &str| ctx.op_error(op, format!("rt.symm_kernel requires '{n}'"));
     Ok(crate::symm_kernels::SymmSpec {
-        coll: s("coll").ok_or_else(|| missing("coll"))?,
-        count: i("count").ok_or_else(|| missing("count"))?,
-        dtype: s("dtype").ok_or_else(|| missing("dtype"))?,
-        reduce_op: s("reduce_op"),
-        world: i("world").ok_or_else(|| missing("world"))?,
+        coll: a.req_str("coll")?,
+        count: a.req_u64("count")?,
+        dtype: a.req_str("dtype")?,
+        reduce_op: a.str("reduce_op"),
+        world: a.req_u64("world")?,
     })
 }
 
@@ -351,6 +375,50 @@ macro_rules! b {
     ($e:expr) => {
         $e.map_err(|e| e.to_string())?
     };
+}
+
+/// The declaration of LLVM intrinsic `name` in `m`, specialized to `tys` where it is
+/// overloaded (shared with the `symm` kernels).
+pub(crate) fn declare_intrinsic<'c>(
+    m: &Module<'c>,
+    name: &str,
+    tys: &[BasicTypeEnum<'c>],
+) -> R<FunctionValue<'c>> {
+    let i = Intrinsic::find(name).ok_or_else(|| format!("no intrinsic {name}"))?;
+    i.get_declaration(m, if i.is_overloaded() { tys } else { &[] })
+        .ok_or_else(|| format!("cannot declare {name}"))
+}
+
+/// Emits `for (i = start; i < end; i += step) body(i)` (unsigned compare) at `b`'s insert
+/// point in `f` (shared with the `symm` kernels).
+pub(crate) fn counted_loop<'c>(
+    cx: &'c Context,
+    b: &Builder<'c>,
+    f: FunctionValue<'c>,
+    start: IntValue<'c>,
+    end: IntValue<'c>,
+    step: IntValue<'c>,
+    body: &mut dyn FnMut(IntValue<'c>) -> R<()>,
+) -> R<()> {
+    let pre = b.get_insert_block().ok_or("no insert block")?;
+    let head = cx.append_basic_block(f, "head");
+    let bb = cx.append_basic_block(f, "body");
+    let exit = cx.append_basic_block(f, "exit");
+    b!(b.build_unconditional_branch(head));
+    b.position_at_end(head);
+    let i = b!(b.build_phi(cx.i64_type(), "i"));
+    i.add_incoming(&[(&start, pre)]);
+    let iv = i.as_basic_value().into_int_value();
+    let c = b!(b.build_int_compare(IntPredicate::ULT, iv, end, "c"));
+    b!(b.build_conditional_branch(c, bb, exit));
+    b.position_at_end(bb);
+    body(iv)?;
+    let next = b!(b.build_int_add(iv, step, "next"));
+    let latch = b.get_insert_block().ok_or("no insert block")?;
+    i.add_incoming(&[(&next, latch)]);
+    b!(b.build_unconditional_branch(head));
+    b.position_at_end(exit);
+    Ok(())
 }
 
 /// The kernel generator: one LLVM module, helpers (`exp`, `tanh`) emitted once.
@@ -405,10 +473,7 @@ impl<'a, 'c> Gen<'a, 'c> {
     }
 
     fn intrinsic(&self, name: &str, ty: BasicTypeEnum<'c>) -> R<FunctionValue<'c>> {
-        let i = Intrinsic::find(name).ok_or_else(|| format!("no intrinsic {name}"))?;
-        let tys: &[BasicTypeEnum] = if i.is_overloaded() { &[ty] } else { &[] };
-        i.get_declaration(self.m, tys)
-            .ok_or_else(|| format!("cannot declare {name}"))
+        declare_intrinsic(self.m, name, &[ty])
     }
 
     fn call_f(&self, f: FunctionValue<'c>, args: &[FloatValue<'c>]) -> R<FloatValue<'c>> {
@@ -509,25 +574,9 @@ impl<'a, 'c> Gen<'a, 'c> {
         step: IntValue<'c>,
         mut body: impl FnMut(&Self, IntValue<'c>) -> R<()>,
     ) -> R<()> {
-        let pre = self.b.get_insert_block().ok_or("no insert block")?;
-        let head = self.cx.append_basic_block(f, "head");
-        let bb = self.cx.append_basic_block(f, "body");
-        let exit = self.cx.append_basic_block(f, "exit");
-        b!(self.b.build_unconditional_branch(head));
-        self.b.position_at_end(head);
-        let i = b!(self.b.build_phi(self.cx.i64_type(), "i"));
-        i.add_incoming(&[(&start, pre)]);
-        let iv = i.as_basic_value().into_int_value();
-        let c = b!(self.b.build_int_compare(IntPredicate::ULT, iv, end, "c"));
-        b!(self.b.build_conditional_branch(c, bb, exit));
-        self.b.position_at_end(bb);
-        body(self, iv)?;
-        let next = b!(self.b.build_int_add(iv, step, "next"));
-        let latch = self.b.get_insert_block().ok_or("no insert block")?;
-        i.add_incoming(&[(&next, latch)]);
-        b!(self.b.build_unconditional_branch(head));
-        self.b.position_at_end(exit);
-        Ok(())
+        counted_loop(self.cx, &self.b, f, start, end, step, &mut |i| {
+            body(self, i)
+        })
     }
 
     /// Emits `acc = init; for k in 0..n { acc = body(k, acc) }` and returns the final `acc`.

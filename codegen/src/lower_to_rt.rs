@@ -1315,13 +1315,7 @@ fn lower_symm(
     let sym = match kernels.by_key.get(&key) {
         Some(s) => s.clone(),
         None => {
-            if module.is_none() {
-                return Err(err(
-                    ctx,
-                    func,
-                    "comm-to-rt: the function must be in a module",
-                ));
-            }
+            require_module(ctx, module, func)?;
             let mut sym = format!("s{}_{coll}", kernels.count);
             if let Some((c, _)) = &chain {
                 // `s3_one_shot_all_reduce_add` for the epilogue kernel `k2_add`.
@@ -1344,15 +1338,7 @@ fn lower_symm(
                 attrs.push(("epilogue", ctx.symbol_ref(c)));
                 attrs.push(("epilogue_operand", i64_attr(ctx, *o as i64)));
             }
-            let loc = ctx.op_loc(op);
-            let mut k = OpState::new(ctx.ident("rt.symm_kernel"), loc);
-            for (nm, v) in attrs {
-                k.attrs.push((ctx.ident(nm), v));
-            }
-            k.attrs
-                .sort_by(|a, b| ctx.ident_str(a.0).cmp(ctx.ident_str(b.0)));
-            let kop = ctx.create_op(k);
-            ctx.insert_before(func, kop);
+            insert_kernel_op(ctx, op, func, "rt.symm_kernel", attrs);
             kernels.by_key.insert(key, sym.clone());
             sym
         }
@@ -1383,6 +1369,38 @@ fn lower_symm(
     bld.create("rt.symm_collective", &operands, &[], &attrs);
     st.compute_dirty = true;
     Ok(())
+}
+
+/// Kernels are symbols of the module: `func` must be in one.
+fn require_module(ctx: &Context, module: Option<OpId>, func: OpId) -> Result<(), Diagnostic> {
+    if module.is_none() {
+        return Err(err(
+            ctx,
+            func,
+            "comm-to-rt: the function must be in a module",
+        ));
+    }
+    Ok(())
+}
+
+/// Creates the kernel op `name` with `attrs` (sorted by name, as the IR keeps them) at
+/// `op`'s location, before `func`.
+fn insert_kernel_op(
+    ctx: &mut Context,
+    op: OpId,
+    func: OpId,
+    name: &str,
+    attrs: Vec<(&str, commlir_ir::Attr)>,
+) {
+    let loc = ctx.op_loc(op);
+    let mut k = OpState::new(ctx.ident(name), loc);
+    for (nm, v) in attrs {
+        k.attrs.push((ctx.ident(nm), v));
+    }
+    k.attrs
+        .sort_by(|a, b| ctx.ident_str(a.0).cmp(ctx.ident_str(b.0)));
+    let kop = ctx.create_op(k);
+    ctx.insert_before(func, kop);
 }
 
 /// The size of group `@name` as seen from `op`, in [1, `abi::SYMM_MAX_PEERS`].
@@ -1437,13 +1455,7 @@ fn synthetic_kernel(
     if let Some(s) = kernels.by_key.get(&key) {
         return Ok(s.clone());
     }
-    if module.is_none() {
-        return Err(err(
-            ctx,
-            func,
-            "comm-to-rt: the function must be in a module",
-        ));
-    }
+    require_module(ctx, module, func)?;
     let short = op_name.rsplit('.').next().unwrap_or(op_name);
     let sym = format!("k{}_{short}", kernels.count);
     kernels.count += 1;

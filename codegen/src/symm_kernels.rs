@@ -50,7 +50,6 @@ pub mod fused;
 use crate::abi;
 use inkwell::builder::Builder;
 use inkwell::context::Context;
-use inkwell::intrinsics::Intrinsic;
 use inkwell::module::{Linkage, Module};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValue, BasicValueEnum, FunctionValue, IntValue, PointerValue};
@@ -272,9 +271,7 @@ impl<'a, 'c> Gen<'a, 'c> {
     }
 
     fn intrinsic(&self, name: &str, tys: &[BasicTypeEnum<'c>]) -> R<FunctionValue<'c>> {
-        let i = Intrinsic::find(name).ok_or_else(|| format!("no intrinsic {name}"))?;
-        i.get_declaration(self.m, if i.is_overloaded() { tys } else { &[] })
-            .ok_or_else(|| format!("cannot declare {name}"))
+        crate::kernels::declare_intrinsic(self.m, name, tys)
     }
 
     fn call(&self, name: &str, args: &[BasicValueEnum<'c>]) -> R<BasicValueEnum<'c>> {
@@ -424,38 +421,15 @@ impl<'a, 'c> Gen<'a, 'c> {
         step: IntValue<'c>,
         body: &mut dyn FnMut(IntValue<'c>) -> R<()>,
     ) -> R<()> {
-        let pre = self.b.get_insert_block().ok_or("no insert block")?;
-        let head = self.cx.append_basic_block(f, "head");
-        let bb = self.cx.append_basic_block(f, "body");
-        let exit = self.cx.append_basic_block(f, "exit");
-        b!(self.b.build_unconditional_branch(head));
-        self.b.position_at_end(head);
-        let i = b!(self.b.build_phi(self.cx.i64_type(), "i"));
-        i.add_incoming(&[(&start, pre)]);
-        let iv = i.as_basic_value().into_int_value();
-        let c = b!(self.b.build_int_compare(IntPredicate::ULT, iv, end, "c"));
-        b!(self.b.build_conditional_branch(c, bb, exit));
-        self.b.position_at_end(bb);
-        body(iv)?;
-        let next = b!(self.b.build_int_add(iv, step, "next"));
-        let latch = self.b.get_insert_block().ok_or("no insert block")?;
-        i.add_incoming(&[(&next, latch)]);
-        b!(self.b.build_unconditional_branch(head));
-        self.b.position_at_end(exit);
-        Ok(())
+        crate::kernels::counted_loop(self.cx, &self.b, f, start, end, step, body)
     }
 
     /// The per-block barrier with every peer (module docs); the block returns when any of
     /// its spins timed out.
     fn barrier(&self, e: &Env<'c>) -> R<()> {
-        let i32t = self.cx.i32_type();
         let failed = e.failed;
-        b!(self.b.build_store(failed, self.i32(0)));
+        let row = self.signal_row(e)?;
         let world = self.i64(self.world);
-        // Slot (block b, source s) of a pad: u32 index b*8 + s.
-        let row = b!(self
-            .b
-            .build_int_mul(e.ctaid, self.i64(abi::SYMM_MAX_PEERS as u64), "row"));
         for put in [true, false] {
             self.counted(e.f, e.tid, world, e.ntid, &mut |p| {
                 let is_me = b!(self.b.build_int_compare(IntPredicate::EQ, p, e.rank, "me"));
@@ -464,20 +438,47 @@ impl<'a, 'c> Gen<'a, 'c> {
                 b!(self.b.build_conditional_branch(is_me, skip, work));
                 self.b.position_at_end(work);
                 let (pad_of, src) = if put { (p, e.rank) } else { (e.rank, p) };
-                let off = b!(self.b.build_int_mul(pad_of, self.i64(8), "o"));
-                let off = b!(self.b.build_int_add(off, self.i64(64), "o"));
-                let pad = self.desc_u64(e.desc, off, "pad")?;
-                let slot = b!(self.b.build_int_add(row, src, "slot"));
-                let slot = b!(self.b.build_int_mul(slot, self.i64(4), "slotb"));
-                let addr = b!(self.b.build_int_add(pad, slot, "addr"));
-                let addr = self.to_ptr(addr, "sigp")?;
+                let addr = self.signal_slot(e, row, pad_of, src)?;
                 self.spin(e, addr, put, p, failed)?;
                 b!(self.b.build_unconditional_branch(skip));
                 self.b.position_at_end(skip);
                 Ok(())
             })?;
         }
-        let fv = b!(self.b.build_load(i32t, failed, "f")).into_int_value();
+        self.quit_if_any_failed(e)
+    }
+
+    /// Clears the block's `failed` flag and returns the block's row of signal slots: slot
+    /// (block b, source s) of a pad is u32 index b*8 + s.
+    fn signal_row(&self, e: &Env<'c>) -> R<IntValue<'c>> {
+        b!(self.b.build_store(e.failed, self.i32(0)));
+        Ok(b!(self.b.build_int_mul(
+            e.ctaid,
+            self.i64(abi::SYMM_MAX_PEERS as u64),
+            "row"
+        )))
+    }
+
+    /// The address of the slot (`row`, source `src`) in the signal pad of rank `pad_of`.
+    fn signal_slot(
+        &self,
+        e: &Env<'c>,
+        row: IntValue<'c>,
+        pad_of: IntValue<'c>,
+        src: IntValue<'c>,
+    ) -> R<PointerValue<'c>> {
+        let off = b!(self.b.build_int_mul(pad_of, self.i64(8), "o"));
+        let off = b!(self.b.build_int_add(off, self.i64(64), "o"));
+        let pad = self.desc_u64(e.desc, off, "pad")?;
+        let slot = b!(self.b.build_int_add(row, src, "slot"));
+        let slot = b!(self.b.build_int_mul(slot, self.i64(4), "slotb"));
+        let addr = b!(self.b.build_int_add(pad, slot, "addr"));
+        self.to_ptr(addr, "sigp")
+    }
+
+    /// Ends the signalling: the block returns when any of its threads' spins timed out.
+    fn quit_if_any_failed(&self, e: &Env<'c>) -> R<()> {
+        let fv = b!(self.b.build_load(self.cx.i32_type(), e.failed, "f")).into_int_value();
         let fb = b!(self
             .b
             .build_int_compare(IntPredicate::NE, fv, self.i32(0), "fb"));

@@ -29,19 +29,13 @@ use inkwell::targets::{InitializationConfig, Target};
 use inkwell::OptimizationLevel;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
-use std::sync::{Barrier, Condvar, Mutex, OnceLock};
-use std::time::Instant;
+use std::sync::{Barrier, Condvar, Mutex};
 
 mod common;
+use common::symm_clock;
 use common::{host_ir, map_libcalls, parse};
 
 const PIPELINE: &str = "builtin.module(func.func(coll-to-comm,comm-plan-pools))";
-
-/// The host's `%globaltimer`.
-extern "C" fn symm_clock() -> u64 {
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
-}
 
 type FusedKernel = unsafe extern "C" fn(*const SymmDesc, u64, *mut u8, u32, u32);
 

@@ -28,19 +28,13 @@ use inkwell::targets::{InitializationConfig, Target};
 use inkwell::OptimizationLevel;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Barrier, OnceLock};
-use std::time::Instant;
+use std::sync::Barrier;
 
 mod common;
+use common::symm_clock;
 use common::{host_ir, map_libcalls, parse};
 
 const PIPELINE: &str = "builtin.module(func.func(coll-to-comm,comm-plan-pools))";
-
-/// The host's `%globaltimer`: nanoseconds since the first call.
-extern "C" fn symm_clock() -> u64 {
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
-}
 
 /// One step of the interpreted `rt` function; values are slots of a per-rank table.
 enum Step {

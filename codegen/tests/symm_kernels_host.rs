@@ -24,16 +24,10 @@ use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::targets::{InitializationConfig, Target};
 use inkwell::OptimizationLevel;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 use std::time::Instant;
 
 mod common;
-
-/// The host's `%globaltimer`: nanoseconds since the first call.
-extern "C" fn symm_clock() -> u64 {
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
-}
+use common::symm_clock;
 
 type SymmKernel = unsafe extern "C" fn(*const SymmDesc, u64, *mut u8, u32);
 

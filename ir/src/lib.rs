@@ -22,6 +22,7 @@ pub mod opdef;
 pub mod parser;
 pub mod pass;
 pub mod printer;
+pub mod trace_events;
 pub mod types;
 pub mod verify;
 

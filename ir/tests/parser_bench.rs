@@ -1,5 +1,5 @@
 //! Parser throughput on a generated 200k-op generic-form file (about 25 MB), with the default
-//! front end (the generic-form fast path) and with pest alone, the reference.
+//! front end (the fast path) and with pest alone, the reference.
 //!
 //! Run: `cargo test --release -p commlir-ir --test parser_bench -- --ignored --nocapture`
 

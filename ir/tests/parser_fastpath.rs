@@ -1,11 +1,12 @@
-//! The generic-form fast path of the parser against the pest front end, the reference.
+//! The fast path of the parser against the pest front end, the reference.
 //!
 //! For every input (the files under `ir/tests/inputs/`, `test/` and `examples/`, each chunk of
-//! a split file, their generic-form prints with and without debug info, and generated
-//! programs) the file is parsed with each front end alone and the results printed in the
-//! generic form with debug info: where the fast path succeeds the prints must be
-//! byte-identical, and it must succeed on everything our printer writes in the generic form.
-//! Truncated and corrupted inputs must get the same success or failure from both (where the
+//! a split file, their prints in the generic and the custom form with and without debug info,
+//! and generated programs in the generic form, the custom form and a mix of both) the file is
+//! parsed with each front end alone and the results printed in the generic form with debug
+//! info: where the fast path succeeds the prints must be byte-identical, and it must succeed
+//! on everything our printer writes and on every input pest reads as written. Truncated and
+//! corrupted inputs (of both forms) must get the same success or failure from both (where the
 //! fast path fails on input pest accepts, `Auto` must still equal pest), and nothing may
 //! panic.
 
@@ -44,6 +45,17 @@ fn parse_print(src: &str, front_end: FrontEnd) -> Result<String, String> {
 
 /// `src` printed generic, with or without debug info, when pest accepts it.
 fn generic_print(src: &str, debug_info: bool) -> Option<String> {
+    form_print(src, true, debug_info)
+}
+
+/// `src` printed in the custom form (our printer's default), with or without debug info,
+/// when pest accepts it.
+fn custom_print(src: &str, debug_info: bool) -> Option<String> {
+    form_print(src, false, debug_info)
+}
+
+/// `src` printed in the generic or the custom form when pest accepts it.
+fn form_print(src: &str, generic: bool, debug_info: bool) -> Option<String> {
     let mut ctx = Context::new();
     ctx.allow_unregistered = true;
     let m = parse_source_with(
@@ -58,7 +70,7 @@ fn generic_print(src: &str, debug_info: bool) -> Option<String> {
         &ctx,
         m,
         &PrintOptions {
-            generic: true,
+            generic,
             debug_info,
         },
     ))
@@ -141,8 +153,22 @@ fn corpus_and_its_generic_prints() {
                 printed += 1;
                 check(&format!("{name} (generic, debug {debug_info})"), &g, true);
             }
+            // Our custom-form print (unregistered ops stay generic: a mixed file).
+            if let Some(c) = custom_print(src, debug_info) {
+                check(&format!("{name} (custom, debug {debug_info})"), &c, true);
+            }
         }
     }
+    // Every input pest reads as written is the custom form, the generic form or both mixed,
+    // all of which the fast path reads.
+    let pest_ok = corpus
+        .iter()
+        .filter(|(_, s)| parse_print(s, FrontEnd::PestOnly).is_ok())
+        .count();
+    assert_eq!(
+        taken, pest_ok,
+        "the fast path left inputs as written to pest"
+    );
     assert!(printed > 20, "too few inputs parse: {printed}");
     eprintln!(
         "{} inputs ({taken} taken by the fast path as written), {printed} generic prints",
@@ -363,12 +389,21 @@ fn truncations_and_corruptions_agree() {
     let mut inputs: Vec<(String, String)> = (1..=3)
         .map(|seed| (format!("generated {seed}"), generate(seed, 6)))
         .collect();
-    // A sample of the corpus: every fifth small file, printed generic with debug info.
+    // Custom-form and mixed programs.
+    for seed in 1..=3 {
+        inputs.push((
+            format!("custom {seed}"),
+            generate_custom(seed, 1, seed == 2),
+        ));
+    }
+    // A sample of the corpus: every fifth small file, printed generic with debug info, and
+    // as written (mostly the custom form).
     let corpus = corpus();
     for (name, src) in corpus.iter().filter(|(_, s)| s.len() < 4000).step_by(5) {
         if let Some(g) = generic_print(src, true) {
             inputs.push((name.clone(), g));
         }
+        inputs.push((format!("{name} (as written)"), src.clone()));
     }
     let mut fast_rejected_valid = 0;
     let mut total = 0;
@@ -424,5 +459,224 @@ fn repeated_signatures_read_like_pest() {
         let src = format!("\"t.f\"() ({{\n{head}{tail}}}) : () -> ()\n#l = loc(\"g\":3:4)\n");
         // The first ones (and the last) are plain generic form, which the fast path must take.
         check(tail, &src, i < 4 || i == tails.len() - 1);
+    }
+}
+
+/// Generates a program in the custom form (with `mixed`, some ops in the generic form too):
+/// modules with and without a name and attributes, function declarations and definitions
+/// with argument and result attributes and locations, uniform ops with symbols, operands,
+/// properties, attributes, regions with labeled blocks, both kinds of signature and
+/// locations, calls and returns in both spellings, forward references, comments and odd
+/// whitespace.
+fn generate_custom(seed: u64, funcs: usize, mixed: bool) -> String {
+    let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut s = String::from("// generated, custom form\n#map = affine_map<(d0) -> (d0)>\n");
+    s.push_str("!t = tensor<2x?xf32>\n#loc_early = loc(\"early.mlir\":1:1)\n");
+    let module = r.below(4);
+    match module {
+        0 => {}
+        1 => s.push_str("module {\n"),
+        2 => s.push_str("module @m attributes {m.k = 1 : i64, m.u} {\n"),
+        _ => s.push_str("builtin.module @\"q m\" {\n"),
+    }
+    s.push_str("  t.group @g {size = 2 : i64}\n  t.marker\n");
+    s.push_str("  func.func private @decl(i32, f32 {a.b}) -> (i32 {r.x = 1})\n");
+    let mut counter = 0usize;
+    for f in 0..funcs {
+        let nargs = 1 + r.below(3);
+        let args: Vec<String> = (0..nargs)
+            .map(|i| {
+                let mut a = format!("%a{f}_{i}: i32");
+                if r.below(4) == 0 {
+                    a.push_str(" {t.arg = 1 : i64}");
+                }
+                if r.below(3) == 0 {
+                    let _ = write!(a, " {}", r.pick(LOCS));
+                }
+                a
+            })
+            .collect();
+        let vis = r.pick(&["", "private ", "public "]);
+        let res = r.pick(&[" -> i32", " -> (i32)", " -> (i32 {t.res})"]);
+        let attrs = if r.below(3) == 0 {
+            " attributes {t.fn = \"x\"}"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            s,
+            "  func.func {vis}@f{f}({}){res}{attrs} {{",
+            args.join(if r.below(2) == 0 { ", " } else { ",\n      " })
+        );
+        let vis: Vec<String> = (0..nargs).map(|i| format!("%a{f}_{i}")).collect();
+        let n = 3 + r.below(6);
+        let last = gen_custom_ops(&mut r, &mut s, &mut counter, n, 2, &vis, mixed);
+        let ret = if mixed && r.below(3) == 0 {
+            format!("\"func.return\"({last}) : (i32) -> ()")
+        } else {
+            format!("{} {last} : i32", r.pick(&["return", "func.return"]))
+        };
+        let loc = if r.below(2) == 0 { r.pick(LOCS) } else { "" };
+        let _ = writeln!(
+            s,
+            "    {ret} {loc}\n  }} {}",
+            if r.below(3) == 0 { r.pick(LOCS) } else { "" }
+        );
+    }
+    if module != 0 {
+        let _ = writeln!(
+            s,
+            "}} {}",
+            if r.below(2) == 0 {
+                "loc(\"m.mlir\":1:1)"
+            } else {
+                ""
+            }
+        );
+    }
+    s.push_str("#loc_late = loc(\"late.mlir\":9:9)\n");
+    s
+}
+
+/// Appends `n` custom-form ops at nesting `depth`; `visible` are the i32 values in
+/// scope. Returns a value defined last (or the first visible one).
+fn gen_custom_ops(
+    r: &mut Rng,
+    s: &mut String,
+    counter: &mut usize,
+    n: usize,
+    depth: usize,
+    visible: &[String],
+    mixed: bool,
+) -> String {
+    let mut vis: Vec<String> = visible.to_vec();
+    let indent = "  ".repeat(depth);
+    // A use of a value defined by the next op (a forward reference).
+    *counter += 1;
+    let fwd = format!("%fwd{}", *counter);
+    let _ = writeln!(s, "{indent}t.use {fwd} : i32");
+    let _ = writeln!(s, "{indent}{fwd} = t.def : i32");
+    vis.push(fwd);
+    for _ in 0..n {
+        *counter += 1;
+        let id = *counter;
+        let nres = r.below(3);
+        let nops = r.below(3).min(vis.len());
+        let operands: Vec<String> = (0..nops).map(|_| vis[r.below(vis.len())].clone()).collect();
+        let mut results = Vec::new();
+        let mut line = indent.clone();
+        if nres > 0 {
+            if r.below(2) == 0 {
+                let _ = write!(line, "%c{id}:{nres} = ");
+                results.extend((0..nres).map(|i| format!("%c{id}#{i}")));
+            } else {
+                let names: Vec<String> = (0..nres).map(|i| format!("%c{id}_{i}")).collect();
+                let _ = write!(line, "{} = ", names.join(", "));
+                results = names;
+            }
+        }
+        let ins = vec!["i32"; nops].join(", ");
+        let outs = vec!["i32"; nres].join(", ");
+        if mixed && r.below(3) == 0 {
+            // The generic form, amid custom ops.
+            let _ = write!(
+                line,
+                "\"t.gen\"({}) : ({ins}) -> ({outs})",
+                operands.join(", ")
+            );
+        } else if r.below(8) == 0 && nres == 1 {
+            let callee = if r.below(2) == 0 { "@decl" } else { "@a::@b" };
+            let _ = write!(
+                line,
+                "{} {callee}({}) : ({ins}) -> i32",
+                r.pick(&["call", "func.call"]),
+                operands.join(", ")
+            );
+        } else {
+            let name = r.pick(&["t.op", "t.other", "x.y.z", "t_u.v$w"]);
+            line.push_str(name);
+            if r.below(6) == 0 {
+                let _ = write!(line, " @s{id}");
+            }
+            if !operands.is_empty() {
+                line.push(' ');
+                line.push_str(&operands.join(if r.below(3) == 0 { " ,\n  " } else { ", " }));
+            }
+            if r.below(5) == 0 {
+                let _ = write!(line, " <{{p = {}}}>", r.pick(ATTRS));
+            }
+            if r.below(3) == 0 {
+                let k = 1 + r.below(3);
+                let entries: Vec<String> = (0..k)
+                    .map(|i| {
+                        if r.below(4) == 0 {
+                            format!("flag{i}")
+                        } else {
+                            format!("a{i} = {}", r.pick(ATTRS))
+                        }
+                    })
+                    .collect();
+                let _ = write!(line, " {{{}}}", entries.join(", "));
+            }
+            if depth < 4 && r.below(5) == 0 {
+                line.push_str(" ({\n");
+                s.push_str(&line);
+                line.clear();
+                let k = 1 + r.below(3);
+                gen_custom_ops(r, s, counter, k, depth + 1, &vis, mixed);
+                if r.below(2) == 0 {
+                    let _ = writeln!(
+                        s,
+                        "{indent}  t.br\n{indent}^bb1(%b{id}: i32 {}, %e{id}: {}):",
+                        r.pick(LOCS),
+                        r.pick(TYPES)
+                    );
+                    let mut inner = vis.clone();
+                    inner.push(format!("%b{id}"));
+                    gen_custom_ops(r, s, counter, 1, depth + 1, &inner, mixed);
+                }
+                let _ = write!(s, "{indent}}}");
+                if r.below(3) == 0 {
+                    let _ = write!(s, ", {{\n{indent}}}");
+                }
+                line.push(')');
+            }
+            if nops + nres > 0 {
+                // Every type is i32: the short signature fits any op.
+                if r.below(2) == 0 {
+                    line.push_str(" : i32");
+                } else {
+                    let _ = write!(line, " : ({ins}) -> ({outs})");
+                }
+            }
+        }
+        if r.below(3) == 0 {
+            let _ = write!(line, " {}", r.pick(LOCS));
+        }
+        if r.below(8) == 0 {
+            line.push_str(" // trailing comment");
+        }
+        line.push('\n');
+        s.push_str(&line);
+        // `%x:2 = t.op ... : i32` has one result; keep only what the signature gives.
+        vis.extend(results);
+    }
+    vis.last().cloned().unwrap_or_default()
+}
+
+#[test]
+fn generated_custom_and_mixed_programs() {
+    for seed in 1..=60 {
+        for mixed in [false, true] {
+            let src = generate_custom(seed, 4, mixed);
+            if let Err(e) = parse_print(&src, FrontEnd::PestOnly) {
+                panic!("generated program {seed} (mixed {mixed}) does not parse: {e}\n{src}");
+            }
+            check(
+                &format!("generated custom seed {seed}, mixed {mixed}"),
+                &src,
+                true,
+            );
+        }
     }
 }

@@ -128,6 +128,11 @@ fn main() {
             "recommended",
             format!("{base},comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory"),
         ),
+        ("comm-overlap-schedule", format!("{base},comm-overlap-schedule")),
+        (
+            "comm-overlap-schedule, budget 0.1",
+            format!("{base},comm-overlap-schedule{{peak-memory-budget=0.1}}"),
+        ),
         (
             "recommended, budget 0.1",
             format!("{base},comm-reorder-peak-memory{{peak-memory-budget=0.1}},comm-sink-waits-iterative{{peak-memory-budget=0.1}},comm-reorder-peak-memory{{peak-memory-budget=0.1}}"),

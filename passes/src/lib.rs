@@ -6,6 +6,7 @@ pub mod coll_fuse_matmul;
 pub mod coll_sequence_parallel;
 pub mod coll_to_comm;
 pub mod comm_global_order;
+pub mod comm_overlap_schedule;
 pub mod comm_plan_pools;
 pub mod comm_reorder_peak_memory;
 pub mod comm_sink_waits_iterative;
@@ -39,6 +40,7 @@ pub fn link() {
     std::hint::black_box(&schedule_for_comm::COMM_REORDER_COMPUTE_FOR_OVERLAP);
     std::hint::black_box(&comm_reorder_peak_memory::COMM_REORDER_PEAK_MEMORY);
     std::hint::black_box(&comm_sink_waits_iterative::COMM_SINK_WAITS_ITERATIVE);
+    std::hint::black_box(&comm_overlap_schedule::COMM_OVERLAP_SCHEDULE);
     std::hint::black_box(&comm_plan_pools::COMM_PLAN_POOLS);
     std::hint::black_box(&shard_to_coll::SHARD_TO_COLL);
     std::hint::black_box(&arith_to_compute::ARITH_TO_COMPUTE);

@@ -26,7 +26,7 @@ fn container(sections: &[(&[u8; 4], &[u8])]) -> Vec<u8> {
 }
 
 const MANIFEST: &str = r#"{
-  "abi_version": 2, "block_size": 256, "entry": "main", "entry_symbol": "commlir_main",
+  "abi_version": 3, "block_size": 256, "entry": "main", "entry_symbol": "commlir_main",
   "format": "commlir-artifact", "format_version": 1,
   "functions": [{"name": "main", "symbol": "commlir_fn_main",
                  "args": ["memref<4x8xbf16>"], "results": ["memref<4x8xbf16>"]}],
@@ -74,7 +74,7 @@ fn rejects_broken_artifacts_with_reasons() {
     assert!(err(&whole[..whole.len() - 5]).contains("outside the file"));
     let no_host = container(&[(b"MANI", MANIFEST.as_bytes())]);
     assert!(err(&no_host).contains("HOST"));
-    let bad_abi = MANIFEST.replace("\"abi_version\": 2", "\"abi_version\": 7");
+    let bad_abi = MANIFEST.replace("\"abi_version\": 3", "\"abi_version\": 7");
     let v = container(&[(b"MANI", bad_abi.as_bytes()), (b"HOST", b"\x7fELF")]);
     assert!(err(&v).contains("ABI version 7"));
     let bad_json = container(&[(b"MANI", b"{"), (b"HOST", b"\x7fELF")]);

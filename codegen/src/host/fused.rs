@@ -71,6 +71,29 @@ impl<'c> Host<'_, 'c> {
         )
     }
 
+    /// Step `s` of a fused op's `symm` kernel on the comm stream: the kernel's values are
+    /// the descriptor, the pool offset, the buffer, the kernel's index and the step.
+    #[allow(clippy::too_many_arguments)]
+    fn symm_step(
+        &self,
+        kernel: u32,
+        grid: i64,
+        block: i64,
+        desc: PointerValue<'c>,
+        offset: i64,
+        buf: PointerValue<'c>,
+        s: i64,
+    ) -> R<()> {
+        let vals: [BasicValueEnum<'c>; 5] = [
+            desc.into(),
+            self.i64(offset).into(),
+            buf.into(),
+            self.i32(u64::from(kernel)).into(),
+            self.i32(s as u64).into(),
+        ];
+        self.launch_values(Some(abi::STREAM_COMM), kernel, grid, block, &vals)
+    }
+
     /// `launch_on(stream, kernel, …)` with the given parameter values (pointers to them in
     /// the launch scratch arrays, which `function` sizes for the fused ops).
     fn launch_values(
@@ -242,16 +265,7 @@ impl<'c> Host<'_, 'c> {
         let rank = self.fused_rank(ctx, op)?;
         let events = self.take_events(next_event, world as u32 + 1);
         let (compute, comm) = (abi::STREAM_COMPUTE, abi::STREAM_COMM);
-        let step = |s: i64| -> R<()> {
-            let vals: [BasicValueEnum<'c>; 5] = [
-                desc.into(),
-                self.i64(offset).into(),
-                gathered.into(),
-                self.i32(u64::from(kernel)).into(),
-                self.i32(s as u64).into(),
-            ];
-            self.launch_values(Some(comm), kernel, grid, block, &vals)
-        };
+        let step = |s: i64| self.symm_step(kernel, grid, block, desc, offset, gathered, s);
         // The shard was written on the compute stream: the comm stream starts after it.
         self.record(compute, events[0])?;
         self.wait(comm, events[0])?;
@@ -354,16 +368,7 @@ impl<'c> Host<'_, 'c> {
         let rank = self.fused_rank(ctx, op)?;
         let events = self.take_events(next_event, world as u32 + 1);
         let (compute, comm) = (abi::STREAM_COMPUTE, abi::STREAM_COMM);
-        let step = |s: i64| -> R<()> {
-            let vals: [BasicValueEnum<'c>; 5] = [
-                desc.into(),
-                self.i64(offset).into(),
-                out.into(),
-                self.i32(u64::from(kernel)).into(),
-                self.i32(s as u64).into(),
-            ];
-            self.launch_values(Some(comm), kernel, grid, block, &vals)
-        };
+        let step = |s: i64| self.symm_step(kernel, grid, block, desc, offset, out, s);
         // Own chunk first, then the chunk of rank + s, whose transfer (step s on the comm
         // stream) overlaps the GEMM of the next chunk.
         for s in 0..world {

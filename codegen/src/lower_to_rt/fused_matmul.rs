@@ -9,12 +9,12 @@
 //! block of `b`), so neither the pipeline nor the kernels ever transpose data.
 
 use super::{
-    buffer, comm_loc, dtype_of, err, group_size, i64_attr, memref_of, result_buffer,
-    synthetic_kernel, KernelTable, Lowering,
+    buffer, comm_loc, dtype_of, err, group_size, i64_attr, insert_kernel_op, memref_of,
+    require_module, result_buffer, synthetic_kernel, KernelTable, Lowering,
 };
 use commlir_dialects::rt;
 use commlir_dialects::shape::{elem_bytes, value_tensor};
-use commlir_ir::{AttrKind, Builder, Context, Diagnostic, OpId, OpState};
+use commlir_ir::{AttrKind, Builder, Context, Diagnostic, OpId};
 
 /// An optional dimension attribute (default 0).
 fn dim_attr(ctx: &Context, op: OpId, name: &str) -> i64 {
@@ -82,15 +82,7 @@ fn fused_kernel(
     if let Some(r) = reduce {
         attrs.push(("reduce_op", ctx.str_attr(r)));
     }
-    let loc = ctx.op_loc(op);
-    let mut k = OpState::new(ctx.ident("rt.symm_fused_kernel"), loc);
-    for (nm, v) in attrs {
-        k.attrs.push((ctx.ident(nm), v));
-    }
-    k.attrs
-        .sort_by(|a, b| ctx.ident_str(a.0).cmp(ctx.ident_str(b.0)));
-    let kop = ctx.create_op(k);
-    ctx.insert_before(func, kop);
+    insert_kernel_op(ctx, op, func, "rt.symm_fused_kernel", attrs);
     kernels.by_key.insert(key, sym.clone());
     sym
 }
@@ -119,13 +111,7 @@ pub(super) fn lower_all_gather_matmul(
     st: &mut Lowering,
     kernels: &mut KernelTable,
 ) -> Result<(), Diagnostic> {
-    if module.is_none() {
-        return Err(err(
-            ctx,
-            func,
-            "comm-to-rt: the function must be in a module",
-        ));
-    }
+    require_module(ctx, module, func)?;
     let a = ctx.operand(op, 0);
     let dtype = float_dtype(ctx, op)?;
     let (group, world) = group_of(ctx, op)?;
@@ -239,13 +225,7 @@ pub(super) fn lower_matmul_reduce_scatter(
     st: &mut Lowering,
     kernels: &mut KernelTable,
 ) -> Result<(), Diagnostic> {
-    if module.is_none() {
-        return Err(err(
-            ctx,
-            func,
-            "comm-to-rt: the function must be in a module",
-        ));
-    }
+    require_module(ctx, module, func)?;
     let (a, b, r) = (ctx.operand(op, 0), ctx.operand(op, 1), ctx.result(op, 0));
     let dtype = float_dtype(ctx, op)?;
     let (group, world) = group_of(ctx, op)?;

@@ -276,10 +276,7 @@ impl<'c> Gen<'_, 'c> {
     /// barrier's slots, timeout and fault word; the block returns on a timeout.
     fn signal_pair(&self, e: &Env<'c>, to: IntValue<'c>, from: IntValue<'c>) -> R<()> {
         let failed = e.failed;
-        b!(self.b.build_store(failed, self.i32(0)));
-        let row = b!(self
-            .b
-            .build_int_mul(e.ctaid, self.i64(abi::SYMM_MAX_PEERS as u64), "row"));
+        let row = self.signal_row(e)?;
         let lead = b!(self
             .b
             .build_int_compare(IntPredicate::EQ, e.tid, self.i64(0), "lead"));
@@ -288,34 +285,12 @@ impl<'c> Gen<'_, 'c> {
         b!(self.b.build_conditional_branch(lead, work, join));
         self.b.position_at_end(work);
         for (put, peer, pad_of, src) in [(true, to, to, e.rank), (false, from, e.rank, from)] {
-            let off = b!(self.b.build_int_mul(pad_of, self.i64(8), "o"));
-            let off = b!(self.b.build_int_add(off, self.i64(64), "o"));
-            let pad = self.desc_u64(e.desc, off, "pad")?;
-            let slot = b!(self.b.build_int_add(row, src, "slot"));
-            let slot = b!(self.b.build_int_mul(slot, self.i64(4), "slotb"));
-            let addr = b!(self.b.build_int_add(pad, slot, "addr"));
-            let addr = self.to_ptr(addr, "sigp")?;
+            let addr = self.signal_slot(e, row, pad_of, src)?;
             self.spin(e, addr, put, peer, failed)?;
         }
         b!(self.b.build_unconditional_branch(join));
         self.b.position_at_end(join);
-        let fv = b!(self.b.build_load(self.cx.i32_type(), failed, "f")).into_int_value();
-        let fb = b!(self
-            .b
-            .build_int_compare(IntPredicate::NE, fv, self.i32(0), "fb"));
-        let any = self
-            .call(
-                "llvm.nvvm.barrier.cta.red.or.aligned.all",
-                &[self.i32(0).into(), fb.into()],
-            )?
-            .into_int_value();
-        let quit = self.cx.append_basic_block(e.f, "timed_out");
-        let go = self.cx.append_basic_block(e.f, "go");
-        b!(self.b.build_conditional_branch(any, quit, go));
-        self.b.position_at_end(quit);
-        b!(self.b.build_return(None));
-        self.b.position_at_end(go);
-        Ok(())
+        self.quit_if_any_failed(e)
     }
 }
 

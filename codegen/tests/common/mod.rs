@@ -124,3 +124,17 @@ pub unsafe fn call_kernel(addr: usize, p: &[*mut u8]) {
         _ => panic!("a kernel with {} parameters", p.len()),
     }
 }
+
+/// The host's `%globaltimer` for kernels retargeted to the host: nanoseconds since the first
+/// call. A kernel reads it on every failed spin of a barrier, so it also yields the thread:
+/// with more simulated ranks than cores, a spinning rank would otherwise keep the peer it
+/// waits for off the CPU for its whole time slice.
+#[allow(dead_code)]
+pub extern "C" fn symm_clock() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    std::thread::yield_now();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
+}

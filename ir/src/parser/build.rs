@@ -61,12 +61,12 @@ struct BlockScope<'a> {
 }
 
 /// One argument of a `func.func` signature.
-struct FuncArg<'a> {
-    name: Option<&'a str>,
-    pos: usize,
-    ty: Type,
-    attrs: Option<Attr>,
-    loc: Option<Loc>,
+pub(super) struct FuncArg<'a> {
+    pub name: Option<&'a str>,
+    pub pos: usize,
+    pub ty: Type,
+    pub attrs: Option<Attr>,
+    pub loc: Option<Loc>,
 }
 
 /// A parsed `%name#index` use.
@@ -94,6 +94,25 @@ pub(super) struct GenericOp<'a, 'u> {
     /// The signature and where it was written.
     pub sig: Type,
     pub sig_pos: usize,
+    pub num_regions: usize,
+    /// The number of result names written before the op (0: none).
+    pub num_defs: u64,
+    /// Where the op starts.
+    pub pos: usize,
+    pub loc: Loc,
+}
+
+/// The parts of a custom-form op, gathered by either front end.
+pub(super) struct CustomOp<'a, 'u> {
+    pub name: &'a str,
+    pub name_pos: usize,
+    /// The `@symbol`, unescaped.
+    pub sym: Option<String>,
+    pub uses: &'u [UseRef<'a>],
+    pub props: Option<Attr>,
+    pub attrs: Vec<(Ident, Attr)>,
+    /// The signature and where it was written.
+    pub sig: Option<(Type, usize)>,
     pub num_regions: usize,
     /// The number of result names written before the op (0: none).
     pub num_defs: u64,
@@ -892,12 +911,8 @@ impl<'a, 'c> Builder<'a, 'c> {
     ) -> PResult<OpId> {
         let mut it = p.into_inner();
         let name_pair = self.child(&mut it)?;
-        let name_str = name_pair.as_str();
-        if self.ctx.op_def_by_name(name_str).is_none() && !self.ctx.allow_unregistered {
-            let npos = self.off(&name_pair);
-            return Err(self.err(npos, format!("custom op '{name_str}' is unknown")));
-        }
-        let name = self.ctx.ident(name_str);
+        let name = name_pair.as_str();
+        let name_pos = self.off(&name_pair);
         let mut uses = Vec::new();
         let mut props = None;
         let mut regions = None;
@@ -918,123 +933,158 @@ impl<'a, 'c> Builder<'a, 'c> {
                 }
                 Rule::dict_attr => attrs = self.named_attrs(c)?,
                 Rule::region_list => regions = Some(c),
-                Rule::r#type => sig = Some(c),
+                Rule::r#type => {
+                    let sig_pos = self.off(&c);
+                    sig = Some((self.type_token(c)?, sig_pos));
+                }
                 _ => {}
             }
         }
-        if let Some(s) = sym {
+        let num_regions = regions
+            .as_ref()
+            .map_or(0, |r| r.clone().into_inner().count());
+        let op = self.create_custom(CustomOp {
+            name,
+            name_pos,
+            sym,
+            uses: &uses,
+            props,
+            attrs,
+            sig,
+            num_regions,
+            num_defs,
+            pos,
+            loc,
+        })?;
+        self.op_regions(op, regions)?;
+        Ok(op)
+    }
+
+    /// Checks a custom-form op's name, symbol and signature against its operands and result
+    /// names, resolves the operands and creates the op (its regions are filled by the caller).
+    pub(super) fn create_custom(&mut self, c: CustomOp<'a, '_>) -> PResult<OpId> {
+        if self.ctx.op_def_by_name(c.name).is_none() && !self.ctx.allow_unregistered {
+            let name = c.name;
+            return Err(self.err(c.name_pos, format!("custom op '{name}' is unknown")));
+        }
+        let name = self.ctx.ident(c.name);
+        let mut attrs = c.attrs;
+        if let Some(s) = c.sym {
             let k = self.ctx.ident("sym_name");
             if attrs.iter().any(|(n, _)| *n == k) {
                 return Err(self.err(
-                    pos,
+                    c.pos,
                     "'sym_name' given both as @symbol and in the attribute dictionary",
                 ));
             }
             let v = self.ctx.attr(AttrKind::String(s.into_bytes()));
             attrs.push((k, v));
         }
-        let (inputs, results) = match sig {
+        let uses = c.uses;
+        let (operands, results) = match c.sig {
             None => {
-                if !uses.is_empty() || num_defs != 0 {
+                if !uses.is_empty() || c.num_defs != 0 {
+                    let name = c.name;
                     return Err(self.err(
-                        pos,
-                        format!("custom op '{name_str}' expects ':' and a type signature"),
+                        c.pos,
+                        format!("custom op '{name}' expects ':' and a type signature"),
                     ));
                 }
                 (Vec::new(), Vec::new())
             }
-            Some(sig) => {
-                let sig_pos = self.off(&sig);
-                let ty = self.type_token(sig)?;
-                match self.ctx.type_kind(ty) {
-                    TypeKind::Function { inputs, results } => {
-                        let (inputs, results) = (inputs.clone(), results.clone());
-                        if inputs.len() != uses.len() {
-                            return Err(self.err(
-                                sig_pos,
-                                format!(
-                                    "{} operands present, but expected {}",
-                                    uses.len(),
-                                    inputs.len()
-                                ),
-                            ));
-                        }
-                        (inputs, results)
+            Some((ty, sig_pos)) => match self.ctx.type_kind(ty) {
+                TypeKind::Function { inputs, results } => {
+                    if inputs.len() != uses.len() {
+                        let msg = format!(
+                            "{} operands present, but expected {}",
+                            uses.len(),
+                            inputs.len()
+                        );
+                        return Err(self.err(sig_pos, msg));
                     }
-                    _ => (vec![ty; uses.len()], vec![ty; num_defs as usize]),
+                    let results = results.clone();
+                    (self.resolve_uses_of_fn(uses, ty)?, results)
                 }
-            }
+                _ => {
+                    let mut operands = Vec::with_capacity(uses.len());
+                    for u in uses {
+                        operands.push(self.resolve_use(*u, ty)?);
+                    }
+                    (operands, vec![ty; c.num_defs as usize])
+                }
+            },
         };
-        let operands = self.resolve_uses(&uses, &inputs)?;
-        let mut st = OpState::new(name, loc);
+        let mut st = OpState::new(name, c.loc);
         st.operands = operands;
         st.result_types = results;
-        st.properties = props;
+        st.properties = c.props;
         st.attrs = attrs;
-        st.num_regions = regions
-            .as_ref()
-            .map_or(0, |r| r.clone().into_inner().count());
-        let op = self.ctx.create_op(st);
-        self.op_regions(op, regions)?;
-        Ok(op)
+        st.num_regions = c.num_regions;
+        Ok(self.ctx.create_op(st))
     }
 
     fn module_op(&mut self, p: Pair<'a, Rule>, loc: Loc) -> PResult<OpId> {
-        let mut props = Vec::new();
+        let mut sym = None;
         let mut attrs = Vec::new();
         let mut body = None;
         for c in p.into_inner() {
             match c.as_rule() {
-                Rule::symbol => {
-                    let s = self.symbol_name(&c)?;
-                    let k = self.ctx.ident("sym_name");
-                    let v = self.ctx.attr(AttrKind::String(s.into_bytes()));
-                    props.push((k, v));
-                }
+                Rule::symbol => sym = Some(self.symbol_name(&c)?),
                 Rule::dict_attr => attrs = self.named_attrs(c)?,
                 Rule::region => body = Some(c),
                 _ => {}
             }
         }
-        let mut st = OpState::new(self.ctx.ident("builtin.module"), loc);
-        if !props.is_empty() {
-            st.properties = Some(self.ctx.dict_attr(props));
-        }
-        st.attrs = attrs;
-        st.num_regions = 1;
-        let op = self.ctx.create_op(st);
+        let op = self.create_module(sym, attrs, loc);
         let region = self.ctx.op_regions(op)[0];
         if let Some(body) = body {
             self.enter_region(true);
             self.region_body(body, region, None)?;
             self.exit_region()?;
         }
+        self.finish_module(op);
+        Ok(op)
+    }
+
+    /// Creates a `builtin.module` with an empty region (its body is filled by the caller, then
+    /// [`Builder::finish_module`] runs).
+    pub(super) fn create_module(
+        &mut self,
+        sym: Option<String>,
+        attrs: Vec<(Ident, Attr)>,
+        loc: Loc,
+    ) -> OpId {
+        let mut st = OpState::new(self.ctx.ident("builtin.module"), loc);
+        if let Some(s) = sym {
+            let k = self.ctx.ident("sym_name");
+            let v = self.ctx.attr(AttrKind::String(s.into_bytes()));
+            st.properties = Some(self.ctx.dict_attr(vec![(k, v)]));
+        }
+        st.attrs = attrs;
+        st.num_regions = 1;
+        self.ctx.create_op(st)
+    }
+
+    /// Gives a module whose body was empty its one (empty) block.
+    pub(super) fn finish_module(&mut self, op: OpId) {
+        let region = self.ctx.op_regions(op)[0];
         if self.ctx.region_blocks(region).is_empty() {
             let b = self.ctx.new_block(&[]);
             self.ctx.append_block(region, b);
         }
-        Ok(op)
     }
 
     fn func_op(&mut self, p: Pair<'a, Rule>, loc: Loc) -> PResult<OpId> {
-        let mut props: Vec<(Ident, Attr)> = Vec::new();
+        let mut visibility = None;
+        let mut sym = String::new();
         let mut attrs = Vec::new();
         let mut body = None;
         let mut args: Vec<FuncArg<'a>> = Vec::new();
         let mut results: Vec<(Type, Option<Attr>)> = Vec::new();
         for c in p.into_inner() {
             match c.as_rule() {
-                Rule::visibility => {
-                    let k = self.ctx.ident("sym_visibility");
-                    let v = self.ctx.str_attr(c.as_str());
-                    props.push((k, v));
-                }
-                Rule::symbol => {
-                    let s = self.symbol_name(&c)?;
-                    let k = self.ctx.ident("sym_name");
-                    let v = self.ctx.attr(AttrKind::String(s.into_bytes()));
-                    props.push((k, v));
-                }
+                Rule::visibility => visibility = Some(c.as_str()),
+                Rule::symbol => sym = self.symbol_name(&c)?,
                 Rule::func_args => {
                     for a in c.into_inner() {
                         let apos = self.off(&a);
@@ -1078,6 +1128,35 @@ impl<'a, 'c> Builder<'a, 'c> {
                 _ => {}
             }
         }
+        let op = self.create_func(visibility, sym, &args, &results, attrs, loc);
+        if let Some(body) = body {
+            let (region, entry) = self.begin_func_body(op, &args)?;
+            self.region_body(body, region, Some(entry))?;
+            self.exit_region()?;
+        }
+        Ok(op)
+    }
+
+    /// Creates a `func.func` from its signature (its body is read by the caller, between
+    /// [`Builder::begin_func_body`] and [`Builder::exit_region`]).
+    pub(super) fn create_func(
+        &mut self,
+        visibility: Option<&str>,
+        sym: String,
+        args: &[FuncArg<'a>],
+        results: &[(Type, Option<Attr>)],
+        attrs: Vec<(Ident, Attr)>,
+        loc: Loc,
+    ) -> OpId {
+        let mut props: Vec<(Ident, Attr)> = Vec::new();
+        if let Some(v) = visibility {
+            let k = self.ctx.ident("sym_visibility");
+            let v = self.ctx.str_attr(v);
+            props.push((k, v));
+        }
+        let k = self.ctx.ident("sym_name");
+        let v = self.ctx.attr(AttrKind::String(sym.into_bytes()));
+        props.push((k, v));
         let inputs: Vec<Type> = args.iter().map(|a| a.ty).collect();
         let outs: Vec<Type> = results.iter().map(|r| r.0).collect();
         let fty = self.ctx.function_type(inputs, outs);
@@ -1110,33 +1189,32 @@ impl<'a, 'c> Builder<'a, 'c> {
         st.num_regions = 1;
         // The structural ops have syntax of their own, so the parser knows them even when the
         // func dialect is not linked in; the verifier still checks them against their defs.
-        let op = self.ctx.create_op(st);
-        if let Some(body) = body {
-            let region = self.ctx.op_regions(op)[0];
-            self.enter_region(true);
-            let entry = self.ctx.new_block(&[]);
-            for FuncArg {
-                name,
-                pos: apos,
-                ty,
-                loc: aloc,
-                ..
-            } in &args
-            {
-                let Some(name) = name else {
-                    return Err(self.err(*apos, "expected SSA identifier"));
-                };
-                let l = match aloc {
-                    Some(l) => *l,
-                    None => self.loc_at(*apos),
-                };
-                let v = self.ctx.add_block_arg(entry, *ty, Some(l));
-                self.define_value(name, 0, v, *apos)?;
-            }
-            self.region_body(body, region, Some(entry))?;
-            self.exit_region()?;
+        self.ctx.create_op(st)
+    }
+
+    /// Opens the body of function `op`: its isolated scope and its entry block, whose
+    /// arguments are named by the signature. Returns the body region and the entry block (not
+    /// appended yet); the caller reads the body and closes it with [`Builder::exit_region`].
+    pub(super) fn begin_func_body(
+        &mut self,
+        op: OpId,
+        args: &[FuncArg<'a>],
+    ) -> PResult<(RegionId, BlockId)> {
+        let region = self.ctx.op_regions(op)[0];
+        self.enter_region(true);
+        let entry = self.ctx.new_block(&[]);
+        for a in args {
+            let Some(name) = a.name else {
+                return Err(self.err(a.pos, "expected SSA identifier"));
+            };
+            let l = match a.loc {
+                Some(l) => l,
+                None => self.loc_at(a.pos),
+            };
+            let v = self.ctx.add_block_arg(entry, a.ty, Some(l));
+            self.define_value(name, 0, v, a.pos)?;
         }
-        Ok(op)
+        Ok((region, entry))
     }
 
     fn is_empty_dict(&self, a: Attr) -> bool {
@@ -1154,6 +1232,17 @@ impl<'a, 'c> Builder<'a, 'c> {
                 _ => {}
             }
         }
+        self.create_return(&uses, &types, pos, loc)
+    }
+
+    /// Creates a `func.return` of `uses`, whose types are `types` (written at `pos`).
+    pub(super) fn create_return(
+        &mut self,
+        uses: &[UseRef<'a>],
+        types: &[Type],
+        pos: usize,
+        loc: Loc,
+    ) -> PResult<OpId> {
         if uses.len() != types.len() {
             return Err(self.err(
                 pos,
@@ -1164,7 +1253,7 @@ impl<'a, 'c> Builder<'a, 'c> {
                 ),
             ));
         }
-        let operands = self.resolve_uses(&uses, &types)?;
+        let operands = self.resolve_uses(uses, types)?;
         let mut st = OpState::new(self.ctx.ident("func.return"), loc);
         st.operands = operands;
         Ok(self.ctx.create_op(st))
@@ -1174,7 +1263,7 @@ impl<'a, 'c> Builder<'a, 'c> {
         let pos = self.off(&p);
         let mut uses = Vec::new();
         let mut callee = None;
-        let mut props = Vec::new();
+        let mut props = None;
         let mut attrs = Vec::new();
         let mut sig = None;
         for c in p.into_inner() {
@@ -1183,10 +1272,7 @@ impl<'a, 'c> Builder<'a, 'c> {
                 Rule::value_use => uses.push(self.use_ref(&c)?),
                 Rule::properties => {
                     let d = self.child(&mut c.into_inner())?;
-                    let d = self.build_attr(d)?;
-                    if let AttrKind::Dict(e) = self.ctx.attr_kind(d) {
-                        props.extend(e.iter().copied());
-                    }
+                    props = Some(self.build_attr(d)?);
                 }
                 Rule::dict_attr => attrs = self.named_attrs(c)?,
                 Rule::r#type => sig = Some(c),
@@ -1198,28 +1284,46 @@ impl<'a, 'c> Builder<'a, 'c> {
         };
         let sig_pos = self.off(&sig);
         let ty = self.type_token(sig)?;
-        let (inputs, results) = match self.ctx.type_kind(ty) {
-            TypeKind::Function { inputs, results } => (inputs.clone(), results.clone()),
+        self.create_call(callee, &uses, props, attrs, (ty, sig_pos), loc)
+    }
+
+    /// Creates a `func.call` of `callee`; `props` is the `<{...}>` dictionary, whose entries
+    /// join the callee in the op's properties.
+    pub(super) fn create_call(
+        &mut self,
+        callee: Option<Attr>,
+        uses: &[UseRef<'a>],
+        props: Option<Attr>,
+        attrs: Vec<(Ident, Attr)>,
+        (ty, sig_pos): (Type, usize),
+        loc: Loc,
+    ) -> PResult<OpId> {
+        let results = match self.ctx.type_kind(ty) {
+            TypeKind::Function { inputs, results } => {
+                if inputs.len() != uses.len() {
+                    let msg = format!(
+                        "{} operands present, but expected {}",
+                        uses.len(),
+                        inputs.len()
+                    );
+                    return Err(self.err(sig_pos, msg));
+                }
+                results.clone()
+            }
             _ => return Err(self.err(sig_pos, "expected function type")),
         };
-        if inputs.len() != uses.len() {
-            return Err(self.err(
-                sig_pos,
-                format!(
-                    "{} operands present, but expected {}",
-                    uses.len(),
-                    inputs.len()
-                ),
-            ));
-        }
-        let operands = self.resolve_uses(&uses, &inputs)?;
+        let operands = self.resolve_uses_of_fn(uses, ty)?;
+        let mut entries = match props.map(|d| self.ctx.attr_kind(d)) {
+            Some(AttrKind::Dict(e)) => e.to_vec(),
+            _ => Vec::new(),
+        };
         if let Some(c) = callee {
-            props.push((self.ctx.ident("callee"), c));
+            entries.push((self.ctx.ident("callee"), c));
         }
         let mut st = OpState::new(self.ctx.ident("func.call"), loc);
         st.operands = operands;
         st.result_types = results;
-        st.properties = Some(self.ctx.dict_attr(props));
+        st.properties = Some(self.ctx.dict_attr(entries));
         st.attrs = attrs;
         Ok(self.ctx.create_op(st))
     }

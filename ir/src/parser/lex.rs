@@ -26,7 +26,7 @@ pub(crate) struct Prescan {
     /// See [`find_nesting_overflow`].
     pub overflow: Option<usize>,
     /// Every region list (a `(` whose next non-blank byte is `{`) and where it ends, as the
-    /// generic-form fast path's region skip would find it; empty unless asked for. Only
+    /// fast path's region skip would find it; empty unless asked for. Only
     /// `()[]{}`, strings and `//` comments are followed: the fast path checks that parsing a
     /// list really ends where this says (and scans for itself where it says nothing), so an
     /// entry is a hint, never trusted.

@@ -3,9 +3,11 @@
 //! locations and aliases.
 //!
 //! The grammar is `mlir.pest` (pest); [`build`] walks the parse tree into the [`Context`].
-//! Files in the generic form first go through [`fast`], a hand-written front end that builds
-//! through the same [`build`] functions and hands types and attributes to the pest-based code;
-//! whatever it does not take whole is parsed by pest (see [`FrontEnd`]).
+//! Every file first goes through [`fast`], a hand-written front end for the generic form, the
+//! uniform custom form, the structural ops and mixtures of them, which builds through the
+//! same [`build`] functions and hands types and attributes to the pest-based code; whatever it
+//! does not take whole is parsed by pest (see [`FrontEnd`]), the reference grammar and the
+//! source of every diagnostic.
 //! Robustness on hostile input comes from three layers: the input is checked to be UTF-8 and
 //! pre-scanned for nesting deeper than [`ParseOptions::max_nesting`] before either front end
 //! runs (pest recurses per nesting level; the same pass finds the fast path's region lists); the parse and the build run on a thread with a large stack;
@@ -53,7 +55,7 @@ impl Default for ParseOptions {
 /// Which front end [`parse_source_with`] uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FrontEnd {
-    /// The generic-form fast path, and pest for any file it does not take whole.
+    /// The fast path, and pest for any file it does not take whole.
     #[default]
     Auto,
     /// The pest grammar only (the reference: every form, and the diagnostics).

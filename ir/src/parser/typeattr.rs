@@ -78,7 +78,12 @@ impl<'a> Builder<'a, '_> {
 
     /// The name of a `@symbol` token (quoted names unescaped).
     pub(super) fn symbol_name(&mut self, p: &Pair<'a, Rule>) -> PResult<String> {
-        let text = &p.as_str()[1..];
+        self.symbol_name_of(p.as_str())
+    }
+
+    /// The name of a `@symbol` token's text (quoted names unescaped).
+    pub(super) fn symbol_name_of(&mut self, text: &'a str) -> PResult<String> {
+        let text = &text[1..];
         if text.starts_with('"') {
             let b = self.string_bytes_of(text)?;
             Ok(String::from_utf8_lossy(&b).into_owned())

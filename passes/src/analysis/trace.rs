@@ -20,8 +20,8 @@
 use super::buffers::BufferModel;
 use super::cost::{coll_kind, collective_bytes, symm_algo, Machine};
 use super::timeline::{schedule, Lane, SimEvent};
+use commlir_ir::trace_events::{self, Args, Event};
 use commlir_ir::{Context, OpId};
-use serde::Serialize;
 
 /// The most ranks drawn per function: beyond it the identical processes only make the file
 /// larger (the SPMD simulation has no rank-specific behavior to show).
@@ -249,25 +249,6 @@ const TID_COMPUTE: u32 = 1;
 const TID_COMM: u32 = 2;
 const TID_EXPOSED: u32 = 3;
 
-/// One trace event, with the Trace Event Format's field names (field order fixed, so the
-/// output is byte-identical from run to run).
-#[derive(Serialize)]
-struct Event<'a> {
-    name: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cat: Option<&'a str>,
-    ph: &'a str,
-    ts: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    dur: Option<f64>,
-    pid: u32,
-    tid: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cname: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    args: Option<serde_json::Value>,
-}
-
 /// Microseconds (the format's unit) from nanoseconds, rounded to the picosecond so that
 /// float noise does not show in the file.
 fn us(ns: f64) -> f64 {
@@ -279,128 +260,83 @@ fn round_ns(ns: f64) -> f64 {
     (ns * 1000.0).round() / 1000.0
 }
 
-/// A metadata event (`ph: "M"`) naming or ordering a process or thread.
-fn meta(name: &'static str, pid: u32, tid: u32, args: serde_json::Value) -> Event<'static> {
-    Event {
-        name,
-        cat: None,
-        ph: "M",
-        ts: 0.0,
-        dur: None,
-        pid,
-        tid,
-        cname: None,
-        args: Some(args),
-    }
-}
-
-/// Writes the events as a Trace Event Format object: one event per line, so that the file
-/// diffs and greps well.
-pub(crate) fn write_trace(events: &[String]) -> String {
-    let mut out = String::from("{\"traceEvents\": [\n");
-    for (i, e) in events.iter().enumerate() {
-        out.push_str(e);
-        out.push_str(if i + 1 < events.len() { ",\n" } else { "\n" });
-    }
-    out.push_str("],\n\"displayTimeUnit\": \"ns\"}\n");
-    out
-}
-
-fn json(e: &Event) -> String {
-    serde_json::to_string(e).unwrap_or_default()
-}
-
 /// The view as Chrome trace events (`{"traceEvents": [...], "displayTimeUnit": "ns"}`).
 pub fn to_chrome_json(view: &TimelineView) -> String {
-    use serde_json::json;
     let mut events = Vec::new();
-    let mut pid = 0u32;
+    let mut pid = 0u64;
     for f in &view.functions {
         for rank in 0..f.ranks {
             pid += 1;
-            let process = format!("@{} rank {rank} (simulated)", f.name);
-            events.push(json(&meta(
-                "process_name",
+            events.extend(trace_events::process_meta(
                 pid,
-                0,
-                json!({ "name": process }),
-            )));
-            events.push(json(&meta(
-                "process_sort_index",
-                pid,
-                0,
-                json!({ "sort_index": pid }),
-            )));
-            for (tid, name) in [
-                (TID_COMPUTE, "compute"),
-                (TID_COMM, "comm"),
-                (TID_EXPOSED, "exposed comm"),
-            ] {
-                events.push(json(&meta(
-                    "thread_name",
-                    pid,
-                    tid,
-                    json!({ "name": name }),
-                )));
-                events.push(json(&meta(
-                    "thread_sort_index",
-                    pid,
-                    tid,
-                    json!({ "sort_index": tid }),
-                )));
-            }
+                &format!("@{} rank {rank} (simulated)", f.name),
+                &[
+                    (TID_COMPUTE, "compute"),
+                    (TID_COMM, "comm"),
+                    (TID_EXPOSED, "exposed comm"),
+                ],
+            ));
             for s in &f.spans {
-                let mut args = json!({ "op": s.op, "index": s.index });
+                let mut args = Args::new().with("op", s.op.as_str()).with("index", s.index);
                 if let Some((group, bytes)) = &s.collective {
-                    args["group"] = json!(group);
-                    args["bytes"] = json!(bytes);
-                    args["exposed_ns"] = json!(round_ns(s.exposed_ns));
+                    args.set("group", group.as_str());
+                    args.set("bytes", *bytes);
+                    args.set("exposed_ns", round_ns(s.exposed_ns));
                 }
                 let (cat, tid) = match (s.lane, s.collective.is_some()) {
                     (Lane::Comm, _) => ("comm", TID_COMM),
                     (_, true) => ("comm", TID_COMPUTE),
                     _ => ("compute", TID_COMPUTE),
                 };
-                events.push(json(&Event {
-                    name: &s.label,
-                    cat: Some(cat),
-                    ph: "X",
-                    ts: us(s.start_ns),
-                    dur: Some(us(s.end_ns - s.start_ns)),
-                    pid,
-                    tid,
-                    cname: None,
-                    args: Some(args),
-                }));
+                events.push(
+                    Event {
+                        name: &s.label,
+                        cat: Some(cat),
+                        ph: "X",
+                        ts: us(s.start_ns),
+                        dur: Some(us(s.end_ns - s.start_ns)),
+                        pid,
+                        tid,
+                        cname: None,
+                        args: Some(args),
+                    }
+                    .to_json(),
+                );
             }
             for x in &f.exposed {
-                events.push(json(&Event {
-                    name: &x.label,
-                    cat: Some("exposed"),
-                    ph: "X",
-                    ts: us(x.start_ns),
-                    dur: Some(us(x.end_ns - x.start_ns)),
-                    pid,
-                    tid: TID_EXPOSED,
-                    // A reserved color name of the trace viewers: red.
-                    cname: Some("terrible"),
-                    args: Some(json!({ "exposed_ns": round_ns(x.end_ns - x.start_ns) })),
-                }));
+                events.push(
+                    Event {
+                        name: &x.label,
+                        cat: Some("exposed"),
+                        ph: "X",
+                        ts: us(x.start_ns),
+                        dur: Some(us(x.end_ns - x.start_ns)),
+                        pid,
+                        tid: TID_EXPOSED,
+                        // A reserved color name of the trace viewers: red.
+                        cname: Some("terrible"),
+                        args: Some(Args::new().with("exposed_ns", round_ns(x.end_ns - x.start_ns))),
+                    }
+                    .to_json(),
+                );
             }
             for &(t, bytes) in &f.memory {
-                events.push(json(&Event {
-                    name: "memory",
-                    cat: None,
-                    ph: "C",
-                    ts: us(t),
-                    dur: None,
-                    pid,
-                    tid: 0,
-                    cname: None,
-                    args: Some(json!({ "bytes": bytes })),
-                }));
+                events.push(
+                    Event {
+                        name: "memory",
+                        cat: None,
+                        ph: "C",
+                        ts: us(t),
+                        dur: None,
+                        pid,
+                        tid: 0,
+                        cname: None,
+                        args: Some(Args::new().with("bytes", bytes)),
+                    }
+                    .to_json(),
+                );
             }
         }
     }
-    write_trace(&events)
+    trace_events::write_trace(&events)
 }

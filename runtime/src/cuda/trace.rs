@@ -14,24 +14,7 @@
 
 use super::abi;
 use super::rank::OpTime;
-use serde::Serialize;
-
-/// One trace event, with the Trace Event Format's field names (fixed field order: the same
-/// times give byte-identical files).
-#[derive(Serialize)]
-struct Event<'a> {
-    name: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cat: Option<&'a str>,
-    ph: &'a str,
-    ts: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    dur: Option<f64>,
-    pid: usize,
-    tid: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    args: Option<serde_json::Value>,
-}
+use commlir_ir::trace_events::{self, Args, Event};
 
 /// Microseconds from seconds, rounded to the picosecond (no float noise in the file).
 fn us(seconds: f64) -> f64 {
@@ -41,36 +24,15 @@ fn us(seconds: f64) -> f64 {
 /// The trace of `entry`'s measured ops, per rank (`(global rank, ops in program order)`):
 /// `{"traceEvents": [...], "displayTimeUnit": "ns"}`, one event per line.
 pub fn chrome_trace(entry: &str, ranks: &[(usize, Vec<OpTime>)]) -> String {
-    use serde_json::json;
     let mut events: Vec<String> = Vec::new();
-    let mut push = |e: &Event| events.push(serde_json::to_string(e).unwrap_or_default());
     for (rank, ops) in ranks {
         // pid 0 means "no process" to some viewers.
-        let pid = rank + 1;
-        let meta = |name: &'static str, tid: u32, args: serde_json::Value| Event {
-            name,
-            cat: None,
-            ph: "M",
-            ts: 0.0,
-            dur: None,
+        let pid = *rank as u64 + 1;
+        events.extend(trace_events::process_meta(
             pid,
-            tid,
-            args: Some(args),
-        };
-        push(&meta(
-            "process_name",
-            0,
-            json!({ "name": format!("@{entry} rank {rank} (measured)") }),
+            &format!("@{entry} rank {rank} (measured)"),
+            &[(1, "compute"), (2, "comm")],
         ));
-        push(&meta("process_sort_index", 0, json!({ "sort_index": pid })));
-        for (tid, name) in [(1u32, "compute"), (2, "comm")] {
-            push(&meta("thread_name", tid, json!({ "name": name })));
-            push(&meta(
-                "thread_sort_index",
-                tid,
-                json!({ "sort_index": tid }),
-            ));
-        }
         // Where the next op of each stream may start, for ops without a measured start.
         let mut free = [0.0f64; 2];
         for (index, o) in ops.iter().enumerate() {
@@ -78,37 +40,37 @@ pub fn chrome_trace(entry: &str, ranks: &[(usize, Vec<OpTime>)]) -> String {
             let lane = usize::from(comm);
             let start = o.start_seconds.unwrap_or(free[lane]);
             free[lane] = free[lane].max(start + o.seconds);
-            let mut args = json!({ "index": index, "measured_us": us(o.seconds) });
+            let mut args = Args::new()
+                .with("index", index)
+                .with("measured_us", us(o.seconds));
             if o.bytes > 0 {
-                args["bytes"] = json!(o.bytes);
+                args.set("bytes", o.bytes);
             }
             if o.bus_factor > 0.0 && o.seconds > 0.0 {
                 let alg = o.bytes as f64 / o.seconds / 1e9;
-                args["algbw_gbps"] = json!((alg * 100.0).round() / 100.0);
-                args["busbw_gbps"] = json!((alg * o.bus_factor * 100.0).round() / 100.0);
+                args.set("algbw_gbps", (alg * 100.0).round() / 100.0);
+                args.set("busbw_gbps", (alg * o.bus_factor * 100.0).round() / 100.0);
             }
             if o.start_seconds.is_none() {
-                args["start"] = json!("laid out in program order (not measured)");
+                args.set("start", "laid out in program order (not measured)");
             }
-            push(&Event {
-                name: &o.label,
-                cat: Some(if comm { "comm" } else { "compute" }),
-                ph: "X",
-                ts: us(start),
-                dur: Some(us(o.seconds)),
-                pid,
-                tid: if comm { 2 } else { 1 },
-                args: Some(args),
-            });
+            events.push(
+                Event {
+                    name: &o.label,
+                    cat: Some(if comm { "comm" } else { "compute" }),
+                    ph: "X",
+                    ts: us(start),
+                    dur: Some(us(o.seconds)),
+                    pid,
+                    tid: if comm { 2 } else { 1 },
+                    cname: None,
+                    args: Some(args),
+                }
+                .to_json(),
+            );
         }
     }
-    let mut out = String::from("{\"traceEvents\": [\n");
-    for (i, e) in events.iter().enumerate() {
-        out.push_str(e);
-        out.push_str(if i + 1 < events.len() { ",\n" } else { "\n" });
-    }
-    out.push_str("],\n\"displayTimeUnit\": \"ns\"}\n");
-    out
+    trace_events::write_trace(&events)
 }
 
 #[cfg(test)]
@@ -201,5 +163,29 @@ mod tests {
         assert!(!events(&a).is_empty());
         let empty = chrome_trace("f", &[]);
         assert!(events(&empty).is_empty());
+    }
+
+    /// The shared writer (`commlir_ir::trace_events`, no serde) writes numbers as
+    /// `serde_json` does, which wrote these files before: random doubles, and ties between
+    /// two shortest strings.
+    #[test]
+    fn numbers_as_serde_json_writes_them() {
+        let mut x = 0x1234_5678_9abc_def0u64;
+        for i in 0..200000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = if i % 3 == 2 {
+                ((x >> 14) as f64 + (i % 4) as f64 / 4.0)
+                    * [1.0, 8.0, 0.125, 2048.0][(i % 16 / 4) as usize]
+            } else if i % 2 == 0 {
+                f64::from_bits(x)
+            } else {
+                (x % 100000) as f64 / [1e3, 1e6, 1e9, 1e12, 1.0, 1e-3][(i % 6) as usize]
+            };
+            let mut s = String::new();
+            commlir_ir::trace_events::push_f64(&mut s, v);
+            assert_eq!(s, serde_json::to_string(&v).unwrap(), "{v:e}");
+        }
     }
 }

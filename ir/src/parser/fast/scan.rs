@@ -1,4 +1,4 @@
-//! The byte scanner of the generic-form fast path: whitespace and comments, the atomic tokens
+//! The byte scanner of the parser's fast path: whitespace and comments, the atomic tokens
 //! of `mlir.pest` (SSA names, block labels, strings, alias names, `"file":line:col`), and the
 //! delimiting of type, attribute and region spans.
 //!
