@@ -3,8 +3,8 @@
 //! bit-identical before and after; every group issues the same tensors in the same order (the
 //! members of a coalesced op in its operand order); peak memory stays within
 //! `(1 + budget) ×` the input's; the simulated makespan is not worse unless `ignore-cost`;
-//! the output is deterministic; and the scheduling pipeline run after bucketing still gives
-//! the input's results.
+//! the output is deterministic; and the scheduling pipelines run after bucketing (Inductor's
+//! sequence, `comm-overlap-schedule`) still give the input's results.
 
 mod common;
 
@@ -17,8 +17,13 @@ use commlir_passes::schedule;
 use commlir_testgen::{transformer_program, GenConfig, Parallelism, TransformerConfig};
 use std::collections::BTreeMap;
 
-const PIPELINE: &str = "coll-to-comm,comm-reorder-peak-memory,comm-sink-waits-iterative,\
-     comm-reorder-peak-memory,comm-plan-pools";
+/// The scheduling pipelines run after bucketing: Inductor's sequence and the overlap
+/// scheduler.
+const PIPELINES: &[&str] = &[
+    "coll-to-comm,comm-reorder-peak-memory,comm-sink-waits-iterative,\
+     comm-reorder-peak-memory,comm-plan-pools",
+    "coll-to-comm,comm-overlap-schedule,comm-plan-pools",
+];
 
 /// A name for a value that bucketing does not change: a waited collective result is named
 /// after the collective's input it came from (bucketing replaces the waits, not the data).
@@ -148,20 +153,22 @@ fn check(text: &str, ranks: usize, seed: u64, options: &str, budget: f64, what: 
     let m2 = common::parse(&mut ctx2, text);
     common::run_pipeline(&mut ctx2, m2, &pass, text);
     assert_eq!(common::print(&ctx2, m2), out, "{what}: not deterministic");
-    // The output reads back, and the scheduling pipeline still computes the same results.
-    let mut ctx3 = Context::new();
-    let m3 = common::parse(&mut ctx3, &out);
-    common::run_pipeline(
-        &mut ctx3,
-        m3,
-        &format!("builtin.module(func.func({PIPELINE}))"),
-        &out,
-    );
-    assert_eq!(
-        common::sim(&ctx3, m3, ranks, seed),
-        sim_before,
-        "{what}: results differ after the scheduling pipeline\ninput:\n{out}"
-    );
+    // The output reads back, and the scheduling pipelines still compute the same results.
+    for pipeline in PIPELINES {
+        let mut ctx3 = Context::new();
+        let m3 = common::parse(&mut ctx3, &out);
+        common::run_pipeline(
+            &mut ctx3,
+            m3,
+            &format!("builtin.module(func.func({pipeline}))"),
+            &out,
+        );
+        assert_eq!(
+            common::sim(&ctx3, m3, ranks, seed),
+            sim_before,
+            "{what}: results differ after {pipeline}\ninput:\n{out}"
+        );
+    }
     out
 }
 
