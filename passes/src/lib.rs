@@ -1,6 +1,7 @@
 //! commlir analyses and passes, one file per pass.
 pub mod analysis;
 pub mod arith_to_compute;
+pub mod coll_bucket;
 pub mod coll_fuse_matmul;
 pub mod coll_sequence_parallel;
 pub mod coll_to_comm;
@@ -45,4 +46,5 @@ pub fn link() {
     std::hint::black_box(&arith_to_compute::ARITH_TO_COMPUTE);
     std::hint::black_box(&coll_fuse_matmul::COLL_FUSE_MATMUL);
     std::hint::black_box(&coll_sequence_parallel::COLL_SEQUENCE_PARALLEL);
+    std::hint::black_box(&coll_bucket::COLL_BUCKET);
 }

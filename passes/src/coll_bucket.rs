@@ -1,0 +1,707 @@
+//! `coll-bucket`: merges runs of collectives of one kind on one group into coalesced ops, as
+//! Inductor's and SimpleFSDP's bucketing do for FSDP's per-layer parameter all-gathers and
+//! gradient reduce-scatters: one launch pays the collective's fixed latency once for the
+//! whole bucket.
+//!
+//! | members | merged into |
+//! |---|---|
+//! | `coll.all_gather_into_tensor[_coalesced]` | `coll.all_gather_into_tensor_coalesced` |
+//! | `coll.reduce_scatter_tensor[_coalesced]` | `coll.reduce_scatter_tensor_coalesced` |
+//! | `coll.all_reduce[_coalesced]` | `coll.all_reduce_coalesced` |
+//!
+//! A *bucket* is a run of collectives of one kind, group and reduce op that are consecutive
+//! among that group's collectives (so the order of collectives on every group is kept: SPMD
+//! safety), each result waited by exactly one `coll.wait_tensor`. The merged op goes right
+//! after the definition of its latest input, or where the first member was if that is later;
+//! its waits go where the first of the members' waits was, and each old wait's uses read the
+//! new wait of the same result. A member whose input is produced after some earlier member's
+//! wait cannot join (the merged op would come after that wait): it starts a new bucket.
+//!
+//! Buckets grow greedily in program order, each group with its own open bucket. A member
+//! joins when the bucket stays within `bucket-bytes` (0: no cap), the two-stream timeline
+//! ([`crate::analysis::timeline`]) of the whole function is not slower (merging saves the
+//! per-collective latency but delays the first members until the last input exists), and the
+//! peak memory ([`crate::analysis::buffers`]) stays within `(1 + peak-memory-budget) ×` the
+//! input's (members that move earlier allocate their results earlier). `ignore-cost` drops
+//! the timeline test (size-capped bucketing, as Inductor's `bucket_cap_mb`); the memory limit
+//! always holds.
+//!
+//! A trial merge is judged without building the op: the members are laid out together in a
+//! virtual order, the earlier ones at no cost and the first member last with the merged
+//! op's cost, so that the comm stream starts the bucket once every input is ready and ends it
+//! when the merged op would; the waits are laid out together too, the first member's first.
+//! Collectives carrying attributes other than `group` and `reduce_op` (a `cost_ns`
+//! override, a pinned order) are left alone: the merged op would have no faithful value for
+//! them. So are all-reduces on groups with `symm_mem`: `coll-to-comm` lowers each of those
+//! to NCCL or a blocking symm kernel, whichever the cost model prefers, which a coalesced
+//! all-reduce (NCCL only) would preempt.
+//!
+//! Peak memory is checked twice, against the input's under the same model: at the `coll`
+//! level ([`BufferModel`]), and as `coll-to-comm` will lower the function, where arguments
+//! and waited values are copied into comm buffers before a collective reads them and a
+//! returned result is copied out at its wait (a merged op stages all its members' inputs at
+//! once, and its single wait copies every result out at the first member's wait).
+
+use crate::analysis::buffers::BufferModel;
+use crate::analysis::cost::{coll_kind, collective_bytes, CollKind, OpCost, H200_NVLINK};
+use crate::analysis::timeline::simulate_ops;
+use crate::schedule::{apply_op_order, body_block, within_budget, CostTable};
+use commlir_dialects::coll::group_of;
+use commlir_dialects::shape::tensor_bytes;
+use commlir_ir::pass::{
+    Anchor, OptionDef, OptionKind, Pass, PassEnv, PassInfo, PassOptions, StatisticDef,
+};
+use commlir_ir::{Attr, AttrKind, BlockId, Builder, Context, Diagnostic, OpId, Trait};
+use std::collections::BTreeMap;
+
+commlir_ir::register_pass!(
+    /// `coll-bucket`.
+    pub COLL_BUCKET = PassInfo {
+        argument: "coll-bucket",
+        name: "CollBucket",
+        summary: "Merge collectives of one kind and group into coalesced ops, chosen by the cost model",
+        description: "Merges runs of all-gathers, reduce-scatters or all-reduces on one group \
+            (consecutive among the group's collectives, same reduce op) into the coalesced ops, \
+            placed where every input exists, with one wait per result where the first wait was. \
+            A collective joins a bucket when the simulated makespan does not get worse, the \
+            peak memory stays within the budget and the bucket within `bucket-bytes`.",
+        anchor: Anchor::FUNC,
+        options: &[
+            OptionDef::new(
+                "bucket-bytes",
+                OptionKind::UInt,
+                "0",
+                "Largest bucket, in bytes moved per rank (summed over its members); 0 lets the cost model alone decide",
+            ),
+            OptionDef::new(
+                "peak-memory-budget",
+                OptionKind::Float,
+                "0.0",
+                "Largest allowed peak-memory increase, as a fraction of the input's peak",
+            ),
+            OptionDef::bool(
+                "ignore-cost",
+                false,
+                "Merge whatever fits in bucket-bytes and the memory budget, even where the timeline gets slower",
+            ),
+        ],
+        statistics: &[
+            StatisticDef::new("buckets", "Coalesced ops created"),
+            StatisticDef::new("merged", "Collectives merged into them"),
+            StatisticDef::new("kept-by-cost", "Merges refused because the timeline got slower"),
+            StatisticDef::new("kept-by-memory", "Merges refused by the peak-memory budget"),
+            StatisticDef::new("kept-by-dependency", "Merges refused because an input comes after a member's wait"),
+            StatisticDef::new("kept-by-size", "Merges refused by bucket-bytes"),
+        ],
+        create: |o: &PassOptions| Ok(Box::new(CollBucket(BucketOptions::from_pass_options(o)?))),
+    }
+);
+
+/// The options of `coll-bucket`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BucketOptions {
+    /// Largest bucket in bytes moved per rank; 0 = no cap.
+    pub bucket_bytes: u64,
+    /// Allowed peak increase as a fraction of the input's peak.
+    pub peak_memory_budget: f64,
+    /// Skip the timeline test.
+    pub ignore_cost: bool,
+}
+
+impl BucketOptions {
+    /// Reads and checks the options.
+    pub fn from_pass_options(o: &PassOptions) -> Result<BucketOptions, String> {
+        let budget = o.get_float("peak-memory-budget");
+        if !budget.is_finite() || budget < 0.0 {
+            return Err(format!(
+                "peak-memory-budget must be a non-negative number, got {budget}"
+            ));
+        }
+        Ok(BucketOptions {
+            bucket_bytes: o.get_uint("bucket-bytes"),
+            peak_memory_budget: budget,
+            ignore_cost: o.get_bool("ignore-cost"),
+        })
+    }
+}
+
+struct CollBucket(BucketOptions);
+
+/// What one run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BucketStats {
+    pub buckets: u64,
+    pub merged: u64,
+    pub kept_by_cost: u64,
+    pub kept_by_memory: u64,
+    pub kept_by_dependency: u64,
+    pub kept_by_size: u64,
+}
+
+impl Pass for CollBucket {
+    fn info(&self) -> &'static PassInfo {
+        &COLL_BUCKET
+    }
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        env: &mut PassEnv<'_>,
+    ) -> Result<(), Diagnostic> {
+        let s = bucket_function(ctx, op, &self.0);
+        env.add_stat("buckets", s.buckets);
+        env.add_stat("merged", s.merged);
+        env.add_stat("kept-by-cost", s.kept_by_cost);
+        env.add_stat("kept-by-memory", s.kept_by_memory);
+        env.add_stat("kept-by-dependency", s.kept_by_dependency);
+        env.add_stat("kept-by-size", s.kept_by_size);
+        Ok(())
+    }
+}
+
+/// The collective families that have a coalesced form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    AllGather,
+    ReduceScatter,
+    AllReduce,
+}
+
+impl Kind {
+    fn of(name: &str) -> Option<Kind> {
+        Some(match name {
+            "coll.all_gather_into_tensor" | "coll.all_gather_into_tensor_coalesced" => {
+                Kind::AllGather
+            }
+            "coll.reduce_scatter_tensor" | "coll.reduce_scatter_tensor_coalesced" => {
+                Kind::ReduceScatter
+            }
+            "coll.all_reduce" | "coll.all_reduce_coalesced" => Kind::AllReduce,
+            _ => return None,
+        })
+    }
+
+    fn coalesced(self) -> &'static str {
+        match self {
+            Kind::AllGather => "coll.all_gather_into_tensor_coalesced",
+            Kind::ReduceScatter => "coll.reduce_scatter_tensor_coalesced",
+            Kind::AllReduce => "coll.all_reduce_coalesced",
+        }
+    }
+
+    fn cost_kind(self) -> CollKind {
+        match self {
+            Kind::AllGather => CollKind::AllGather,
+            Kind::ReduceScatter => CollKind::ReduceScatter,
+            Kind::AllReduce => CollKind::AllReduce,
+        }
+    }
+}
+
+/// A collective that may join a bucket.
+#[derive(Clone, Debug)]
+struct Member {
+    op: OpId,
+    /// The wait of each result, in result order.
+    waits: Vec<OpId>,
+    /// Bytes it moves per rank (the cost model's measure).
+    bytes: u64,
+}
+
+/// What members of one bucket share besides their group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Key {
+    kind: Kind,
+    reduce_op: Option<Attr>,
+    group_size: u64,
+}
+
+/// An open or closed bucket: its members in program order.
+#[derive(Clone, Debug)]
+struct Bucket {
+    key: Key,
+    members: Vec<Member>,
+    bytes: u64,
+}
+
+/// Why a collective did not join the open bucket of its group.
+enum Refusal {
+    Cost,
+    Memory,
+    Dependency,
+}
+
+/// Whether every key of a dictionary attribute is one a coalesced op keeps.
+fn only_inherent_keys(ctx: &Context, keys: impl IntoIterator<Item = commlir_ir::Ident>) -> bool {
+    keys.into_iter()
+        .all(|k| matches!(ctx.ident_str(k), "group" | "reduce_op"))
+}
+
+/// The collective as a bucket member with its group name and key, if it may be one.
+fn candidate(ctx: &Context, block: BlockId, op: OpId) -> Option<(String, Key, Member)> {
+    let kind = Kind::of(ctx.op_name(op))?;
+    if !only_inherent_keys(ctx, ctx.attrs(op).iter().map(|(k, _)| *k)) {
+        return None;
+    }
+    if let Some(p) = ctx.properties(op) {
+        match ctx.attr_kind(p) {
+            AttrKind::Dict(entries) => {
+                if !only_inherent_keys(ctx, entries.iter().map(|(k, _)| *k)) {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+    let group = group_of(ctx, op).ok()?;
+    // On a symmetric-memory group `coll-to-comm` picks, per all-reduce, NCCL or a blocking
+    // symm kernel by the cost model (one-shot for small sizes); a coalesced all-reduce can
+    // only take NCCL, so bucketing would override that choice.
+    if kind == Kind::AllReduce && group.symm_mem {
+        return None;
+    }
+    let n = ctx.operands(op).len();
+    if n == 0 || ctx.results(op).len() != n {
+        return None;
+    }
+    // Inputs must be values of this block: the merged op is placed after their definitions.
+    if ctx
+        .operands(op)
+        .iter()
+        .any(|&v| ctx.value_block(v) != Some(block))
+    {
+        return None;
+    }
+    let mut waits = Vec::with_capacity(n);
+    for &r in ctx.results(op) {
+        match ctx.uses(r) {
+            [u] if ctx.op_name(u.op) == "coll.wait_tensor"
+                && ctx.op_parent(u.op) == Some(block)
+                && ctx.operands(u.op).len() == 1
+                && ctx.results(u.op).len() == 1 =>
+            {
+                waits.push(u.op)
+            }
+            _ => return None,
+        }
+    }
+    let key = Key {
+        kind,
+        reduce_op: ctx.inherent_attr(op, "reduce_op"),
+        group_size: group.size.max(1) as u64,
+    };
+    let member = Member {
+        op,
+        waits,
+        bytes: collective_bytes(ctx, op),
+    };
+    Some((group.name, key, member))
+}
+
+/// The state of the greedy search over one block.
+struct Search<'a> {
+    block: BlockId,
+    opts: &'a BucketOptions,
+    costs: CostTable,
+    /// Cost of bucketed members in the virtual layout, by op arena index.
+    overrides: Vec<Option<OpCost>>,
+    /// The current order (always the block's order between trials).
+    order: Vec<OpId>,
+    makespan: f64,
+    base_peak: i64,
+    /// The input's peak as `coll-to-comm` will lower it ([`layout_peak`]).
+    base_lowered_peak: i64,
+    /// The members of every bucket of two or more laid out so far, by first member.
+    laid_out: BTreeMap<OpId, Vec<OpId>>,
+}
+
+impl Search<'_> {
+    fn cost(&self, op: OpId) -> OpCost {
+        self.overrides
+            .get(op.index())
+            .copied()
+            .flatten()
+            .unwrap_or_else(|| self.costs.get(op))
+    }
+
+    fn makespan_of(&self, ctx: &Context, order: &[OpId]) -> f64 {
+        simulate_ops(ctx, order.iter().copied(), |op| self.cost(op)).makespan_ns
+    }
+
+    /// Sets the virtual-layout costs of `bucket`'s members: the first carries the merged
+    /// op's time, the others nothing.
+    fn set_overrides(&mut self, bucket: &Bucket) {
+        let ns = H200_NVLINK
+            .collective(
+                bucket.key.kind.cost_kind(),
+                bucket.bytes,
+                bucket.key.group_size,
+            )
+            .ns;
+        for (i, m) in bucket.members.iter().enumerate() {
+            let c = if i == 0 { ns } else { 0.0 };
+            if let Some(slot) = self.overrides.get_mut(m.op.index()) {
+                *slot = Some(OpCost::Collective(c));
+            }
+        }
+    }
+
+    /// The peak memory of the block as laid out, with each bucket counted as its merged op:
+    /// the members sit together, but the merged op allocates every result while every input
+    /// is still live, where the layout frees each member's inputs before the next member
+    /// allocates. With `staged`, as `coll-to-comm` will lower it (see [`layout_peak`]).
+    fn peak(&self, ctx: &Context, model: &BufferModel, staged: bool) -> i64 {
+        let mut span: Vec<(usize, usize)> = (0..model.ops.len()).map(|p| (p, p)).collect();
+        for members in self.laid_out.values() {
+            let Some(start) = members.iter().filter_map(|&m| model.pos(m)).min() else {
+                continue;
+            };
+            let end = (start + members.len() - 1).min(span.len().saturating_sub(1));
+            for s in span.iter_mut().take(end + 1).skip(start) {
+                *s = (start, end);
+            }
+        }
+        layout_peak(ctx, model, &span, staged)
+    }
+
+    /// Tries to add `m` to `bucket`; on success the block holds the new layout.
+    fn try_extend(
+        &mut self,
+        ctx: &mut Context,
+        bucket: &Bucket,
+        m: &Member,
+    ) -> Result<(), Refusal> {
+        let mut pos = vec![usize::MAX; ctx.num_op_slots()];
+        for (p, &op) in self.order.iter().enumerate() {
+            pos[op.index()] = p;
+        }
+        let at = |op: OpId| pos.get(op.index()).copied().unwrap_or(usize::MAX);
+        // Where the bucket's ops sit now (contiguous), and the last definition of m's inputs.
+        let start = bucket.members.iter().map(|b| at(b.op)).min().unwrap_or(0);
+        let mut last_def: Option<usize> = None;
+        for &v in ctx.operands(m.op) {
+            if let Some(d) = ctx.defining_op(v) {
+                let p = at(d);
+                if p == usize::MAX {
+                    return Err(Refusal::Dependency);
+                }
+                last_def = Some(last_def.map_or(p, |l| l.max(p)));
+            }
+        }
+        if at(m.op) == usize::MAX || at(m.op) < start {
+            return Err(Refusal::Dependency);
+        }
+        // The merged op goes after `after` (the latest input), or stays at `start`.
+        let after = last_def.filter(|&d| d >= start);
+        let waits: Vec<OpId> = bucket
+            .members
+            .iter()
+            .chain(std::iter::once(m))
+            .flat_map(|b| b.waits.iter().copied())
+            .collect();
+        let first_wait = waits.iter().map(|&w| at(w)).min().unwrap_or(usize::MAX);
+        if first_wait == usize::MAX || after.is_some_and(|d| first_wait <= d) {
+            return Err(Refusal::Dependency);
+        }
+        // The virtual layout: later members at no cost, then the first member; the first
+        // member's waits first, so that they take the stall.
+        let mut seq_ops: Vec<OpId> = bucket.members[1..].iter().map(|b| b.op).collect();
+        seq_ops.push(m.op);
+        seq_ops.push(bucket.members[0].op);
+        let mut moved = vec![false; ctx.num_op_slots()];
+        for &o in seq_ops.iter().chain(&waits) {
+            moved[o.index()] = true;
+        }
+        let mut trial = Vec::with_capacity(self.order.len());
+        for (p, &op) in self.order.iter().enumerate() {
+            if p == first_wait {
+                trial.extend_from_slice(&waits);
+            }
+            if after.is_none() && p == start {
+                trial.extend_from_slice(&seq_ops);
+            }
+            if !moved[op.index()] {
+                trial.push(op);
+            }
+            if after == Some(p) {
+                trial.extend_from_slice(&seq_ops);
+            }
+        }
+        let mut grown = bucket.clone();
+        grown.members.push(m.clone());
+        grown.bytes += m.bytes;
+        let saved: Vec<(OpId, Option<OpCost>)> = grown
+            .members
+            .iter()
+            .map(|b| (b.op, self.overrides.get(b.op.index()).copied().flatten()))
+            .collect();
+        self.set_overrides(&grown);
+        let makespan = self.makespan_of(ctx, &trial);
+        let restore_costs = |s: &mut Self| {
+            for &(op, c) in &saved {
+                if let Some(slot) = s.overrides.get_mut(op.index()) {
+                    *slot = c;
+                }
+            }
+        };
+        if !self.opts.ignore_cost && makespan > self.makespan {
+            restore_costs(self);
+            return Err(Refusal::Cost);
+        }
+        apply_op_order(ctx, trial.iter().copied());
+        let lead = bucket.members[0].op;
+        let before = self
+            .laid_out
+            .insert(lead, grown.members.iter().map(|b| b.op).collect());
+        let budget = self.opts.peak_memory_budget;
+        let model = BufferModel::new(ctx, self.block);
+        if !within_budget(self.peak(ctx, &model, false), self.base_peak, budget)
+            || !within_budget(self.peak(ctx, &model, true), self.base_lowered_peak, budget)
+        {
+            apply_op_order(ctx, self.order.iter().copied());
+            restore_costs(self);
+            match before {
+                Some(v) => self.laid_out.insert(lead, v),
+                None => self.laid_out.remove(&lead),
+            };
+            return Err(Refusal::Memory);
+        }
+        self.order = trial;
+        self.makespan = makespan;
+        Ok(())
+    }
+}
+
+/// The peak memory of a block in which the ops at each `span[p] = (first, last)` act as one
+/// op (a bucket's members): what they allocate is allocated at `first`, what they free is
+/// freed after `last`. With `staged`, as `coll-to-comm` lowers the block: an input of an
+/// all-gather, reduce-scatter or all-to-all that no compute op produces (an argument, a wait's
+/// result) is first copied into a comm buffer, live during the collective (an all-reduce's
+/// or broadcast's copy is its result, counted already), and a returned collective result is
+/// copied out of its comm buffer at its (first) wait. Without it, a bucket that gathers many arguments at
+/// once looks free at the `coll` level and is not after lowering.
+fn layout_peak(ctx: &Context, model: &BufferModel, span: &[(usize, usize)], staged: bool) -> i64 {
+    let n = model.ops.len();
+    let at = |p: usize| span.get(p).copied().unwrap_or((p, p));
+    let mut alloc = vec![0u64; n];
+    let mut free = vec![0u64; n];
+    let mut cur = 0u64;
+    for s in model.storages.iter().filter(|s| s.counted()) {
+        if staged && s.escapes {
+            // A returned collective result is copied out of its comm buffer at its wait: the
+            // buffer lives until the wait, the copy from there on.
+            let wait = s.def.filter(|&d| {
+                model
+                    .ops
+                    .get(d)
+                    .is_some_and(|&op| coll_kind(ctx.op_name(op)).is_some())
+            });
+            let wait = wait.and_then(|_| {
+                ctx.uses(s.root)
+                    .iter()
+                    .filter_map(|u| model.pos(u.op))
+                    .min()
+            });
+            if let (Some(d), Some(w)) = (s.def, wait) {
+                alloc[at(d).0] = alloc[at(d).0].saturating_add(s.size);
+                free[at(w).1] = free[at(w).1].saturating_add(s.size);
+                alloc[at(w).0] = alloc[at(w).0].saturating_add(s.size);
+                continue;
+            }
+        }
+        match s.def {
+            Some(d) => alloc[at(d).0] = alloc[at(d).0].saturating_add(s.size),
+            None => cur = cur.saturating_add(s.size),
+        }
+        if let (false, Some(l)) = (s.escapes, s.last_use) {
+            free[at(l).1] = free[at(l).1].saturating_add(s.size);
+        }
+    }
+    if staged {
+        for (p, &op) in model.ops.iter().enumerate() {
+            // In-place collectives copy into their buffer anyway: that copy is their result.
+            if coll_kind(ctx.op_name(op))
+                .is_none_or(|k| matches!(k, CollKind::AllReduce | CollKind::Broadcast))
+            {
+                continue;
+            }
+            for &v in ctx.operands(op) {
+                // A compute op writes straight into the comm buffer; anything else is copied.
+                let written_in_place = ctx.defining_op(v).is_some_and(|d| {
+                    ctx.op_name(d).starts_with("compute.") && ctx.op_has_trait(d, Trait::MemAlloc)
+                });
+                if written_in_place {
+                    continue;
+                }
+                let size = tensor_bytes(ctx, ctx.value_type(v)).unwrap_or(0);
+                let (first, last) = at(p);
+                alloc[first] = alloc[first].saturating_add(size);
+                free[last] = free[last].saturating_add(size);
+            }
+        }
+    }
+    let mut peak = cur;
+    for p in 0..n {
+        cur = cur.saturating_add(alloc[p]);
+        peak = peak.max(cur);
+        cur = cur.saturating_sub(free[p]);
+    }
+    i64::try_from(peak).unwrap_or(i64::MAX)
+}
+
+/// Runs the pass on `func` (a `func.func` with one block; others are left alone).
+pub fn bucket_function(ctx: &mut Context, func: OpId, opts: &BucketOptions) -> BucketStats {
+    let mut stats = BucketStats::default();
+    let Some(block) = body_block(ctx, func) else {
+        return stats;
+    };
+    let order = ctx.block_op_list(block);
+    let colls: Vec<OpId> = order
+        .iter()
+        .copied()
+        .filter(|&o| ctx.op_has_trait(o, Trait::Collective))
+        .collect();
+    if colls.len() < 2 {
+        return stats;
+    }
+    let costs = CostTable::new(ctx, block);
+    let mut search = Search {
+        block,
+        opts,
+        costs,
+        overrides: vec![None; ctx.num_op_slots()],
+        makespan: 0.0,
+        base_peak: 0,
+        base_lowered_peak: 0,
+        laid_out: BTreeMap::new(),
+        order,
+    };
+    search.makespan = search.makespan_of(ctx, &search.order);
+    let model = BufferModel::new(ctx, block);
+    search.base_peak = search.peak(ctx, &model, false);
+    search.base_lowered_peak = search.peak(ctx, &model, true);
+    // The open bucket of each group (by name: deterministic), and the finished ones.
+    let mut open: BTreeMap<String, Bucket> = BTreeMap::new();
+    let mut done: Vec<Bucket> = Vec::new();
+    for c in colls {
+        let Some((group, key, member)) = candidate(ctx, block, c) else {
+            // Any other collective on a group ends its bucket: members must be consecutive
+            // among the group's collectives.
+            if let Some(g) = ctx
+                .inherent_attr(c, "group")
+                .and_then(|a| ctx.attr_as_symbol(a))
+            {
+                if let Some(b) = open.remove(g) {
+                    done.push(b);
+                }
+            }
+            continue;
+        };
+        let fresh = |member: Member| Bucket {
+            key,
+            bytes: member.bytes,
+            members: vec![member],
+        };
+        let Some(bucket) = open.remove(&group) else {
+            open.insert(group, fresh(member));
+            continue;
+        };
+        if bucket.key != key {
+            done.push(bucket);
+            open.insert(group, fresh(member));
+            continue;
+        }
+        if opts.bucket_bytes != 0 && bucket.bytes.saturating_add(member.bytes) > opts.bucket_bytes {
+            stats.kept_by_size += 1;
+            done.push(bucket);
+            open.insert(group, fresh(member));
+            continue;
+        }
+        match search.try_extend(ctx, &bucket, &member) {
+            Ok(()) => {
+                let mut bucket = bucket;
+                bucket.bytes += member.bytes;
+                bucket.members.push(member);
+                open.insert(group, bucket);
+            }
+            Err(why) => {
+                match why {
+                    Refusal::Cost => stats.kept_by_cost += 1,
+                    Refusal::Memory => stats.kept_by_memory += 1,
+                    Refusal::Dependency => stats.kept_by_dependency += 1,
+                }
+                done.push(bucket);
+                open.insert(group, fresh(member));
+            }
+        }
+    }
+    done.extend(open.into_values());
+    for b in done.iter().filter(|b| b.members.len() > 1) {
+        stats.buckets += 1;
+        stats.merged += b.members.len() as u64;
+        rewrite(ctx, b);
+    }
+    stats
+}
+
+/// The op of `ops` that comes first in their block.
+fn first_in_block(ctx: &Context, ops: impl IntoIterator<Item = OpId>) -> Option<OpId> {
+    ops.into_iter()
+        .reduce(|a, b| if ctx.is_before_in_block(b, a) { b } else { a })
+}
+
+/// Replaces the bucket's members (laid out together, as are their waits) by the coalesced op
+/// and one wait per result.
+fn rewrite(ctx: &mut Context, b: &Bucket) {
+    let lead = b.members[0].op;
+    let (Some(at), Some(wait_at)) = (
+        first_in_block(ctx, b.members.iter().map(|m| m.op)),
+        first_in_block(ctx, b.members.iter().flat_map(|m| m.waits.iter().copied())),
+    ) else {
+        return;
+    };
+    let operands: Vec<_> = b
+        .members
+        .iter()
+        .flat_map(|m| ctx.operands(m.op).to_vec())
+        .collect();
+    let types: Vec<_> = b
+        .members
+        .iter()
+        .flat_map(|m| ctx.results(m.op).to_vec())
+        .map(|r| ctx.value_type(r))
+        .collect();
+    let mut attrs: Vec<(&str, Attr)> = Vec::new();
+    if let Some(g) = ctx.inherent_attr(lead, "group") {
+        attrs.push(("group", g));
+    }
+    if let Some(r) = b.key.reduce_op {
+        attrs.push(("reduce_op", r));
+    }
+    let loc = ctx.op_loc(lead);
+    let mut builder = Builder::before(ctx, at);
+    builder.loc = loc;
+    let merged = builder.create(b.key.kind.coalesced(), &operands, &types, &attrs);
+    let old_waits: Vec<OpId> = b
+        .members
+        .iter()
+        .flat_map(|m| m.waits.iter().copied())
+        .collect();
+    for (i, &w) in old_waits.iter().enumerate() {
+        let r = ctx.result(merged, i);
+        let old = ctx.result(w, 0);
+        let ty = ctx.value_type(old);
+        let loc = ctx.op_loc(w);
+        let mut builder = Builder::before(ctx, wait_at);
+        builder.loc = loc;
+        let new = builder.create("coll.wait_tensor", &[r], &[ty], &[]);
+        let y = ctx.result(new, 0);
+        ctx.replace_all_uses(old, y);
+    }
+    for w in old_waits {
+        ctx.erase_op(w);
+    }
+    for m in &b.members {
+        ctx.erase_op(m.op);
+    }
+}
