@@ -4,7 +4,8 @@ Per size (bytes of bf16): NCCL all_reduce, torch.ops.symm_mem.one_shot_all_reduc
 torch.ops.symm_mem.two_shot_all_reduce_, each as CALLS back-to-back calls captured in one CUDA
 graph, the graph replayed REPLAYS times; prints the median microseconds per call:
     torch,<op>,<bytes>,<us>
-Run: python3 bench/gpu/symm_torch.py [SIZES...]   (spawns one process per GPU, 2 GPUs)
+Run: python3 bench/gpu/symm_torch.py [--world N] [SIZES...]   (spawns one process per GPU,
+N GPUs, default 2)
 Multicast stays off: TORCH_SYMM_MEM_DISABLE_MULTICAST=1, NCCL_NVLS_ENABLE=0, NVSHMEM_DISABLE_NVLS=1.
 """
 
@@ -84,5 +85,9 @@ def worker(rank, world, sizes):
 
 
 if __name__ == "__main__":
-    sizes = [int(s) for s in sys.argv[1:]] or SIZES
-    mp.spawn(worker, args=(2, sizes), nprocs=2, join=True)
+    argv = sys.argv[1:]
+    world = 2
+    if argv[:1] == ["--world"]:
+        world, argv = int(argv[1]), argv[2:]
+    sizes = [int(s) for s in argv] or SIZES
+    mp.spawn(worker, args=(world, sizes), nprocs=world, join=True)
