@@ -22,7 +22,8 @@
 //! real GPUs (CUDA driver, cuBLAS and NCCL, all loaded at run time: no CUDA at build time).
 //!
 //! Modules: [`tensor`] and [`numeric`] (element storage and rounding), [`inputs`] (generated
-//! arguments), [`output`] (digests and result lines), [`error`] (runtime errors as
+//! arguments), [`tensor_file`] (arguments and results in safetensors files), [`output`]
+//! (digests and result lines), [`error`] (runtime errors as
 //! diagnostics), [`sim`] (interpreter, collective engine and scheduler), [`cuda`] (the GPU
 //! runner: artifact loader, C ABI implementation, NCCL communicators, `--check` tolerances).
 
@@ -33,6 +34,7 @@ pub mod numeric;
 pub mod output;
 pub mod sim;
 pub mod tensor;
+pub mod tensor_file;
 
 pub use error::SimError;
 pub use output::{digest, format_results, PrintMode, RankResults};

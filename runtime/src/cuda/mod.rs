@@ -8,8 +8,9 @@
 //! cuBLAS handle on the compute stream, load the PTX (`cuModuleLoadData`), bring up the world
 //! communicator (`ncclCommInitRank`) and split one communicator per manifest group
 //! (`ncclCommSplit`), generate the arguments exactly as the sim backend does
-//! ([`crate::inputs`]), upload them, call `commlir_main(&API, state, args, results)`,
-//! synchronize and download the results.
+//! ([`crate::inputs`]) or read them from `--inputs` files ([`crate::tensor_file`]), upload
+//! them, call `commlir_main(&API, state, args, results)`, synchronize and download the
+//! results.
 //!
 //! Ranks are threads of one process (`--ranks N`, GPUs 0..N, world communicators from one
 //! `ncclCommInitAll`), or one process per GPU when
@@ -44,6 +45,7 @@ use cudarc::nccl::sys as nccl;
 use ffi::{cu_check, nccl_check};
 use profile::Driver;
 use rank::RankState;
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -74,6 +76,10 @@ pub struct CudaOptions {
     /// this many calls), so that per-call device time excludes graph-launch gaps, as a
     /// benchmark that captures 100 calls in one graph measures it.
     pub graph_calls: usize,
+    /// Arguments read from safetensors files instead of generated (`--inputs`).
+    pub inputs: Option<crate::tensor_file::InputFiles>,
+    /// The entry's argument names, for matching the files' tensors (`arg{i}` always works).
+    pub arg_names: Vec<Option<String>>,
 }
 
 impl Default for CudaOptions {
@@ -88,6 +94,8 @@ impl Default for CudaOptions {
             slots: true,
             cuda_graph: false,
             graph_calls: 1,
+            inputs: None,
+            arg_names: Vec::new(),
         }
     }
 }
@@ -280,6 +288,9 @@ struct Shared {
     /// Ranks are threads of this process: each rank's device, by global rank (peers map
     /// each other's symm_mem pools directly); empty with one process per GPU.
     in_process_devices: Vec<i32>,
+    /// Arguments read from `--inputs`, by global rank (`None`: generate it); empty when
+    /// every argument is generated.
+    provided: HashMap<usize, Vec<Option<Tensor>>>,
 }
 
 /// Runs an artifact (its bytes) on this process's ranks.
@@ -329,6 +340,20 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
     };
     let arg_types = types(&func.args)?;
     let result_types = types(&func.results)?;
+    // Read every local rank's inputs before any device work, so that a bad file costs no
+    // NCCL bring-up and reports like the sim backend's.
+    let provided = match &opts.inputs {
+        Some(files) => layout
+            .local
+            .iter()
+            .map(|&(rank, _)| {
+                crate::tensor_file::read_inputs(files, rank, &opts.arg_names, &arg_types)
+                    .map(|t| (rank, t))
+                    .map_err(|e| format!("error: @{}: {e}", func.name))
+            })
+            .collect::<Result<HashMap<_, _>, _>>()?,
+        None => HashMap::new(),
+    };
     let groups = art
         .manifest
         .groups
@@ -403,6 +428,7 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
         } else {
             Vec::new()
         },
+        provided,
     });
     // All ranks in this process: their world communicators in one `ncclCommInitAll` (NCCL's
     // single-process initialisation), each handed to its rank's thread; one process per GPU:
@@ -761,7 +787,7 @@ fn rank_body(
                 }
             }
         }
-        // Arguments, generated as the sim backend generates them.
+        // Arguments: from `--inputs`, else generated as the sim backend generates them.
         let mut args: Vec<*mut c_void> = Vec::with_capacity(sh.arg_types.len());
         let mut arg_ptrs = Vec::new();
         // With --cuda-graph the arguments are uploaded again before the checked replay.
@@ -777,7 +803,8 @@ fn rank_body(
                 }
                 None => rank,
             };
-            let t = inputs::generate(ty, sh.opts.seed, source, i);
+            let given = sh.provided.get(&rank).and_then(|p| p.get(i).cloned().flatten());
+            let t = given.unwrap_or_else(|| inputs::generate(ty, sh.opts.seed, source, i));
             let bytes = tensor_bytes(&t);
             let mut p: cu::CUdeviceptr = 0;
             let in_slot = sh.func.arg_slots.iter().find(|s| s.index == i);

@@ -26,7 +26,8 @@ pub mod scheduler;
 use crate::error::SimError;
 use crate::inputs;
 use crate::output::RankResults;
-use crate::tensor::TensorType;
+use crate::tensor::{Tensor, TensorType};
+use crate::tensor_file::{self, InputFiles};
 use commlir_dialects::func::func_signature;
 use commlir_ir::{Context, Diagnostic, OpId};
 use engine::Engine;
@@ -65,6 +66,36 @@ pub fn try_run(
     module: OpId,
     opts: &SimOptions,
 ) -> Result<Vec<RankResults>, SimError> {
+    try_run_with_inputs(ctx, module, opts, None)
+}
+
+/// Arguments read from files instead of generated (`commlir-run --inputs`).
+#[derive(Clone, Copy, Debug)]
+pub struct FileInputs<'a> {
+    pub files: &'a InputFiles,
+    /// The program's text, where the arguments' SSA names are read
+    /// ([`tensor_file::entry_arg_names`]); `None` accepts only the `arg{i}` names.
+    pub source: Option<&'a str>,
+}
+
+/// [`run`], with the arguments from `inputs` (each rank reads its own file; arguments the
+/// files lack under `partial` are generated).
+pub fn run_with_inputs(
+    ctx: &Context,
+    module: OpId,
+    opts: &SimOptions,
+    inputs: Option<FileInputs<'_>>,
+) -> Result<Vec<RankResults>, Diagnostic> {
+    try_run_with_inputs(ctx, module, opts, inputs).map_err(|e| e.to_diagnostic(ctx))
+}
+
+/// [`run_with_inputs`], with the structured error.
+pub fn try_run_with_inputs(
+    ctx: &Context,
+    module: OpId,
+    opts: &SimOptions,
+    inputs: Option<FileInputs<'_>>,
+) -> Result<Vec<RankResults>, SimError> {
     if opts.ranks == 0 {
         return Err(SimError::Setup(
             "the number of ranks must be at least 1".into(),
@@ -84,12 +115,21 @@ pub fn try_run(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let input_ranks = replicated::input_ranks(ctx, entry, arg_types.len(), opts.ranks)?;
-    let mut tasks = (0..opts.ranks)
-        .map(|rank| {
+    let provided = match inputs {
+        Some(f) => read_files(ctx, entry, &f, &arg_types, &input_ranks, opts.ranks)?,
+        None => vec![vec![None; arg_types.len()]; opts.ranks],
+    };
+    let mut tasks = provided
+        .into_iter()
+        .enumerate()
+        .map(|(rank, given)| {
             let args = arg_types
                 .iter()
+                .zip(given)
                 .enumerate()
-                .map(|(i, t)| inputs::generate(t, opts.seed, input_ranks[i][rank], i))
+                .map(|(i, (t, g))| {
+                    g.unwrap_or_else(|| inputs::generate(t, opts.seed, input_ranks[i][rank], i))
+                })
                 .collect();
             RankInterp::new(ctx, rank, opts.ranks, entry, args)
         })
@@ -109,6 +149,46 @@ pub fn try_run(
             })
         })
         .collect()
+}
+
+/// Every rank's arguments from its file (`None`: generate it). An argument marked
+/// `coll.replicated` must hold the same tensor on every rank of its subgroup, as the program
+/// assumes; a file that breaks this is an error rather than a run with inconsistent ranks.
+fn read_files(
+    ctx: &Context,
+    entry: OpId,
+    inputs: &FileInputs<'_>,
+    types: &[TensorType],
+    input_ranks: &[Vec<usize>],
+    ranks: usize,
+) -> Result<Vec<Vec<Option<Tensor>>>, SimError> {
+    let names = tensor_file::entry_arg_names(ctx, entry, inputs.source);
+    let at_entry = |e: tensor_file::InputError| match e.arg {
+        Some(_) => SimError::op(ctx, entry, e.message),
+        None => SimError::Setup(e.message),
+    };
+    let provided = if tensor_file::is_per_rank(&inputs.files.pattern) {
+        (0..ranks)
+            .map(|r| tensor_file::read_inputs(inputs.files, r, &names, types).map_err(at_entry))
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        // One file for every rank: read (and check) it once.
+        let one = tensor_file::read_inputs(inputs.files, 0, &names, types).map_err(at_entry)?;
+        vec![one; ranks]
+    };
+    for (i, sources) in input_ranks.iter().enumerate() {
+        for (rank, &src) in sources.iter().enumerate() {
+            if provided[rank][i] != provided[src][i] {
+                let name = names.get(i).cloned().flatten().unwrap_or(format!("arg{i}"));
+                return Err(SimError::op(
+                    ctx,
+                    entry,
+                    format!("argument #{i} (%{name}) is marked coll.replicated, but the inputs of rank {rank} and rank {src} differ"),
+                ));
+            }
+        }
+    }
+    Ok(provided)
 }
 
 /// Largest memory the simulated ranks may use together, in bytes. The sim backend holds every
