@@ -38,5 +38,5 @@ pub mod tensor_file;
 
 pub use error::SimError;
 pub use output::{digest, format_results, PrintMode, RankResults};
-pub use sim::{find_entry, run, try_run, SimOptions};
+pub use sim::{find_entry, run, run_with_inputs, try_run, FileInputs, SimOptions};
 pub use tensor::{Data, ElemType, Tensor, TensorType};

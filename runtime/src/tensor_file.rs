@@ -16,8 +16,9 @@
 //! | `ui8`…`ui64` | `U8`…`U64` |
 //! | `index` | `I64` |
 //!
-//! Results are written as `result{i}`, one file per rank, with the file's metadata naming
-//! the entry function, the rank and the world size.
+//! Results are written as `result{i}`, one file per rank, with the header's metadata entry
+//! `commlir` naming the entry function, the rank and the world size
+//! (`{"entry":"main","rank":0,"world_size":2}`).
 
 use crate::cuda::{tensor_bytes, tensor_from_bytes};
 use crate::output::RankResults;
@@ -173,14 +174,6 @@ fn describe_arg(i: usize, name: Option<&str>) -> String {
     }
 }
 
-/// Reads `path` whole; the error names the rank whose inputs it holds.
-fn read_bytes(path: &str, what: &str) -> Result<Vec<u8>, InputError> {
-    std::fs::read(path).map_err(|e| InputError {
-        arg: None,
-        message: format!("cannot read the {what} '{path}': {e}"),
-    })
-}
-
 /// The arguments of `rank` from its file: for argument `i` (of type `types[i]`, named
 /// `names[i]`), the tensor named so, else `arg{i}`; `None` for an argument the file lacks
 /// when `files.partial` (the caller generates it). Corrupt files, missing tensors and
@@ -192,12 +185,14 @@ pub fn read_inputs(
     types: &[TensorType],
 ) -> Result<Vec<Option<Tensor>>, InputError> {
     let path = rank_path(&files.pattern, rank);
-    let what = if is_per_rank(&files.pattern) {
-        format!("inputs of rank {rank}")
-    } else {
-        "inputs".to_string()
-    };
-    let bytes = read_bytes(&path, &what)?;
+    let bytes = std::fs::read(&path).map_err(|e| InputError {
+        arg: None,
+        message: if is_per_rank(&files.pattern) {
+            format!("cannot read '{path}', the inputs of rank {rank}: {e}")
+        } else {
+            format!("cannot read the inputs '{path}': {e}")
+        },
+    })?;
     let st = SafeTensors::deserialize(&bytes).map_err(|e| InputError {
         arg: None,
         message: format!("'{path}' is not a valid safetensors file: {e}"),
@@ -230,7 +225,7 @@ pub fn read_inputs(
                 return Err(InputError {
                     arg: Some(i),
                     message: format!(
-                        "{}: '{path}' has no tensor {wanted} (it holds: {held})",
+                        "{}: '{path}' has no tensor {wanted}; it holds: {held}",
                         describe_arg(i, name)
                     ),
                 });
@@ -290,45 +285,106 @@ fn tensor_from_view(view: &TensorView<'_>, ty: &TensorType) -> Result<Tensor, St
     Ok(tensor_from_bytes(ty, data))
 }
 
-/// The safetensors bytes of `rank`'s results: `result{i}` for result `i`, with metadata
-/// naming the format, the entry function, the rank and the world size.
+/// The element type whose elements a safetensors dtype holds bit for bit (`BOOL` is `i1`,
+/// `I8`…`I64` signless, `U8`…`U64` unsigned); `None` for the dtypes commlir has no element
+/// type for (fp8, fp4, complex).
+pub fn elem_of(d: Dtype) -> Option<ElemType> {
+    let int = |width, signedness| Some(ElemType::Int { width, signedness });
+    match d {
+        Dtype::BOOL => int(1, Signedness::Signless),
+        Dtype::I8 => int(8, Signedness::Signless),
+        Dtype::I16 => int(16, Signedness::Signless),
+        Dtype::I32 => int(32, Signedness::Signless),
+        Dtype::I64 => int(64, Signedness::Signless),
+        Dtype::U8 => int(8, Signedness::Unsigned),
+        Dtype::U16 => int(16, Signedness::Unsigned),
+        Dtype::U32 => int(32, Signedness::Unsigned),
+        Dtype::U64 => int(64, Signedness::Unsigned),
+        Dtype::F16 => Some(ElemType::F16),
+        Dtype::BF16 => Some(ElemType::BF16),
+        Dtype::F32 => Some(ElemType::F32),
+        Dtype::F64 => Some(ElemType::F64),
+        _ => None,
+    }
+}
+
+/// Every tensor of the safetensors file at `path`, sorted by name, each in the element type
+/// its dtype holds ([`elem_of`]); the file's metadata, if any. For tools and tests that read
+/// what `--outputs` wrote.
+pub fn read_tensors(
+    path: &str,
+) -> Result<(Vec<(String, Tensor)>, HashMap<String, String>), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read '{path}': {e}"))?;
+    let st = SafeTensors::deserialize(&bytes)
+        .map_err(|e| format!("'{path}' is not a valid safetensors file: {e}"))?;
+    let (_, meta) = SafeTensors::read_metadata(&bytes)
+        .map_err(|e| format!("'{path}' is not a valid safetensors file: {e}"))?;
+    let meta = meta
+        .metadata()
+        .as_ref()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
+    let mut out = st
+        .iter()
+        .map(|(name, view)| {
+            let elem = elem_of(view.dtype()).ok_or_else(|| {
+                format!(
+                    "tensor '{name}' in '{path}' has type {}, which commlir cannot represent",
+                    file_type(view.dtype(), view.shape())
+                )
+            })?;
+            let ty = TensorType {
+                elem,
+                shape: view.shape().to_vec(),
+            };
+            tensor_from_view(&view, &ty)
+                .map(|t| (name.to_string(), t))
+                .map_err(|e| format!("tensor '{name}' in '{path}' {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok((out, meta))
+}
+
+/// The safetensors bytes of `tensors` (name, tensor), with `metadata` in the header.
+pub fn tensors_bytes(
+    tensors: &[(&str, &Tensor)],
+    metadata: &[(&str, &str)],
+) -> Result<Vec<u8>, String> {
+    let bytes: Vec<Vec<u8>> = tensors.iter().map(|(_, t)| tensor_bytes(t)).collect();
+    let views = tensors
+        .iter()
+        .zip(&bytes)
+        .map(|((name, t), data)| {
+            TensorView::new(dtype_of(t.ty.elem), t.ty.shape.clone(), data)
+                .map(|v| (name.to_string(), v))
+                .map_err(|e| format!("cannot store tensor '{name}': {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let meta = (!metadata.is_empty()).then(|| {
+        metadata
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    });
+    safetensors::serialize(views, meta).map_err(|e| format!("cannot serialize the tensors: {e}"))
+}
+
+/// The safetensors bytes of `rank`'s results: `result{i}` for result `i`. The header's
+/// metadata holds one entry, `commlir`: a JSON object naming the entry function, the rank
+/// and the world size. One entry, because the format keeps metadata in a hash map whose
+/// order changes from run to run; inside it, serde_json sorts the keys, so equal results
+/// give byte-identical files.
 pub fn results_bytes(
     results: &[Tensor],
     entry: &str,
     rank: usize,
     world: usize,
 ) -> Result<Vec<u8>, String> {
-    let bytes: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = results
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            (
-                format!("result{i}"),
-                dtype_of(t.ty.elem),
-                t.ty.shape.clone(),
-                tensor_bytes(t),
-            )
-        })
-        .collect();
-    let views = bytes
-        .iter()
-        .map(|(name, d, shape, data)| {
-            TensorView::new(*d, shape.clone(), data)
-                .map(|v| (name.clone(), v))
-                .map_err(|e| format!("cannot store {name}: {e}"))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let meta: HashMap<String, String> = [
-        ("format", "commlir-run results".to_string()),
-        ("entry", entry.to_string()),
-        ("rank", rank.to_string()),
-        ("world_size", world.to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-    safetensors::serialize(views, Some(meta.into_iter().collect()))
-        .map_err(|e| format!("cannot serialize the results: {e}"))
+    let names: Vec<String> = (0..results.len()).map(|i| format!("result{i}")).collect();
+    let named: Vec<(&str, &Tensor)> = names.iter().map(String::as_str).zip(results).collect();
+    let meta = serde_json::json!({"entry": entry, "rank": rank, "world_size": world}).to_string();
+    tensors_bytes(&named, &[("commlir", &meta)])
 }
 
 /// Writes every rank's results to `pattern` (one file per rank: `{rank}` is required when
@@ -347,8 +403,12 @@ pub fn write_results(
     for rr in results {
         let path = rank_path(pattern, rr.rank);
         let bytes = results_bytes(&rr.results, entry, rr.rank, world)?;
-        std::fs::write(&path, bytes)
-            .map_err(|e| format!("cannot write the results of rank {} to '{path}': {e}", rr.rank))?;
+        std::fs::write(&path, bytes).map_err(|e| {
+            format!(
+                "cannot write the results of rank {} to '{path}': {e}",
+                rr.rank
+            )
+        })?;
     }
     Ok(())
 }

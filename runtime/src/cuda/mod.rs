@@ -342,12 +342,19 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
     let result_types = types(&func.results)?;
     // Read every local rank's inputs before any device work, so that a bad file costs no
     // NCCL bring-up and reports like the sim backend's.
+    // Names from a source whose entry has other arguments than the artifact's would match
+    // the wrong tensors: then only the `arg{i}` names apply.
+    let names: &[Option<String>] = if opts.arg_names.len() == arg_types.len() {
+        &opts.arg_names
+    } else {
+        &[]
+    };
     let provided = match &opts.inputs {
         Some(files) => layout
             .local
             .iter()
             .map(|&(rank, _)| {
-                crate::tensor_file::read_inputs(files, rank, &opts.arg_names, &arg_types)
+                crate::tensor_file::read_inputs(files, rank, names, &arg_types)
                     .map(|t| (rank, t))
                     .map_err(|e| format!("error: @{}: {e}", func.name))
             })
@@ -803,7 +810,10 @@ fn rank_body(
                 }
                 None => rank,
             };
-            let given = sh.provided.get(&rank).and_then(|p| p.get(i).cloned().flatten());
+            let given = sh
+                .provided
+                .get(&rank)
+                .and_then(|p| p.get(i).cloned().flatten());
             let t = given.unwrap_or_else(|| inputs::generate(ty, sh.opts.seed, source, i));
             let bytes = tensor_bytes(&t);
             let mut p: cu::CUdeviceptr = 0;

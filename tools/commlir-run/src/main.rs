@@ -8,7 +8,7 @@
 
 use clap::{Parser, ValueEnum};
 use commlir_ir::{parser, verify, Context, SourceFile, SourceMgr};
-use commlir_runtime::{cuda, format_results, sim, PrintMode};
+use commlir_runtime::{cuda, format_results, sim, tensor_file, PrintMode};
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -54,6 +54,20 @@ struct Args {
     /// compare with the sim backend within a tolerance by element type.
     #[arg(long)]
     check: bool,
+    /// Read the entry function's arguments from safetensors files instead of generating
+    /// them: `{rank}` in the name stands for the rank (`in_{rank}.safetensors`), a name
+    /// without it is one file for every rank. Tensors match arguments by their SSA name
+    /// (`%x` → `x`) or by `arg{i}`; element type and shape must match exactly.
+    #[arg(long, value_name = "PATTERN")]
+    inputs: Option<String>,
+    /// With `--inputs`: generate the arguments the files lack instead of failing.
+    #[arg(long, requires = "inputs")]
+    inputs_partial: bool,
+    /// Write each rank's results to a safetensors file, as `result0`, `result1`, …, in their
+    /// exact element types; `{rank}` in the name stands for the rank (required with more
+    /// than one rank).
+    #[arg(long, value_name = "PATTERN")]
+    outputs: Option<String>,
     /// cuda: the source program the sim runs for `--check` when the artifact embeds none.
     #[arg(long, value_name = "FILE.mlir")]
     check_against: Option<String>,
@@ -150,11 +164,38 @@ fn load(ctx: &mut Context, name: &str, text: &str) -> Result<commlir_ir::OpId, S
     Ok(module)
 }
 
+/// `--inputs`, `--inputs-partial`.
+fn input_files(args: &Args) -> Option<tensor_file::InputFiles> {
+    args.inputs.as_ref().map(|pattern| tensor_file::InputFiles {
+        pattern: pattern.clone(),
+        partial: args.inputs_partial,
+    })
+}
+
+/// The names of the entry function's arguments in `text` (an artifact's embedded source, or
+/// `--check-against`), for matching `--inputs` tensors; empty (only `arg{i}` matches) when
+/// the source does not parse or has no such function.
+fn source_arg_names(name: &str, text: &str, entry: Option<&str>) -> Vec<Option<String>> {
+    commlir_dialects::link();
+    let mut ctx = Context::new();
+    let Ok(module) = parser::parse_source(
+        &mut ctx,
+        name,
+        text.as_bytes(),
+        &parser::ParseOptions::default(),
+    ) else {
+        return Vec::new();
+    };
+    sim::find_entry(&ctx, module, entry)
+        .map(|f| tensor_file::entry_arg_names(&ctx, f, Some(text)))
+        .unwrap_or_default()
+}
+
 /// `--backend cuda`: runs the artifact, optionally checks against the sim backend.
 fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
     let bytes = std::fs::read(&args.file)
         .map_err(|e| format!("error: cannot read '{}': {e}\n", args.file))?;
-    let opts = cuda::CudaOptions {
+    let mut opts = cuda::CudaOptions {
         ranks: args.ranks,
         entry: args.entry.clone(),
         seed: args.seed,
@@ -164,9 +205,12 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
         slots: !args.no_slots,
         cuda_graph: args.cuda_graph,
         graph_calls: args.graph_calls.max(1),
+        inputs: input_files(args),
+        arg_names: Vec::new(),
     };
-    // The sim's source: the manifest's embedded text, else --check-against.
-    let source = if args.check {
+    // The program's source: the manifest's embedded text, else --check-against. The sim
+    // runs it for --check; --inputs reads the arguments' names from it.
+    let source = if args.check || args.inputs.is_some() {
         let art = cuda::artifact::parse(&bytes).map_err(|e| format!("error: {e}\n"))?;
         match (&args.check_against, art.manifest.source) {
             (Some(f), _) => Some((
@@ -174,14 +218,31 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
                 std::fs::read_to_string(f).map_err(|e| format!("error: cannot read '{f}': {e}\n"))?,
             )),
             (None, Some(s)) => Some(("<artifact source>".to_string(), s)),
-            (None, None) => {
+            (None, None) if args.check => {
                 return Err("error: --check needs the program's source: this artifact embeds none, give --check-against FILE.mlir\n".into())
             }
+            (None, None) => None,
         }
     } else {
         None
     };
+    let manifest_entry = || cuda::artifact::parse(&bytes).ok().map(|a| a.manifest.entry);
+    let entry_name = args.entry.clone().or_else(manifest_entry);
+    if args.inputs.is_some() {
+        if let Some((name, text)) = &source {
+            opts.arg_names = source_arg_names(name, text, entry_name.as_deref());
+        }
+    }
     let run = cuda::run(&bytes, &opts).map_err(|e| format!("{e}\n"))?;
+    if let Some(pattern) = &args.outputs {
+        tensor_file::write_results(
+            pattern,
+            &run.results,
+            entry_name.as_deref().unwrap_or_default(),
+            run.world,
+        )
+        .map_err(|e| format!("error: {e}\n"))?;
+    }
     eprintln!("{}", run.info);
     for n in &run.notes {
         eprintln!("note: {n}");
@@ -241,7 +302,12 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
             entry,
             seed: args.seed,
         };
-        let mut reference = sim::run(&ctx, module, &sim_opts)
+        let files = input_files(args);
+        let inputs = files.as_ref().map(|files| sim::FileInputs {
+            files,
+            source: Some(&text),
+        });
+        let mut reference = sim::run_with_inputs(&ctx, module, &sim_opts, inputs)
             .map_err(|d| format!("error: the sim reference failed: {d}\n"))?;
         reference.retain(|r| run.results.iter().any(|g| g.rank == r.rank));
         let report = cuda::check::compare(&run.results, &reference);
@@ -379,9 +445,25 @@ fn run(args: &Args) -> Result<String, String> {
         entry: args.entry.clone(),
         seed: args.seed,
     };
-    let results = sim::run(&ctx, module, &opts).map_err(|d| sources.render(&ctx, &d))?;
+    let files = input_files(args);
+    let inputs = files.as_ref().map(|files| sim::FileInputs {
+        files,
+        source: Some(&text),
+    });
+    let results =
+        sim::run_with_inputs(&ctx, module, &opts, inputs).map_err(|d| sources.render(&ctx, &d))?;
+    if let Some(pattern) = &args.outputs {
+        let entry = sim::find_entry(&ctx, module, args.entry.as_deref())
+            .ok()
+            .and_then(|f| ctx.symbol_name(f))
+            .unwrap_or_default()
+            .to_string();
+        tensor_file::write_results(pattern, &results, &entry, args.ranks)
+            .map_err(|e| format!("error: {e}\n"))?;
+    }
     if args.check {
-        let again = sim::run(&ctx, module, &opts).map_err(|d| sources.render(&ctx, &d))?;
+        let again = sim::run_with_inputs(&ctx, module, &opts, inputs)
+            .map_err(|d| sources.render(&ctx, &d))?;
         if again != results {
             return Err(
                 "error: --check: two runs of the sim backend gave different results\n".into(),
