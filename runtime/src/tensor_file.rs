@@ -75,15 +75,15 @@ pub fn dtype_of(e: ElemType) -> Dtype {
             width,
             signedness: Signedness::Unsigned,
         } => match width {
-            ..=8 => Dtype::U8,
-            ..=16 => Dtype::U16,
-            ..=32 => Dtype::U32,
+            0..=8 => Dtype::U8,
+            9..=16 => Dtype::U16,
+            17..=32 => Dtype::U32,
             _ => Dtype::U64,
         },
         ElemType::Int { width, .. } => match width {
-            ..=8 => Dtype::I8,
-            ..=16 => Dtype::I16,
-            ..=32 => Dtype::I32,
+            0..=8 => Dtype::I8,
+            9..=16 => Dtype::I16,
+            17..=32 => Dtype::I32,
             _ => Dtype::I64,
         },
     }
@@ -308,12 +308,19 @@ pub fn elem_of(d: Dtype) -> Option<ElemType> {
     }
 }
 
+/// The contents of a safetensors file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TensorFile {
+    /// The tensors, sorted by name.
+    pub tensors: Vec<(String, Tensor)>,
+    /// The header's `__metadata__`.
+    pub metadata: HashMap<String, String>,
+}
+
 /// Every tensor of the safetensors file at `path`, sorted by name, each in the element type
 /// its dtype holds ([`elem_of`]); the file's metadata, if any. For tools and tests that read
 /// what `--outputs` wrote.
-pub fn read_tensors(
-    path: &str,
-) -> Result<(Vec<(String, Tensor)>, HashMap<String, String>), String> {
+pub fn read_tensors(path: &str) -> Result<TensorFile, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read '{path}': {e}"))?;
     let st = SafeTensors::deserialize(&bytes)
         .map_err(|e| format!("'{path}' is not a valid safetensors file: {e}"))?;
@@ -343,7 +350,10 @@ pub fn read_tensors(
         })
         .collect::<Result<Vec<_>, _>>()?;
     out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok((out, meta))
+    Ok(TensorFile {
+        tensors: out,
+        metadata: meta,
+    })
 }
 
 /// The safetensors bytes of `tensors` (name, tensor), with `metadata` in the header.
@@ -466,7 +476,12 @@ mod tests {
                 pattern: dir.to_string_lossy().into_owned(),
                 partial: false,
             };
-            let back = read_inputs(&files, 0, &[Some("result0".into())], &[t.ty.clone()]);
+            let back = read_inputs(
+                &files,
+                0,
+                &[Some("result0".into())],
+                std::slice::from_ref(&t.ty),
+            );
             let _ = std::fs::remove_file(&dir);
             assert_eq!(back.unwrap(), vec![Some(t)], "{e}");
         }

@@ -148,7 +148,8 @@ fn known_values_go_through_an_all_reduce_exactly() {
     ]));
     assert_eq!(out.lines().count(), 8, "{out}");
     for r in 0..2 {
-        let (tensors, meta) = read_tensors(&s.path(&format!("out_{r}.safetensors"))).unwrap();
+        let file = read_tensors(&s.path(&format!("out_{r}.safetensors"))).unwrap();
+        let (tensors, meta) = (file.tensors, file.metadata);
         let names: Vec<&str> = tensors.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["result0", "result1", "result2", "result3"]);
         assert_eq!(
@@ -194,7 +195,9 @@ fn outputs_read_back_as_inputs_give_identical_digests() {
     ]));
     for r in 0..2 {
         // Results are `result{i}`; as inputs they are `arg{i}`.
-        let (tensors, _) = read_tensors(&s.path(&format!("gen_{r}.safetensors"))).unwrap();
+        let tensors = read_tensors(&s.path(&format!("gen_{r}.safetensors")))
+            .unwrap()
+            .tensors;
         let renamed: Vec<(String, &Tensor)> = tensors
             .iter()
             .map(|(n, t)| (n.replace("result", "arg"), t))
@@ -219,7 +222,7 @@ fn outputs_read_back_as_inputs_give_identical_digests() {
     // (read back from a file) agree.
     let gen = ok(&s.run(&["p.mlir", "--outputs", "p_{rank}.safetensors"]));
     assert_eq!(digests(&gen).len(), 8);
-    let (outs, _) = read_tensors(&s.path("p_1.safetensors")).unwrap();
+    let outs = read_tensors(&s.path("p_1.safetensors")).unwrap().tensors;
     for (i, (_, t)) in outs.iter().enumerate() {
         assert_eq!(digests(&gen)[4 + i], format!("{:016x}", digest(t)));
     }
