@@ -13,27 +13,18 @@
 //! pools and through the NCCL fallback (mock collectives with the sim's rank-order
 //! reduction); every step's event is recorded before it is waited on, and nothing leaks.
 
-use commlir_codegen::{host, kernels, lower_to_rt};
+use commlir_codegen::{host, kernels};
 use commlir_dialects::rt::abi::{self, CommlirMain, CommlirRtApi, Status, SymmDesc};
-use commlir_ir::pass::{parse_pipeline, PassManager};
 use commlir_ir::Context;
 use commlir_runtime::cuda::tensor_bytes;
-use commlir_runtime::inputs;
 use commlir_runtime::numeric::bf16_bits;
-use commlir_runtime::sim::{self, SimOptions};
-use commlir_runtime::TensorType;
 use inkwell::context::Context as LlContext;
-use inkwell::execution_engine::ExecutionEngine;
-use inkwell::memory_buffer::MemoryBuffer;
-use inkwell::targets::{InitializationConfig, Target};
-use inkwell::OptimizationLevel;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
 use std::sync::{Barrier, Condvar, Mutex};
 
 mod common;
-use common::symm_clock;
-use common::{host_ir, map_libcalls, parse};
+use common::{input_buffers, jit_program, lower, sim_reference, storage, symm_desc, symm_host_ir};
 
 const PIPELINE: &str = "builtin.module(func.func(coll-to-comm,comm-plan-pools))";
 
@@ -89,13 +80,9 @@ fn mock<'a>(rt: *mut c_void) -> &'a mut Mock<'a> {
     unsafe { &mut *(rt as *mut Mock) }
 }
 
-fn storage(bytes: u64) -> Vec<u128> {
-    vec![0u128; (bytes as usize).div_ceil(16).max(1)]
-}
-
 unsafe extern "C" fn m_alloc(rt: *mut c_void, bytes: u64, out: *mut *mut c_void) -> Status {
     let m = mock(rt);
-    let mut v = storage(bytes);
+    let mut v = storage(bytes as usize);
     let p = v.as_mut_ptr() as usize;
     m.allocs.insert(p, v);
     *out = p as *mut c_void;
@@ -121,7 +108,7 @@ unsafe extern "C" fn m_pool_alloc(
 ) -> Status {
     let m = mock(rt);
     let g = m.group;
-    let mut pool = storage(bytes);
+    let mut pool = storage(bytes as usize);
     let mut pad = vec![0u128; abi::SYMM_MAX_BLOCKS * abi::SYMM_MAX_PEERS / 4];
     let (p, s) = (pool.as_mut_ptr() as usize, pad.as_mut_ptr() as usize);
     g.storage.lock().unwrap().extend([pool, pad]);
@@ -336,18 +323,16 @@ unsafe extern "C" fn m_symm_pool_desc(
     while rows[seq].ranks.iter().any(Option::is_none) {
         rows = g.arrived.wait(rows).unwrap();
     }
-    let mut d = Box::new(SymmDesc {
-        status: &g.status[m.rank] as *const _ as u64,
-        timeout_ns: 20_000_000_000,
-        rank: m.rank as u32,
-        world: g.world as u32,
-        ..SymmDesc::default()
-    });
-    for (p, r) in rows[seq].ranks.iter().enumerate() {
-        let (base, pad) = r.expect("every rank arrived");
-        d.base[p] = base as u64;
-        d.signal[p] = pad as u64;
-    }
+    let d = Box::new(symm_desc(
+        &g.status[m.rank] as *const _ as u64,
+        20_000_000_000,
+        m.rank,
+        g.world,
+        |p| {
+            let (base, pad) = rows[seq].ranks[p].expect("every rank arrived");
+            (base as u64, pad as u64)
+        },
+    ));
     drop(rows);
     *desc = &*d as *const SymmDesc as *mut c_void;
     g.descs.lock().unwrap().push(d);
@@ -434,65 +419,16 @@ static API: CommlirRtApi = CommlirRtApi {
 
 /// Runs `text` on `world` ranks, peer-mapped or not, against the sim.
 fn check(text: &str, world: usize, mapped: bool) {
-    let mut sctx = Context::new();
-    let sm = parse(&mut sctx, text);
-    let want = sim::run(
-        &sctx,
-        sm,
-        &SimOptions {
-            ranks: world,
-            ..SimOptions::default()
-        },
-    )
-    .unwrap_or_else(|d| panic!("sim: {}\n{text}", d.message));
-    let entry = sim::find_entry(&sctx, sm, None).unwrap();
-    let (params, _) = commlir_dialects::func::func_signature(&sctx, entry).unwrap();
-    let in_types: Vec<TensorType> = params
-        .iter()
-        .map(|t| TensorType::from_type(&sctx, *t).unwrap())
-        .collect();
+    let (want, in_types) = sim_reference(text, world);
 
     let mut ctx = Context::new();
-    let m = parse(&mut ctx, text);
-    let mut pm = PassManager::from_pipeline(parse_pipeline(PIPELINE).unwrap());
-    pm.run(&mut ctx, m)
-        .unwrap_or_else(|d| panic!("{}\n{text}", d[0].message));
-    lower_to_rt::lower_module(&mut ctx, m).unwrap_or_else(|d| panic!("{}\n{text}", d.message));
+    let m = lower(&mut ctx, text, PIPELINE);
     let dev = kernels::compile(&ctx, m).unwrap_or_else(|d| panic!("{}\n{text}", d.message));
     let hc = host::compile(&ctx, m, &dev, None, false)
         .unwrap_or_else(|d| panic!("{}\n{text}", d.message));
 
-    Target::initialize_native(&InitializationConfig::default()).unwrap();
     let llcx = LlContext::create();
-    let load = |ir: &str, name: &str| {
-        let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), name);
-        llcx.create_module_from_ir(buf)
-            .unwrap_or_else(|e| panic!("{e}\n{ir}"))
-    };
-    // The kernels' barrier intrinsics for a one-thread block, and a host %globaltimer.
-    let mut kir = String::new();
-    for line in host_ir(&dev.llvm_ir).lines() {
-        if line.starts_with("declare") && line.contains("@llvm.nvvm.barrier") {
-            continue;
-        }
-        kir.push_str(&line.replace("@llvm.nvvm.barrier.cta.red.or.aligned.all", "@host_bar_or"));
-        kir.push('\n');
-    }
-    kir.push_str("define i1 @host_bar_or(i32 %b, i1 %p) {\n  ret i1 %p\n}\n");
-    kir.push_str("declare i64 @symm_clock()\n");
-    kir.push_str(
-        "define i64 @sreg_globaltimer() {\n  %t = call i64 @symm_clock()\n  ret i64 %t\n}\n",
-    );
-    let hm = load(&hc.llvm_ir, "host");
-    let km = load(&kir, "kernels");
-    let ee: ExecutionEngine = hm
-        .create_jit_execution_engine(OptimizationLevel::None)
-        .unwrap();
-    ee.add_module(&km).unwrap();
-    map_libcalls(&ee, &km);
-    if let Some(f) = km.get_function("symm_clock") {
-        ee.add_global_mapping(&f, symm_clock as *const () as usize);
-    }
+    let ee = jit_program(&llcx, &hc.llvm_ir, &symm_host_ir(&dev.llvm_ir));
     let kernels: Vec<(usize, bool)> = dev
         .kernels
         .iter()
@@ -533,27 +469,7 @@ fn check(text: &str, world: usize, mapped: bool) {
                     recorded: HashSet::new(),
                     error: None,
                 };
-                let mut arg_store: Vec<Vec<u128>> = in_types
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| {
-                        let bytes = tensor_bytes(&inputs::generate(t, 0, rank, i));
-                        let mut v = storage(bytes.len() as u64);
-                        // SAFETY: the storage holds at least `bytes.len()` bytes.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                bytes.as_ptr(),
-                                v.as_mut_ptr() as *mut u8,
-                                bytes.len(),
-                            )
-                        };
-                        v
-                    })
-                    .collect();
-                let args: Vec<*mut c_void> = arg_store
-                    .iter_mut()
-                    .map(|v| v.as_mut_ptr() as *mut c_void)
-                    .collect();
+                let (_arg_store, args) = input_buffers(in_types, rank);
                 let mut results: Vec<*mut c_void> = vec![std::ptr::null_mut(); want.len()];
                 // SAFETY: `commlir_main` has the `CommlirMain` signature; buffers as typed.
                 let status = unsafe {

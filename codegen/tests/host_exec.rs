@@ -16,22 +16,15 @@
 
 use commlir_codegen::{host, kernels, lower_to_rt};
 use commlir_dialects::rt::abi::{self, CommlirMain, CommlirRtApi, Status};
-use commlir_ir::pass::{parse_pipeline, PassManager};
 use commlir_ir::Context;
 use commlir_runtime::cuda::tensor_bytes;
-use commlir_runtime::inputs::{self, SplitMix64};
-use commlir_runtime::sim::{self, SimOptions};
-use commlir_runtime::TensorType;
+use commlir_runtime::inputs::SplitMix64;
 use inkwell::context::Context as LlContext;
-use inkwell::execution_engine::ExecutionEngine;
-use inkwell::memory_buffer::MemoryBuffer;
-use inkwell::targets::{InitializationConfig, Target};
-use inkwell::OptimizationLevel;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
 
 mod common;
-use common::{host_ir, map_libcalls, parse};
+use common::{host_ir, input_buffers, jit_program, lower, sim_reference, storage};
 
 const PIPELINE: &str = "builtin.module(func.func(coll-to-comm{one-shot-threshold=0},comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools))";
 
@@ -58,7 +51,7 @@ impl Mock {
         1
     }
     fn buffer(bytes: u64) -> (usize, Vec<u128>) {
-        let mut v = vec![0u128; (bytes as usize).div_ceil(16).max(1)];
+        let mut v = storage(bytes as usize);
         (v.as_mut_ptr() as usize, v)
     }
 }
@@ -388,50 +381,18 @@ fn generate(seed: u64) -> String {
 
 /// Runs `text` on the sim (one rank) and as the compiled host program; compares.
 fn check(text: &str) {
-    let mut sctx = Context::new();
-    let sm = parse(&mut sctx, text);
-    let want = sim::run(
-        &sctx,
-        sm,
-        &SimOptions {
-            ranks: 1,
-            ..SimOptions::default()
-        },
-    )
-    .unwrap_or_else(|d| panic!("sim: {}\n{text}", d.message));
+    let (want, in_types) = sim_reference(text, 1);
     let want = &want[0].results;
-    let entry = sim::find_entry(&sctx, sm, None).unwrap();
-    let (params, _) = commlir_dialects::func::func_signature(&sctx, entry).unwrap();
-    let in_types: Vec<TensorType> = params
-        .iter()
-        .map(|t| TensorType::from_type(&sctx, *t).unwrap())
-        .collect();
 
     let mut ctx = Context::new();
-    let m = parse(&mut ctx, text);
-    let mut pm = PassManager::from_pipeline(parse_pipeline(PIPELINE).unwrap());
-    pm.run(&mut ctx, m)
-        .unwrap_or_else(|d| panic!("{}\n{text}", d[0].message));
-    lower_to_rt::lower_module(&mut ctx, m).unwrap_or_else(|d| panic!("{}\n{text}", d.message));
+    let m = lower(&mut ctx, text, PIPELINE);
     let dev = kernels::compile(&ctx, m).unwrap_or_else(|d| panic!("{}\n{text}", d.message));
     let hc = host::compile(&ctx, m, &dev, None, false)
         .unwrap_or_else(|d| panic!("{}\n{text}", d.message));
     assert!(hc.entry == "main" || hc.entry == "f0", "{}", hc.entry);
 
-    Target::initialize_native(&InitializationConfig::default()).unwrap();
     let llcx = LlContext::create();
-    let load = |ir: &str, name: &str| {
-        let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), name);
-        llcx.create_module_from_ir(buf)
-            .unwrap_or_else(|e| panic!("{e}\n{ir}"))
-    };
-    let hm = load(&hc.llvm_ir, "host");
-    let km = load(&host_ir(&dev.llvm_ir), "kernels");
-    let ee: ExecutionEngine = hm
-        .create_jit_execution_engine(OptimizationLevel::None)
-        .unwrap();
-    ee.add_module(&km).unwrap();
-    map_libcalls(&ee, &km);
+    let ee = jit_program(&llcx, &hc.llvm_ir, &host_ir(&dev.llvm_ir));
     let mut rt = Mock {
         kernels: dev
             .kernels
@@ -445,27 +406,7 @@ fn check(text: &str) {
         ..Mock::default()
     };
     // The caller's (runner's) argument buffers.
-    let mut arg_store: Vec<Vec<u128>> = in_types
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let bytes = tensor_bytes(&inputs::generate(t, 0, 0, i));
-            let mut v = vec![0u128; bytes.len().div_ceil(16).max(1)];
-            // SAFETY: the storage holds at least `bytes.len()` bytes.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    bytes.as_ptr(),
-                    v.as_mut_ptr() as *mut u8,
-                    bytes.len(),
-                )
-            };
-            v
-        })
-        .collect();
-    let args: Vec<*mut c_void> = arg_store
-        .iter_mut()
-        .map(|v| v.as_mut_ptr() as *mut c_void)
-        .collect();
+    let (_arg_store, args) = input_buffers(&in_types, 0);
     let mut results: Vec<*mut c_void> = vec![std::ptr::null_mut(); want.len()];
     let main = ee.get_function_address(abi::MAIN_SYMBOL).unwrap();
     // SAFETY: `commlir_main` has the `CommlirMain` signature; the argument buffers have the

@@ -15,24 +15,17 @@ use commlir_codegen::{kernels, lower_to_rt};
 use commlir_dialects::rt::abi::{SymmDesc, SYMM_MAX_BLOCKS, SYMM_MAX_PEERS};
 use commlir_dialects::rt::memref_info;
 use commlir_dialects::shape::elem_bytes;
-use commlir_ir::pass::{parse_pipeline, PassManager};
 use commlir_ir::{Context, Value};
 use commlir_runtime::cuda::{tensor_bytes, tensor_from_bytes};
 use commlir_runtime::sim::collective::{reduce, ReduceOp};
-use commlir_runtime::sim::{self, SimOptions};
 use commlir_runtime::{inputs, ElemType, Tensor, TensorType};
-use inkwell::context::Context as LlContext;
 use inkwell::execution_engine::ExecutionEngine;
-use inkwell::memory_buffer::MemoryBuffer;
-use inkwell::targets::{InitializationConfig, Target};
-use inkwell::OptimizationLevel;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::Barrier;
 
 mod common;
-use common::symm_clock;
-use common::{host_ir, map_libcalls, parse};
+use common::{jit_kernels, lower, sim_reference, storage, symm_desc, symm_host_ir};
 
 const PIPELINE: &str = "builtin.module(func.func(coll-to-comm,comm-plan-pools))";
 
@@ -93,38 +86,9 @@ fn elem_size(e: ElemType) -> usize {
 /// The program and the engine that owns its kernels' code (kept alive while they run).
 fn compile(text: &str) -> (Program, ExecutionEngine<'static>) {
     let mut ctx = Context::new();
-    let m = parse(&mut ctx, text);
-    let mut pm = PassManager::from_pipeline(parse_pipeline(PIPELINE).unwrap());
-    pm.run(&mut ctx, m)
-        .unwrap_or_else(|d| panic!("{}\n{text}", d[0].message));
-    lower_to_rt::lower_module(&mut ctx, m).unwrap_or_else(|d| panic!("{}\n{text}", d.message));
+    let m = lower(&mut ctx, text, PIPELINE);
     let dev = kernels::compile(&ctx, m).unwrap_or_else(|d| panic!("{}", d.message));
-
-    let mut ir = String::new();
-    for line in host_ir(&dev.llvm_ir).lines() {
-        if line.starts_with("declare") && line.contains("@llvm.nvvm.barrier") {
-            continue;
-        }
-        ir.push_str(&line.replace("@llvm.nvvm.barrier.cta.red.or.aligned.all", "@host_bar_or"));
-        ir.push('\n');
-    }
-    ir.push_str("define i1 @host_bar_or(i32 %b, i1 %p) {\n  ret i1 %p\n}\n");
-    ir.push_str("declare i64 @symm_clock()\n");
-    ir.push_str(
-        "define i64 @sreg_globaltimer() {\n  %t = call i64 @symm_clock()\n  ret i64 %t\n}\n",
-    );
-    Target::initialize_native(&InitializationConfig::default()).unwrap();
-    let llcx: &'static LlContext = Box::leak(Box::new(LlContext::create()));
-    let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "kernels");
-    let module = llcx
-        .create_module_from_ir(buf)
-        .unwrap_or_else(|e| panic!("{e}\n{ir}"));
-    let ee = module
-        .create_jit_execution_engine(OptimizationLevel::Default)
-        .unwrap();
-    map_libcalls(&ee, &module);
-    let clock = module.get_function("symm_clock").unwrap();
-    ee.add_global_mapping(&clock, symm_clock as *const () as usize);
+    let ee = jit_kernels(&symm_host_ir(&dev.llvm_ir), "kernels");
     let addr = |name: &str| {
         ee.get_function_address(name)
             .unwrap_or_else(|e| panic!("{name}: {e:?}"))
@@ -268,18 +232,13 @@ fn run(p: &Program, world: usize, mapped: bool) -> Vec<Vec<Vec<u8>>> {
         .map(|q| {
             (0..world)
                 .map(|r| {
-                    let mut d = SymmDesc {
-                        status: &status[r] as *const AtomicU64 as u64,
-                        timeout_ns: 20_000_000_000,
-                        rank: r as u32,
-                        world: world as u32,
-                        ..SymmDesc::default()
-                    };
-                    for k in 0..world {
-                        d.base[k] = pools[q][k].as_ptr() as u64;
-                        d.signal[k] = pads[q][k].as_ptr() as u64;
-                    }
-                    d
+                    symm_desc(
+                        &status[r] as *const AtomicU64 as u64,
+                        20_000_000_000,
+                        r,
+                        world,
+                        |k| (pools[q][k].as_ptr() as u64, pads[q][k].as_ptr() as u64),
+                    )
                 })
                 .collect()
         })
@@ -297,7 +256,7 @@ fn run(p: &Program, world: usize, mapped: bool) -> Vec<Vec<Vec<u8>>> {
                     let mut store: Vec<Vec<u128>> = Vec::new();
                     let mut val = vec![0usize; p.num_slots];
                     let alloc = |store: &mut Vec<Vec<u128>>, bytes: usize| {
-                        store.push(vec![0u128; bytes.div_ceil(16).max(1)]);
+                        store.push(storage(bytes));
                         store.last_mut().unwrap().as_mut_ptr() as usize
                     };
                     for (i, t) in p.inputs.iter().enumerate() {
@@ -435,17 +394,7 @@ fn run(p: &Program, world: usize, mapped: bool) -> Vec<Vec<Vec<u8>>> {
 
 /// Runs `text` (its entry) on the sim and both paths of the compiled program, for G ranks.
 fn check(text: &str, world: usize, fused_kernels: usize) {
-    let mut sctx = Context::new();
-    let sm = parse(&mut sctx, text);
-    let want = sim::run(
-        &sctx,
-        sm,
-        &SimOptions {
-            ranks: world,
-            ..SimOptions::default()
-        },
-    )
-    .unwrap_or_else(|d| panic!("sim: {}\n{text}", d.message));
+    let (want, _) = sim_reference(text, world);
     let (p, _ee) = compile(text);
     let fused = p
         .steps

@@ -18,16 +18,11 @@ use commlir_ir::{Context, Signedness};
 use commlir_runtime::numeric::{bf16_bits, f16_bits, f16_value};
 use commlir_runtime::sim::collective::{reduce, ReduceOp};
 use commlir_runtime::{Data, ElemType, Tensor, TensorType};
-use inkwell::context::Context as LlContext;
 use inkwell::execution_engine::ExecutionEngine;
-use inkwell::memory_buffer::MemoryBuffer;
-use inkwell::targets::{InitializationConfig, Target};
-use inkwell::OptimizationLevel;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 mod common;
-use common::symm_clock;
 
 type SymmKernel = unsafe extern "C" fn(*const SymmDesc, u64, *mut u8, u32);
 
@@ -52,31 +47,7 @@ fn jit(specs: &[(&str, u64, &str, Option<&str>, u64)]) -> Jit {
     let mut ctx = Context::new();
     let m = common::parse(&mut ctx, &text);
     let dev = kernels::compile(&ctx, m).unwrap_or_else(|d| panic!("{}", d.message));
-    let mut ir = String::new();
-    for line in common::host_ir(&dev.llvm_ir).lines() {
-        if line.starts_with("declare") && line.contains("@llvm.nvvm.barrier") {
-            continue;
-        }
-        ir.push_str(&line.replace("@llvm.nvvm.barrier.cta.red.or.aligned.all", "@host_bar_or"));
-        ir.push('\n');
-    }
-    ir.push_str("define i1 @host_bar_or(i32 %b, i1 %p) {\n  ret i1 %p\n}\n");
-    ir.push_str("declare i64 @symm_clock()\n");
-    ir.push_str(
-        "define i64 @sreg_globaltimer() {\n  %t = call i64 @symm_clock()\n  ret i64 %t\n}\n",
-    );
-    Target::initialize_native(&InitializationConfig::default()).unwrap();
-    let llcx: &'static LlContext = Box::leak(Box::new(LlContext::create()));
-    let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "symm");
-    let module = llcx
-        .create_module_from_ir(buf)
-        .unwrap_or_else(|e| panic!("{e}\n{ir}"));
-    let ee = module
-        .create_jit_execution_engine(OptimizationLevel::Default)
-        .unwrap();
-    common::map_libcalls(&ee, &module);
-    let clock = module.get_function("symm_clock").unwrap();
-    ee.add_global_mapping(&clock, symm_clock as *const () as usize);
+    let ee = common::jit_kernels(&common::symm_host_ir(&dev.llvm_ir), "symm");
     let addrs = (0..specs.len())
         .map(|i| ee.get_function_address(&format!("s{i}")).unwrap())
         .collect();
@@ -97,32 +68,23 @@ impl Group {
     fn new(world: usize, pool_bytes: usize, out_bytes: usize) -> Group {
         Group {
             world,
-            pools: (0..world)
-                .map(|_| vec![0u128; pool_bytes.div_ceil(16).max(1)])
-                .collect(),
+            pools: (0..world).map(|_| common::storage(pool_bytes)).collect(),
             pads: (0..world)
                 .map(|_| vec![0u32; SYMM_MAX_BLOCKS * SYMM_MAX_PEERS])
                 .collect(),
             status: (0..world).map(|_| AtomicU64::new(0)).collect(),
-            outs: (0..world)
-                .map(|_| vec![0u128; out_bytes.div_ceil(16).max(1)])
-                .collect(),
+            outs: (0..world).map(|_| common::storage(out_bytes)).collect(),
         }
     }
 
     fn desc(&self, rank: usize, timeout_ns: u64) -> SymmDesc {
-        let mut d = SymmDesc {
-            status: &self.status[rank] as *const AtomicU64 as u64,
+        common::symm_desc(
+            &self.status[rank] as *const AtomicU64 as u64,
             timeout_ns,
-            rank: rank as u32,
-            world: self.world as u32,
-            ..SymmDesc::default()
-        };
-        for p in 0..self.world {
-            d.base[p] = self.pools[p].as_ptr() as u64;
-            d.signal[p] = self.pads[p].as_ptr() as u64;
-        }
-        d
+            rank,
+            self.world,
+            |p| (self.pools[p].as_ptr() as u64, self.pads[p].as_ptr() as u64),
+        )
     }
 
     /// Runs kernel `addr` on the ranks in `ranks` (one thread each), input at byte

@@ -5,7 +5,7 @@
 mod common;
 
 use commlir_ir::Context;
-use commlir_testgen::{random_program, GenConfig};
+use commlir_testgen::GenConfig;
 
 fn check(seed: u64, ranks: usize, threshold: u64) {
     let cfg = GenConfig {
@@ -13,14 +13,8 @@ fn check(seed: u64, ranks: usize, threshold: u64) {
         ops: 45,
         ..GenConfig::default()
     };
-    let text = random_program(seed, &cfg);
     let mut ctx = Context::new();
-    let m = common::parse(&mut ctx, &text);
-    let before = common::sim(&ctx, m, ranks, seed);
-    assert!(
-        !before.starts_with("error"),
-        "seed {seed}: the input does not run: {before}\n{text}"
-    );
+    let (text, m, before) = common::generated_text(&mut ctx, seed, &cfg);
     let pipeline =
         format!("builtin.module(func.func(coll-to-comm{{one-shot-threshold={threshold}}}))");
     common::run_pipeline(&mut ctx, m, &pipeline, &text);
@@ -37,14 +31,7 @@ fn check(seed: u64, ranks: usize, threshold: u64) {
         "seed {seed} ranks {ranks}: results differ\ninput:\n{text}\nlowered:\n{lowered}"
     );
     // The lowered text is itself a valid program with the same meaning.
-    let mut ctx2 = Context::new();
-    let m2 = common::parse(&mut ctx2, &lowered);
-    assert_eq!(
-        common::print(&ctx2, m2),
-        lowered,
-        "seed {seed}: lowered IR does not round-trip"
-    );
-    assert_eq!(common::sim(&ctx2, m2, ranks, seed), before);
+    common::assert_round_trip(&lowered, ranks, seed, &before, &format!("seed {seed}"));
 }
 
 #[test]

@@ -10,7 +10,7 @@ mod common;
 use common::bodies;
 
 use commlir_ir::Context;
-use commlir_passes::schedule::{self, check, DepGraph, GraphOptions};
+use commlir_passes::schedule::{check, DepGraph, GraphOptions};
 use commlir_passes::schedule_for_comm::{schedule_for_comm, Mode};
 use commlir_testgen::GenConfig;
 
@@ -37,17 +37,7 @@ fn run_checked(
         !sim_before.starts_with("error"),
         "seed {seed}: input does not run: {sim_before}"
     );
-    let before: Vec<_> = bodies(&ctx, m)
-        .into_iter()
-        .map(|b| {
-            (
-                b,
-                DepGraph::build(&ctx, b, GraphOptions::default()),
-                check::collectives_by_group(&ctx, b),
-                schedule::block_peak(&ctx, b),
-            )
-        })
-        .collect();
+    let before = common::body_facts(&ctx, m);
     let input = common::print(&ctx, m);
     common::run_pipeline(
         &mut ctx,
@@ -62,20 +52,7 @@ fn run_checked(
         sim_before,
         "{what}: results differ\ninput:\n{input}\noutput:\n{out}"
     );
-    for (b, graph, groups, peak) in &before {
-        if let Err(v) = check::check_dependencies(&ctx, *b, graph) {
-            panic!("{what}: dependency broken: {v:?}\ninput:\n{input}\noutput:\n{out}");
-        }
-        if let Err(v) = check::check_group_order(&ctx, *b, groups) {
-            panic!("{what}: collective order changed: {v:?}\ninput:\n{input}\noutput:\n{out}");
-        }
-        check::check_pins(&ctx, *b).unwrap_or_else(|v| panic!("{what}: pins broken: {v:?}"));
-        let after = schedule::block_peak(&ctx, *b);
-        assert!(
-            schedule::within_budget(after, *peak, budget),
-            "{what}: peak memory {peak} -> {after}\ninput:\n{input}\noutput:\n{out}"
-        );
-    }
+    common::assert_schedule_kept(&ctx, &before, budget, true, &what, &input, &out);
     out
 }
 

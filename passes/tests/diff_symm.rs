@@ -7,7 +7,6 @@
 mod common;
 
 use commlir_ir::{Context, OpId, Trait};
-use commlir_passes::schedule::{self, check, DepGraph, GraphOptions};
 use commlir_testgen::{random_program, GenConfig};
 use std::collections::BTreeMap;
 
@@ -63,14 +62,8 @@ fn lower_checked(seed: u64, ranks: usize, opts: &str) -> String {
         ops: 45,
         ..GenConfig::default()
     };
-    let text = random_program(seed, &cfg);
     let mut ctx = Context::new();
-    let m = common::parse(&mut ctx, &text);
-    let before = common::sim(&ctx, m, ranks, seed);
-    assert!(
-        !before.starts_with("error"),
-        "seed {seed}: {before}\n{text}"
-    );
+    let (text, m, before) = common::generated_text(&mut ctx, seed, &cfg);
     let order = order_by_group(&ctx, m);
     common::run_pipeline(
         &mut ctx,
@@ -95,14 +88,7 @@ fn lower_checked(seed: u64, ranks: usize, opts: &str) -> String {
         "{what}: collective order changed\ninput:\n{text}\nlowered:\n{lowered}"
     );
     // The lowered text re-parses to itself and means the same.
-    let mut ctx2 = Context::new();
-    let m2 = common::parse(&mut ctx2, &lowered);
-    assert_eq!(common::print(&ctx2, m2), lowered, "{what}: no round trip");
-    assert_eq!(
-        common::sim(&ctx2, m2, ranks, seed),
-        before,
-        "{what}: reparsed"
-    );
+    common::assert_round_trip(&lowered, ranks, seed, &before, &what);
     lowered
 }
 
@@ -154,17 +140,7 @@ fn scheduling_pipeline_on_symm_programs() {
                     &format!("builtin.module(func.func(coll-to-comm{{symm-algo={algo}}}))"),
                     &text,
                 );
-                let before: Vec<_> = common::bodies(&ctx, m)
-                    .into_iter()
-                    .map(|b| {
-                        (
-                            b,
-                            DepGraph::build(&ctx, b, GraphOptions::default()),
-                            check::collectives_by_group(&ctx, b),
-                            schedule::block_peak(&ctx, b),
-                        )
-                    })
-                    .collect();
+                let before = common::body_facts(&ctx, m);
                 let input = common::print(&ctx, m);
                 common::run_pipeline(
                     &mut ctx,
@@ -179,19 +155,7 @@ fn scheduling_pipeline_on_symm_programs() {
                     want,
                     "{what}: results differ\ninput:\n{input}\noutput:\n{out}"
                 );
-                for (b, graph, groups, peak) in &before {
-                    if let Err(v) = check::check_dependencies(&ctx, *b, graph) {
-                        panic!("{what}: dependency broken: {v:?}\ninput:\n{input}\noutput:\n{out}");
-                    }
-                    if let Err(v) = check::check_group_order(&ctx, *b, groups) {
-                        panic!("{what}: collective order changed: {v:?}\ninput:\n{input}\noutput:\n{out}");
-                    }
-                    let after = schedule::block_peak(&ctx, *b);
-                    assert!(
-                        schedule::within_budget(after, *peak, 0.0),
-                        "{what}: peak memory {peak} -> {after}\ninput:\n{input}\noutput:\n{out}"
-                    );
-                }
+                common::assert_schedule_kept(&ctx, &before, 0.0, false, &what, &input, &out);
                 common::run_pipeline(
                     &mut ctx,
                     m,

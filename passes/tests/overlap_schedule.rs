@@ -78,17 +78,7 @@ fn run_checked(pass: &str, budget: f64, c: Case) -> Result<(String, Vec<f64>), S
         !sim_before.starts_with("error"),
         "{c:?}: input does not run"
     );
-    let before: Vec<_> = bodies(&ctx, m)
-        .into_iter()
-        .map(|b| {
-            (
-                b,
-                DepGraph::build(&ctx, b, GraphOptions::default()),
-                check::collectives_by_group(&ctx, b),
-                schedule::block_peak(&ctx, b),
-            )
-        })
-        .collect();
+    let before = common::body_facts(&ctx, m);
     let ms_before = makespans(&ctx, m);
     let input = common::print(&ctx, m);
     common::run_pipeline(

@@ -41,14 +41,8 @@ fn check(seed: u64, ranks: usize) -> Totals {
         ops: 45,
         ..GenConfig::default()
     };
-    let text = random_program(seed, &cfg);
     let mut ctx = Context::new();
-    let m = common::parse(&mut ctx, &text);
-    let original = common::sim(&ctx, m, ranks, seed);
-    assert!(
-        !original.starts_with("error"),
-        "seed {seed}: the input does not run: {original}\n{text}"
-    );
+    let (text, m, original) = common::generated_text(&mut ctx, seed, &cfg);
     common::run_pipeline(&mut ctx, m, LOWER, &text);
     let lowered = common::print(&ctx, m);
     // What the planner sees, for the totals and the first-fit comparison.

@@ -26,6 +26,11 @@ fn bits(res: &[RankResults]) -> Vec<Vec<Vec<u64>>> {
         .collect()
 }
 
+/// [`bits`] of `p` run on `n` ranks.
+fn run_bits(p: &Prog, n: i64) -> Vec<Vec<Vec<u64>>> {
+    bits(&p.try_run(n as usize).unwrap())
+}
+
 /// `f(x) = wait(coll_name(x))`.
 fn coll_prog(
     n: i64,
@@ -100,38 +105,48 @@ fn symm_prog(
     p
 }
 
+/// [`run_bits`] of [`symm_prog`], verified first.
+fn symm_bits(
+    n: i64,
+    symm_name: &str,
+    in_ty: (&[i64], &str),
+    out_shape: &[i64],
+    reduce: Option<&str>,
+    buffered: bool,
+) -> Vec<Vec<Vec<u64>>> {
+    let p = symm_prog(n, symm_name, in_ty, out_shape, reduce, buffered);
+    p.verify();
+    run_bits(&p, n)
+}
+
 #[test]
 fn all_reduces_equal_coll_all_reduce() {
     for n in [2i64, 4] {
         for elem in ELEMS {
             for reduce in REDUCES {
                 let shape: &[i64] = &[3, 5];
-                let want = bits(
-                    &coll_prog(n, "coll.all_reduce", (shape, elem), shape, Some(reduce))
-                        .try_run(n as usize)
-                        .unwrap(),
+                let want = run_bits(
+                    &coll_prog(n, "coll.all_reduce", (shape, elem), shape, Some(reduce)),
+                    n,
                 );
-                let x_bits: Vec<Vec<u64>> =
-                    bits(&identity_prog(n, (shape, elem)).try_run(n as usize).unwrap())
-                        .into_iter()
-                        .map(|mut r| r.remove(0))
-                        .collect();
+                let x_bits: Vec<Vec<u64>> = run_bits(&identity_prog(n, (shape, elem)), n)
+                    .into_iter()
+                    .map(|mut r| r.remove(0))
+                    .collect();
                 for buffered in [false, true] {
-                    let p = symm_prog(
-                        n,
-                        "symm.one_shot_all_reduce",
-                        (shape, elem),
-                        shape,
-                        Some(reduce),
-                        buffered,
-                    );
-                    p.verify();
                     assert_eq!(
-                        bits(&p.try_run(n as usize).unwrap()),
+                        symm_bits(
+                            n,
+                            "symm.one_shot_all_reduce",
+                            (shape, elem),
+                            shape,
+                            Some(reduce),
+                            buffered,
+                        ),
                         want,
                         "one-shot {reduce} {elem} on {n}"
                     );
-                    let p = symm_prog(
+                    let got = symm_bits(
                         n,
                         "symm.two_shot_all_reduce",
                         (shape, elem),
@@ -139,8 +154,6 @@ fn all_reduces_equal_coll_all_reduce() {
                         Some(reduce),
                         buffered,
                     );
-                    p.verify();
-                    let got = bits(&p.try_run(n as usize).unwrap());
                     for (rank, r) in got.iter().enumerate() {
                         assert_eq!(
                             r[0], want[rank][0],
@@ -169,44 +182,38 @@ fn all_gather_and_reduce_scatter_equal_coll() {
     for n in [2i64, 4] {
         for elem in ELEMS {
             let (small, big): (&[i64], &[i64]) = (&[2, 3], &[2 * n, 3]);
-            let want = bits(
-                &coll_prog(n, "coll.all_gather_into_tensor", (small, elem), big, None)
-                    .try_run(n as usize)
-                    .unwrap(),
+            let want = run_bits(
+                &coll_prog(n, "coll.all_gather_into_tensor", (small, elem), big, None),
+                n,
             );
             for buffered in [false, true] {
-                let p = symm_prog(n, "symm.all_gather", (small, elem), big, None, buffered);
-                p.verify();
                 assert_eq!(
-                    bits(&p.try_run(n as usize).unwrap()),
+                    symm_bits(n, "symm.all_gather", (small, elem), big, None, buffered),
                     want,
                     "all_gather {elem} on {n}"
                 );
             }
             for reduce in REDUCES {
-                let want = bits(
+                let want = run_bits(
                     &coll_prog(
                         n,
                         "coll.reduce_scatter_tensor",
                         (big, elem),
                         small,
                         Some(reduce),
-                    )
-                    .try_run(n as usize)
-                    .unwrap(),
+                    ),
+                    n,
                 );
                 for buffered in [false, true] {
-                    let p = symm_prog(
-                        n,
-                        "symm.reduce_scatter",
-                        (big, elem),
-                        small,
-                        Some(reduce),
-                        buffered,
-                    );
-                    p.verify();
                     assert_eq!(
-                        bits(&p.try_run(n as usize).unwrap()),
+                        symm_bits(
+                            n,
+                            "symm.reduce_scatter",
+                            (big, elem),
+                            small,
+                            Some(reduce),
+                            buffered,
+                        ),
                         want,
                         "reduce_scatter {reduce} {elem} on {n}"
                     );

@@ -5,11 +5,23 @@
 
 #![allow(dead_code)]
 
+use commlir_codegen::lower_to_rt;
+use commlir_dialects::rt::abi::SymmDesc;
 use commlir_ir::parser::{parse_source, ParseOptions};
+use commlir_ir::pass::{parse_pipeline, PassManager};
 use commlir_ir::{Context, OpId};
+use commlir_runtime::cuda::tensor_bytes;
+use commlir_runtime::inputs;
 use commlir_runtime::numeric::{bf16_bits, f16_bits, f16_value};
+use commlir_runtime::sim::{self, SimOptions};
+use commlir_runtime::{RankResults, TensorType};
+use inkwell::context::Context as LlContext;
 use inkwell::execution_engine::ExecutionEngine;
+use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::Module;
+use inkwell::targets::{InitializationConfig, Target};
+use inkwell::OptimizationLevel;
+use std::ffi::c_void;
 
 /// Parses and verifies `text` (panics with the diagnostic and the text otherwise).
 pub fn parse(ctx: &mut Context, text: &str) -> OpId {
@@ -18,6 +30,93 @@ pub fn parse(ctx: &mut Context, text: &str) -> OpId {
         .unwrap_or_else(|d| panic!("{}\n{text}", d.message));
     commlir_ir::verify::verify(ctx, m).unwrap_or_else(|d| panic!("{:?}\n{text}", d[0].message));
     m
+}
+
+/// Parses `text`, runs `pipeline` on it and lowers it to the `rt` dialect (panics with the
+/// diagnostic and the text on failure).
+pub fn lower(ctx: &mut Context, text: &str, pipeline: &str) -> OpId {
+    let m = parse(ctx, text);
+    let mut pm = PassManager::from_pipeline(parse_pipeline(pipeline).unwrap());
+    pm.run(ctx, m)
+        .unwrap_or_else(|d| panic!("{}\n{text}", d[0].message));
+    lower_to_rt::lower_module(ctx, m).unwrap_or_else(|d| panic!("{}\n{text}", d.message));
+    m
+}
+
+/// The sim's results of `text` on `ranks` ranks, and its entry's parameter types.
+pub fn sim_reference(text: &str, ranks: usize) -> (Vec<RankResults>, Vec<TensorType>) {
+    let mut sctx = Context::new();
+    let sm = parse(&mut sctx, text);
+    let want = sim::run(
+        &sctx,
+        sm,
+        &SimOptions {
+            ranks,
+            ..SimOptions::default()
+        },
+    )
+    .unwrap_or_else(|d| panic!("sim: {}\n{text}", d.message));
+    let entry = sim::find_entry(&sctx, sm, None).unwrap();
+    let (params, _) = commlir_dialects::func::func_signature(&sctx, entry).unwrap();
+    let in_types = params
+        .iter()
+        .map(|t| TensorType::from_type(&sctx, *t).unwrap())
+        .collect();
+    (want, in_types)
+}
+
+/// Zeroed 16-byte-aligned storage of at least `bytes` bytes (at least one word).
+pub fn storage(bytes: usize) -> Vec<u128> {
+    vec![0u128; bytes.div_ceil(16).max(1)]
+}
+
+/// Rank `rank`'s generated inputs of types `in_types` (the runner's argument buffers), and
+/// their addresses.
+pub fn input_buffers(in_types: &[TensorType], rank: usize) -> (Vec<Vec<u128>>, Vec<*mut c_void>) {
+    let mut store: Vec<Vec<u128>> = in_types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let bytes = tensor_bytes(&inputs::generate(t, 0, rank, i));
+            let mut v = storage(bytes.len());
+            // SAFETY: the storage holds at least `bytes.len()` bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    v.as_mut_ptr() as *mut u8,
+                    bytes.len(),
+                )
+            };
+            v
+        })
+        .collect();
+    let ptrs = store
+        .iter_mut()
+        .map(|v| v.as_mut_ptr() as *mut c_void)
+        .collect();
+    (store, ptrs)
+}
+
+/// Rank `rank`'s descriptor of a symmetric pool over `world` ranks: `peer(p)` is peer `p`'s
+/// (pool base, signal pad) address, `status` the address of the rank's fault word.
+pub fn symm_desc(
+    status: u64,
+    timeout_ns: u64,
+    rank: usize,
+    world: usize,
+    peer: impl Fn(usize) -> (u64, u64),
+) -> SymmDesc {
+    let mut d = SymmDesc {
+        status,
+        timeout_ns,
+        rank: rank as u32,
+        world: world as u32,
+        ..SymmDesc::default()
+    };
+    for p in 0..world {
+        (d.base[p], d.signal[p]) = peer(p);
+    }
+    d
 }
 
 /// The kernels' LLVM IR for the host: one thread of one block.
@@ -86,6 +185,66 @@ pub fn libcall_addr(i: usize) -> usize {
     }
 }
 
+/// [`host_ir`] for kernels that synchronise ranks: the block barrier of a one-thread block,
+/// and `%globaltimer` read from [`symm_clock`].
+pub fn symm_host_ir(ptx_ir: &str) -> String {
+    let mut ir = String::new();
+    for line in host_ir(ptx_ir).lines() {
+        if line.starts_with("declare") && line.contains("@llvm.nvvm.barrier") {
+            continue;
+        }
+        ir.push_str(&line.replace("@llvm.nvvm.barrier.cta.red.or.aligned.all", "@host_bar_or"));
+        ir.push('\n');
+    }
+    ir.push_str("define i1 @host_bar_or(i32 %b, i1 %p) {\n  ret i1 %p\n}\n");
+    ir.push_str("declare i64 @symm_clock()\n");
+    ir.push_str(
+        "define i64 @sreg_globaltimer() {\n  %t = call i64 @symm_clock()\n  ret i64 %t\n}\n",
+    );
+    ir
+}
+
+/// Parses LLVM IR `ir` into a module of `llcx` (panics with the error and the IR).
+pub fn load_ir<'c>(llcx: &'c LlContext, ir: &str, name: &str) -> Module<'c> {
+    let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), name);
+    llcx.create_module_from_ir(buf)
+        .unwrap_or_else(|e| panic!("{e}\n{ir}"))
+}
+
+/// Maps the libcalls `module` declares, and `symm_clock` where it declares it.
+fn map_runtime(ee: &ExecutionEngine, module: &Module) {
+    map_libcalls(ee, module);
+    if let Some(f) = module.get_function("symm_clock") {
+        ee.add_global_mapping(&f, symm_clock as *const () as usize);
+    }
+}
+
+/// A JIT of kernel IR `ir` alone (from [`symm_host_ir`]), optimised; its context lives as
+/// long as the test binary, so the engine can be kept while the kernels run.
+pub fn jit_kernels(ir: &str, name: &str) -> ExecutionEngine<'static> {
+    Target::initialize_native(&InitializationConfig::default()).unwrap();
+    let llcx: &'static LlContext = Box::leak(Box::new(LlContext::create()));
+    let module = load_ir(llcx, ir, name);
+    let ee = module
+        .create_jit_execution_engine(OptimizationLevel::Default)
+        .unwrap();
+    map_runtime(&ee, &module);
+    ee
+}
+
+/// A JIT of a compiled program: its host IR `host`, and its kernels' host IR `kernels`.
+pub fn jit_program<'c>(llcx: &'c LlContext, host: &str, kernels: &str) -> ExecutionEngine<'c> {
+    Target::initialize_native(&InitializationConfig::default()).unwrap();
+    let hm = load_ir(llcx, host, "host");
+    let km = load_ir(llcx, kernels, "kernels");
+    let ee = hm
+        .create_jit_execution_engine(OptimizationLevel::None)
+        .unwrap();
+    ee.add_module(&km).unwrap();
+    map_runtime(&ee, &km);
+    ee
+}
+
 /// Maps the libcalls `module` (from [`host_ir`]) declares to their implementations.
 pub fn map_libcalls(ee: &ExecutionEngine, module: &Module) {
     for (name, i, _) in LIBCALLS {
@@ -129,7 +288,6 @@ pub unsafe fn call_kernel(addr: usize, p: &[*mut u8]) {
 /// call. A kernel reads it on every failed spin of a barrier, so it also yields the thread:
 /// with more simulated ranks than cores, a spinning rank would otherwise keep the peer it
 /// waits for off the CPU for its whole time slice.
-#[allow(dead_code)]
 pub extern "C" fn symm_clock() -> u64 {
     static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     std::thread::yield_now();

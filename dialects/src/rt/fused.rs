@@ -10,29 +10,14 @@
 //! scattering along any dimension but the contraction one is a matter of strides, never of
 //! a re-layout.
 
-use super::{expect_memref, expect_type, int, nonneg, ANY, DTYPE, GROUP};
-use crate::rt::abi;
+use super::{
+    expect_memref, expect_type, nonneg, verify_launch_shape, verify_world, ANY, DTYPE, GROUP,
+};
 use commlir_ir::{
     register_op, ArgDef, AttrConstraint, AttrDef, Context, Diagnostic, OpDef, OpId, Trait,
 };
 
 const KINDS: &[&str] = &["all_gather_matmul", "matmul_reduce_scatter"];
-
-/// `grid` and `block` of a fused op's kernel launches.
-fn verify_launch_shape(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let grid = int(ctx, op, "grid").unwrap_or(0);
-    if !(1..=abi::SYMM_MAX_BLOCKS as i64).contains(&grid) {
-        return Err(ctx.op_error(
-            op,
-            format!("'grid' must be in [1, {}]", abi::SYMM_MAX_BLOCKS),
-        ));
-    }
-    let block = int(ctx, op, "block").unwrap_or(0);
-    if !(32..=1024).contains(&block) {
-        return Err(ctx.op_error(op, "'block' must be in [32, 1024]"));
-    }
-    Ok(())
-}
 
 register_op!(
     pub SYMM_FUSED_KERNEL = OpDef {
@@ -69,13 +54,7 @@ register_op!(
         traits: &[Trait::Symbol],
         verify: Some(|ctx, op| {
             nonneg(ctx, op, &["outer", "seg"])?;
-            let w = int(ctx, op, "world").unwrap_or(0);
-            if !(1..=abi::SYMM_MAX_PEERS as i64).contains(&w) {
-                return Err(ctx.op_error(
-                    op,
-                    format!("'world' must be in [1, {}]", abi::SYMM_MAX_PEERS),
-                ));
-            }
+            verify_world(ctx, op)?;
             let rs = ctx
                 .inherent_attr(op, "kind")
                 .and_then(|a| ctx.attr_as_str(a))

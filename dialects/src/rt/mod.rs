@@ -128,6 +128,34 @@ fn nonneg(ctx: &Context, op: OpId, names: &[&str]) -> Result<(), Diagnostic> {
     Ok(())
 }
 
+/// `world` of a symm or fused kernel: a group the descriptor can address.
+fn verify_world(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let w = int(ctx, op, "world").unwrap_or(0);
+    if !(1..=abi::SYMM_MAX_PEERS as i64).contains(&w) {
+        return Err(ctx.op_error(
+            op,
+            format!("'world' must be in [1, {}]", abi::SYMM_MAX_PEERS),
+        ));
+    }
+    Ok(())
+}
+
+/// `grid` and `block` of a symm or fused op's kernel launches.
+fn verify_launch_shape(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let grid = int(ctx, op, "grid").unwrap_or(0);
+    if !(1..=abi::SYMM_MAX_BLOCKS as i64).contains(&grid) {
+        return Err(ctx.op_error(
+            op,
+            format!("'grid' must be in [1, {}]", abi::SYMM_MAX_BLOCKS),
+        ));
+    }
+    let block = int(ctx, op, "block").unwrap_or(0);
+    if !(32..=1024).contains(&block) {
+        return Err(ctx.op_error(op, "'block' must be in [32, 1024]"));
+    }
+    Ok(())
+}
+
 register_op!(
     pub KERNEL = OpDef {
         name: "rt.kernel",
@@ -660,14 +688,7 @@ register_op!(
         verify: Some(|ctx, op| {
             verify_symm_reduce(ctx, op)?;
             verify_symm_epilogue(ctx, op)?;
-            let w = int(ctx, op, "world").unwrap_or(0);
-            if !(1..=abi::SYMM_MAX_PEERS as i64).contains(&w) {
-                return Err(ctx.op_error(
-                    op,
-                    format!("'world' must be in [1, {}]", abi::SYMM_MAX_PEERS),
-                ));
-            }
-            Ok(())
+            verify_world(ctx, op)
         }),
         example: "rt.symm_kernel @s0_one_shot_all_reduce {coll = \"one_shot_all_reduce\", count = 16 : i64, dtype = \"f32\", reduce_op = \"sum\", world = 2 : i64}",
         ..OpDef::EMPTY
@@ -741,18 +762,7 @@ register_op!(
                 }
             }
             nonneg(ctx, op, &["offset"])?;
-            let grid = int(ctx, op, "grid").unwrap_or(0);
-            if !(1..=abi::SYMM_MAX_BLOCKS as i64).contains(&grid) {
-                return Err(ctx.op_error(
-                    op,
-                    format!("'grid' must be in [1, {}]", abi::SYMM_MAX_BLOCKS),
-                ));
-            }
-            let block = int(ctx, op, "block").unwrap_or(0);
-            if !(32..=1024).contains(&block) {
-                return Err(ctx.op_error(op, "'block' must be in [32, 1024]"));
-            }
-            Ok(())
+            verify_launch_shape(ctx, op)
         }),
         example: "rt.symm_collective %p, %out {block = 512 : i64, coll = \"one_shot_all_reduce\", count = 16 : i64, dtype = \"f32\", grid = 1 : i64, group = @tp, kernel = @s0_one_shot_all_reduce, offset = 0 : i64, reduce_op = \"sum\"} : (!rt.pool, memref<4x4xf32>) -> ()",
         ..OpDef::EMPTY

@@ -6,7 +6,9 @@ use commlir_ir::parser::{parse_source, ParseOptions};
 use commlir_ir::pass::{parse_pipeline, PassManager};
 use commlir_ir::printer::{print_op, PrintOptions};
 use commlir_ir::{BlockId, Context, OpId, SourceFile, SourceMgr};
+use commlir_passes::schedule::{self, check, DepGraph, GraphOptions};
 use commlir_runtime::{format_results, PrintMode, SimOptions};
+use std::collections::BTreeMap;
 
 /// Parses and verifies `text`, panicking with rendered diagnostics on failure.
 pub fn parse(ctx: &mut Context, text: &str) -> OpId {
@@ -86,4 +88,78 @@ pub fn generated(
         run_pipeline(ctx, m, "builtin.module(func.func(coll-to-comm))", &text);
     }
     m
+}
+
+/// The generated program of `seed` under `cfg`, as text and parsed into `ctx`, with its sim
+/// output (asserted to run) on `cfg.ranks` ranks.
+pub fn generated_text(
+    ctx: &mut Context,
+    seed: u64,
+    cfg: &commlir_testgen::GenConfig,
+) -> (String, OpId, String) {
+    let text = commlir_testgen::random_program(seed, cfg);
+    let m = parse(ctx, &text);
+    let before = sim(ctx, m, cfg.ranks, seed);
+    assert!(
+        !before.starts_with("error"),
+        "seed {seed}: the input does not run: {before}\n{text}"
+    );
+    (text, m, before)
+}
+
+/// `lowered` re-parses to itself and gives the sim output `want` (`what` names the case).
+pub fn assert_round_trip(lowered: &str, ranks: usize, seed: u64, want: &str, what: &str) {
+    let mut ctx2 = Context::new();
+    let m2 = parse(&mut ctx2, lowered);
+    assert_eq!(print(&ctx2, m2), lowered, "{what}: no round trip");
+    assert_eq!(sim(&ctx2, m2, ranks, seed), want, "{what}: reparsed");
+}
+
+/// What a scheduling pass must keep of one function body: the body, its dependency graph,
+/// the collectives of each group in order, and its peak memory.
+pub type BodyFacts = (BlockId, DepGraph, BTreeMap<String, Vec<OpId>>, i64);
+
+/// The [`BodyFacts`] of every function body of `module`.
+pub fn body_facts(ctx: &Context, module: OpId) -> Vec<BodyFacts> {
+    bodies(ctx, module)
+        .into_iter()
+        .map(|b| {
+            (
+                b,
+                DepGraph::build(ctx, b, GraphOptions::default()),
+                check::collectives_by_group(ctx, b),
+                schedule::block_peak(ctx, b),
+            )
+        })
+        .collect()
+}
+
+/// Panics unless the scheduled `module` keeps `before`: every dependency, the order of each
+/// group's collectives, the pins (`pins`) and peak memory within `budget`; `input` and `out`
+/// are the texts before and after, for the message.
+pub fn assert_schedule_kept(
+    ctx: &Context,
+    before: &[BodyFacts],
+    budget: f64,
+    pins: bool,
+    what: &str,
+    input: &str,
+    out: &str,
+) {
+    for (b, graph, groups, peak) in before {
+        if let Err(v) = check::check_dependencies(ctx, *b, graph) {
+            panic!("{what}: dependency broken: {v:?}\ninput:\n{input}\noutput:\n{out}");
+        }
+        if let Err(v) = check::check_group_order(ctx, *b, groups) {
+            panic!("{what}: collective order changed: {v:?}\ninput:\n{input}\noutput:\n{out}");
+        }
+        if pins {
+            check::check_pins(ctx, *b).unwrap_or_else(|v| panic!("{what}: pins broken: {v:?}"));
+        }
+        let after = schedule::block_peak(ctx, *b);
+        assert!(
+            schedule::within_budget(after, *peak, budget),
+            "{what}: peak memory {peak} -> {after}\ninput:\n{input}\noutput:\n{out}"
+        );
+    }
 }

@@ -830,19 +830,7 @@ impl RankState {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn launch(
-        &mut self,
-        kernel: u32,
-        grid: u32,
-        block: u32,
-        shared: u32,
-        params: *mut *mut c_void,
-    ) -> Result<(), String> {
-        self.launch_on(abi::STREAM_COMPUTE, kernel, grid, block, shared, params)
-    }
-
-    /// `launch` on either stream (ABI `launch_on`).
+    /// A kernel launch on either stream (ABI `launch` and `launch_on`).
     fn launch_on(
         &mut self,
         stream: u32,
@@ -1257,22 +1245,18 @@ unsafe extern "C" fn rt_launch(
     block_x: u32,
     shared_bytes: u32,
     params: *mut *mut c_void,
-    _num_params: u32,
+    num_params: u32,
 ) -> Status {
-    with_state(rt, |s| {
-        s.timed(
-            abi::STREAM_COMPUTE,
-            |s| {
-                let name = s.kernel_names.get(kernel as usize).map(String::as_str);
-                (
-                    format!("kernel {} <<<{grid_x}, {block_x}>>>", name.unwrap_or("?")),
-                    0,
-                    0.0,
-                )
-            },
-            |s| s.launch(kernel, grid_x, block_x, shared_bytes, params),
-        )
-    })
+    rt_launch_on(
+        rt,
+        abi::STREAM_COMPUTE,
+        kernel,
+        grid_x,
+        block_x,
+        shared_bytes,
+        params,
+        num_params,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
