@@ -31,7 +31,8 @@
 
 use crate::analysis::cost::OpCost;
 use crate::analysis::timeline::simulate_ops;
-use crate::comm_reorder_peak_memory::plan_reorder_peak_memory;
+use crate::comm_reorder_peak_memory::{plan_reorder_peak_memory, Planner};
+use crate::comm_sink_waits_iterative::plan_sink_waits_iterative;
 use crate::schedule::iterative::IterOptions;
 use crate::schedule::{self, body_block, check, CostTable, DepGraph, GraphOptions, NodeKind, NONE};
 use commlir_dialects::shape::tensor_bytes;
@@ -1021,6 +1022,134 @@ fn baseline(model: &Model, seq: &[u32], latest: &[u32], floating: &[bool]) -> Ve
     out
 }
 
+/// Functions of at most this many ops get [`improve_locally`] at every ladder step (each
+/// candidate move re-simulates the suffix after it; above this the pass stays O(n log n)).
+const LOCAL_MAX_OPS: usize = 256;
+
+/// How far (in positions) a node moves in one step of [`improve_locally`]: a few dozen ops,
+/// the size of a layer's worth of compute and its collectives.
+const LOCAL_WINDOW: usize = 24;
+
+/// Most node steps [`improve_locally`] simulates per call (its time bound).
+const LOCAL_STEPS: u64 = 40_000_000;
+
+/// Snapshot spacing of [`improve_locally`]: a move re-simulates from the last snapshot
+/// before it rather than from the start.
+const LOCAL_SNAP: usize = 8;
+
+/// Hill climbing on `order` (a feasible order of makespan `ms`): moves one node to another
+/// place at most [`LOCAL_WINDOW`] away, or swaps two nodes that far apart, whenever the
+/// result keeps the dependencies, fits `limit` and is faster; first improvement, sweeps
+/// until none is found or the step budget is spent. Each candidate is simulated from a
+/// snapshot of the machine state before the first changed place, and dropped as soon as its
+/// partial makespan reaches the incumbent's or its memory the limit. Deterministic.
+fn improve_locally(model: &Model, limit: i64, order: &mut Vec<u32>, ms: &mut f64) {
+    let n = order.len();
+    let g = &model.graph;
+    let mut pos = vec![0usize; n];
+    let mut steps: u64 = 0;
+    let mut snaps: Vec<(Clock, Mem)> = Vec::new();
+    let take_snaps = |order: &[u32], from: usize, snaps: &mut Vec<(Clock, Mem)>| {
+        let k0 = from / LOCAL_SNAP;
+        snaps.truncate(k0.max(1));
+        if snaps.is_empty() {
+            snaps.push((model.clock(), model.mem()));
+        }
+        let (mut c, mut m) = snaps[snaps.len() - 1].clone();
+        for (k, &x) in order
+            .iter()
+            .enumerate()
+            .skip((snaps.len() - 1) * LOCAL_SNAP)
+        {
+            if k % LOCAL_SNAP == 0 && k / LOCAL_SNAP >= snaps.len() {
+                snaps.push((c.clone(), m.clone()));
+            }
+            model.step_time(&mut c, x);
+            model.step_mem(&mut m, x);
+        }
+    };
+    take_snaps(order, 0, &mut snaps);
+    let mut cand: Vec<u32> = Vec::with_capacity(n);
+    let mut improved = true;
+    while improved && steps < LOCAL_STEPS {
+        improved = false;
+        for (k, &x) in order.iter().enumerate() {
+            pos[x as usize] = k;
+        }
+        let mut i = 0;
+        while i < n && steps < LOCAL_STEPS {
+            let x = order[i];
+            let lo = g
+                .preds(x)
+                .iter()
+                .map(|&p| pos[p as usize] + 1)
+                .max()
+                .unwrap_or(0)
+                .max(i.saturating_sub(LOCAL_WINDOW));
+            let hi = g
+                .succs(x)
+                .iter()
+                .map(|&s| pos[s as usize])
+                .min()
+                .unwrap_or(n)
+                .min(i + LOCAL_WINDOW + 1)
+                .min(n);
+            let mut accepted = false;
+            // Insertions of x at j (in [lo, hi), j != i), then swaps of x with a later node.
+            let moves = (lo..hi)
+                .filter(|&j| j != i)
+                .map(|j| (j, false))
+                .chain((i + 1..hi).map(|j| (j, true)));
+            for (j, swap) in moves {
+                if swap {
+                    // y = order[j] moves to i: its preds must all be before i, and x's
+                    // succs after j (checked by hi) and y's succs after j hold trivially.
+                    let y = order[j];
+                    if g.preds(y).iter().any(|&p| pos[p as usize] >= i) {
+                        continue;
+                    }
+                    cand.clear();
+                    cand.extend_from_slice(order);
+                    cand.swap(i, j);
+                } else {
+                    cand.clear();
+                    cand.extend_from_slice(order);
+                    let v = cand.remove(i);
+                    cand.insert(j, v);
+                }
+                let from = i.min(j);
+                let k0 = (from / LOCAL_SNAP).min(snaps.len() - 1);
+                let (mut c, mut m) = snaps[k0].clone();
+                let mut ok = true;
+                for &y in &cand[k0 * LOCAL_SNAP..] {
+                    steps += 1;
+                    model.step_time(&mut c, y);
+                    if model.step_mem(&mut m, y) > limit
+                        || c.compute_free.max(c.comm_free) >= *ms - 1e-6
+                    {
+                        ok = false;
+                        break;
+                    }
+                }
+                if ok {
+                    *ms = c.compute_free.max(c.comm_free);
+                    std::mem::swap(order, &mut cand);
+                    take_snaps(order, from, &mut snaps);
+                    for (k, &y) in order.iter().enumerate() {
+                        pos[y as usize] = k;
+                    }
+                    accepted = true;
+                    improved = true;
+                    break;
+                }
+            }
+            if !accepted {
+                i += 1;
+            }
+        }
+    }
+}
+
 /// Result of [`branch_and_bound`].
 #[derive(Clone, Debug)]
 pub struct Exact {
@@ -1054,6 +1183,7 @@ pub fn branch_and_bound(model: &Model, limit: i64, incumbent: &[u32], max_nodes:
         memo: FxHashMap::default(),
         prefix: Vec::with_capacity(n),
         memo_entries: 0,
+        head: vec![0.0; n],
     };
     if n == 0 || n > 128 {
         return Exact {
@@ -1117,6 +1247,8 @@ struct Search<'a> {
     memo: FxHashMap<u128, Vec<Vec<f64>>>,
     memo_entries: usize,
     prefix: Vec<u32>,
+    /// Scratch: the earliest start of each unissued node (see `dfs`).
+    head: Vec<f64>,
 }
 
 /// Most dominance signatures kept (memory bound of the search).
@@ -1139,31 +1271,109 @@ impl Search<'_> {
             self.aborted = true;
             return;
         }
-        // Lower bound.
-        let mut lb = (st.clock.compute_free + st.rem_compute).max(st.clock.comm_free + st.rem_comm);
+        // Lower bounds. Heads: for every unissued node, the earliest it can start (its
+        // issued inputs' finish times, its unissued inputs' heads plus their times, its
+        // stream's free time); a node's head plus its longest path to the end bounds the
+        // makespan. Node numbers are a topological order (the input's), so one pass does it.
+        let (cf, kf) = (st.clock.compute_free, st.clock.comm_free);
+        let head = &mut self.head;
+        let mut lb = 0.0f64;
+        let (mut min_c, mut min_k) = (f64::INFINITY, f64::INFINITY);
+        let (mut tail_c, mut tail_k) = (f64::INFINITY, f64::INFINITY);
         let mut ready: Vec<u32> = Vec::new();
         for i in 0..n as u32 {
-            if st.set & (1u128 << i) == 0 && st.indeg[i as usize] == 0 {
-                ready.push(i);
-                let r = m.inputs_ready(&st.clock, i);
-                let start = match m.class[i as usize] {
-                    Class::Comm { .. } => r.max(st.clock.comm_free),
-                    Class::Free => r,
-                    _ => r.max(st.clock.compute_free),
+            let iu = i as usize;
+            if st.set & (1u128 << i) != 0 {
+                continue;
+            }
+            let mut r = 0.0f64;
+            for &p in csr_slice(&m.in_off, &m.ins, i) {
+                let pu = p as usize;
+                let f = if st.set & (1u128 << p) != 0 {
+                    st.clock.finish[pu]
+                } else if p < i {
+                    head[pu] + m.dur[pu]
+                } else {
+                    // Not yet computed in this pass (never for an input-order graph).
+                    0.0
                 };
-                lb = lb.max(start + m.bottom[i as usize]);
+                r = r.max(f);
+            }
+            let cls = m.class[iu];
+            let h = match cls {
+                Class::Comm { blocking: true } => r.max(kf).max(cf),
+                Class::Comm { .. } => r.max(kf),
+                Class::Free => r,
+                _ => r.max(cf),
+            };
+            head[iu] = h;
+            lb = lb.max(h + m.bottom[iu]);
+            let tail = m.bottom[iu] - m.dur[iu];
+            match cls {
+                Class::Comm { blocking } => {
+                    min_k = min_k.min(h);
+                    tail_k = tail_k.min(tail);
+                    if blocking {
+                        min_c = min_c.min(h);
+                        tail_c = tail_c.min(tail);
+                    }
+                }
+                Class::Wait | Class::Stream => {
+                    min_c = min_c.min(h);
+                    tail_c = tail_c.min(tail);
+                }
+                Class::Free => {}
+            }
+            if st.indeg[iu] == 0 {
+                ready.push(i);
             }
         }
+        // Each stream still has its remaining work to do, from its earliest remaining start,
+        // and after its last op at least the shortest tail of its remaining ops.
+        if min_c.is_finite() {
+            lb = lb.max(cf.max(min_c) + st.rem_compute + tail_c.max(0.0));
+        }
+        if min_k.is_finite() {
+            lb = lb.max(kf.max(min_k) + st.rem_comm + tail_k.max(0.0));
+        }
+        lb = lb.max(cf).max(kf);
         if lb >= self.best_ms - 1e-6 {
             return;
         }
-        // Dominance: stream times and the finish times of issued nodes that still matter.
-        let mut sig = vec![st.clock.compute_free, st.clock.comm_free];
+        // A ready node that takes no time and allocates nothing goes now, alone: issuing it
+        // later changes no time and can only hold storages longer.
+        if let Some(&x) = ready
+            .iter()
+            .find(|&&x| m.class[x as usize] == Class::Free && m.alloc[x as usize] == 0)
+        {
+            ready.clear();
+            ready.push(x);
+        }
+        // Dominance: stream times and the finish times of issued nodes that still matter,
+        // each raised to the free time of the streams its unissued successors run on (a
+        // successor cannot start before its stream is free, so an input that finishes
+        // earlier than that is as good as one finishing then): more prefixes compare equal.
+        let mut sig = vec![cf, kf];
         for i in 0..n as u32 {
-            if st.set & (1u128 << i) != 0
-                && m.graph.succs(i).iter().any(|&s| st.set & (1u128 << s) == 0)
-            {
-                sig.push(st.clock.finish[i as usize]);
+            if st.set & (1u128 << i) == 0 {
+                continue;
+            }
+            let mut open = false;
+            let mut clamp = f64::INFINITY;
+            for &s in m.graph.succs(i) {
+                if st.set & (1u128 << s) != 0 {
+                    continue;
+                }
+                open = true;
+                clamp = clamp.min(match m.class[s as usize] {
+                    Class::Comm { blocking: true } => cf.max(kf),
+                    Class::Comm { .. } => kf,
+                    Class::Free => 0.0,
+                    _ => cf,
+                });
+            }
+            if open {
+                sig.push(st.clock.finish[i as usize].max(clamp));
             }
         }
         let entry = self.memo.entry(st.set).or_default();
@@ -1254,20 +1464,37 @@ pub fn plan(
     costs: &CostTable,
     opts: &OverlapOptions,
 ) -> (Option<Vec<OpId>>, Outcome) {
-    plan_with_seeds(ctx, block, costs, opts, &|_| None)
+    plan_with_seeds(ctx, block, costs, opts, &|_| Vec::new())
 }
 
-/// [`plan`] with seed orders: `seed(budget)` may give an order of the block's ops (e.g. what
-/// `comm-reorder-peak-memory` finds at that budget) whose compute order is tried as one more
-/// base for the list schedule at that ladder step.
+/// [`plan`] with seed orders: `seed(budget)` may give orders of the block's ops (e.g. what
+/// `comm-reorder-peak-memory` or Inductor's whole sequence finds at that budget); each is a
+/// candidate itself and its compute order one more base for the list schedule at that
+/// ladder step.
 pub fn plan_with_seeds(
     ctx: &Context,
     block: BlockId,
     costs: &CostTable,
     opts: &OverlapOptions,
-    seed: &dyn Fn(f64) -> Option<Vec<OpId>>,
+    seed: &dyn Fn(f64) -> Vec<Vec<OpId>>,
 ) -> (Option<Vec<OpId>>, Outcome) {
     let model = Model::new(ctx, block, costs);
+    let seeds = |b: f64| -> Vec<Vec<u32>> {
+        seed(b)
+            .iter()
+            .filter_map(|ops| ops.iter().map(|&op| model.graph.node(op)).collect())
+            .collect()
+    };
+    plan_model(&model, opts, &seeds)
+}
+
+/// [`plan_with_seeds`] on a model already built, with seed orders as node numbers; returns
+/// the new order as ops.
+pub fn plan_model(
+    model: &Model,
+    opts: &OverlapOptions,
+    seed: &dyn Fn(f64) -> Vec<Vec<u32>>,
+) -> (Option<Vec<OpId>>, Outcome) {
     let n = model.len();
     let input: Vec<u32> = (0..n as u32).collect();
     let (ms_in, peak_in) = model.evaluate(&input);
@@ -1309,7 +1536,7 @@ pub fn plan_with_seeds(
             for (&f, keep) in tighter.iter().flat_map(|f| [(f, false), (f, true)]) {
                 let order_limit = model.base.max((limit as f64 * f) as i64);
                 let order =
-                    list_schedule_with(&model, limit, order_limit, compute, keep, opts.lookahead);
+                    list_schedule_with(model, limit, order_limit, compute, keep, opts.lookahead);
                 let (ms, peak) = model.evaluate(&order);
                 if opts.test_break == TestBreak::NoGuard {
                     if peak <= limit && (local.1.is_empty() || ms > local.0) {
@@ -1320,12 +1547,18 @@ pub fn plan_with_seeds(
                 }
             }
         }
-        let seeded: Option<Vec<u32>> = seed(b)
-            .and_then(|ops| ops.iter().map(|&op| model.graph.node(op)).collect())
-            .filter(|o: &Vec<u32>| check::is_topological(&model.graph, o));
-        if let Some(base) = seeded {
+        // Seeds: each order as it is (so the pass is never slower than the pass or sequence
+        // that made it), and its compute order as a base for the list schedule.
+        for base in seed(b)
+            .into_iter()
+            .filter(|o| o.len() == n && check::is_topological(&model.graph, o))
+        {
+            let (ms, peak) = model.evaluate(&base);
+            if opts.test_break != TestBreak::NoGuard && peak <= limit && ms < local.0 - 1e-6 {
+                local = (ms, base.clone());
+            }
             for keep in [false, true] {
-                let order = list_schedule_from(&model, limit, &base, keep, opts.lookahead);
+                let order = list_schedule_from(model, limit, &base, keep, opts.lookahead);
                 let (ms, peak) = model.evaluate(&order);
                 if opts.test_break != TestBreak::NoGuard && peak <= limit && ms < local.0 - 1e-6 {
                     local = (ms, order);
@@ -1335,13 +1568,18 @@ pub fn plan_with_seeds(
         if local.1.is_empty() {
             local = (ms_in, input.clone());
         }
+        // Local improvement of the best order so far: the greedy compute orders miss
+        // exchanges of compute ops that the memory limit allows only in pairs.
+        if n <= LOCAL_MAX_OPS && opts.test_break != TestBreak::NoGuard {
+            improve_locally(model, limit, &mut local.1, &mut local.0);
+        }
         let mut winner = "list";
         if opts.exact_region_ops > 0
             && n <= opts.exact_region_ops as usize
             && n <= 128
             && opts.test_break != TestBreak::NoGuard
         {
-            let ex = branch_and_bound(&model, limit, &local.1, opts.exact_nodes);
+            let ex = branch_and_bound(model, limit, &local.1, opts.exact_nodes);
             out.exact_proven |= ex.proven;
             if ex.makespan_ns < local.0 - 1e-6 {
                 local = (ex.makespan_ns, ex.order);
@@ -1359,8 +1597,8 @@ pub fn plan_with_seeds(
     debug_assert!(top_limit >= peak_in);
     let mut order = best.1;
     match opts.test_break {
-        TestBreak::GroupOrder => break_group_order(&model, &mut order),
-        TestBreak::Dependency => break_dependency(&model, &mut order),
+        TestBreak::GroupOrder => break_group_order(model, &mut order),
+        TestBreak::Dependency => break_dependency(model, &mut order),
         TestBreak::Nondeterministic => {
             use std::sync::atomic::{AtomicU64, Ordering as O};
             static RUNS: AtomicU64 = AtomicU64::new(0);
@@ -1457,6 +1695,81 @@ const STATS: &[StatisticDef] = &[
     StatisticDef::new("exact-proven", "Functions whose exact search finished"),
 ];
 
+/// The seed orders for every ladder step up to `budget`, as node numbers of `model`:
+/// Inductor's memory-preserving reorder (`comm-reorder-peak-memory` at that budget: it moves
+/// the compute a collective needs along with the collective, which the list schedules do
+/// not) and Inductor's whole sequence (`comm-reorder-peak-memory, comm-sink-waits-iterative,
+/// comm-reorder-peak-memory`, each pass kept only if the simulated makespan does not grow, as
+/// their `revert-if-slower` does), so that the pass is never slower than that sequence. The
+/// sequence's first step is the single reorder, computed once; each step is judged on the
+/// node model (the simulator's makespan, in O(n)) rather than by re-simulating the IR. The
+/// block is left in its input order.
+fn inductor_seeds(
+    ctx: &mut Context,
+    func: OpId,
+    block: BlockId,
+    model: &Model,
+    costs: &CostTable,
+    budget: f64,
+) -> Vec<(f64, Vec<Vec<u32>>)> {
+    let input: Vec<OpId> = ctx.block_op_list(block);
+    let to_nodes = |ops: &[OpId]| -> Option<Vec<u32>> {
+        let o: Vec<u32> = ops
+            .iter()
+            .map(|&op| model.graph.node(op))
+            .collect::<Option<_>>()?;
+        (o.len() == model.len()).then_some(o)
+    };
+    let (ms_in, _) = model.evaluate(&(0..model.len() as u32).collect::<Vec<_>>());
+    let mut out = Vec::new();
+    for b in ladder_up_to(budget) {
+        let o = IterOptions {
+            peak_memory_budget: b,
+            ..IterOptions::default()
+        };
+        let mut orders: Vec<Vec<u32>> = Vec::new();
+        // The current order of the sequence (ops and nodes) and its makespan.
+        let mut cur: Option<(Vec<OpId>, Vec<u32>)> = None;
+        let mut cur_ms = ms_in;
+        let steps: [Planner; 3] = [
+            plan_reorder_peak_memory,
+            plan_sink_waits_iterative,
+            plan_reorder_peak_memory,
+        ];
+        for (k, step) in steps.into_iter().enumerate() {
+            let planned = step(ctx, func, &o, Some(costs)).1;
+            if let Some(nodes) = planned.as_deref().and_then(to_nodes) {
+                if k == 0 {
+                    // The single reorder, whatever its makespan (the list schedule may still
+                    // profit from its compute order).
+                    orders.push(nodes.clone());
+                }
+                let (ms, _) = model.evaluate(&nodes);
+                if ms <= cur_ms * (1.0 + 1e-9) {
+                    cur_ms = ms;
+                    cur = planned.map(|ops| (ops, nodes));
+                }
+            }
+            // The next planner reads the block's order: the one the sequence kept (a
+            // planner may also have left intermediate orders in the block).
+            if k + 1 < steps.len() {
+                match &cur {
+                    Some((ops, _)) => schedule::apply_op_order(ctx, ops.iter().copied()),
+                    None => schedule::apply_op_order(ctx, input.iter().copied()),
+                }
+            }
+        }
+        schedule::apply_op_order(ctx, input.iter().copied());
+        if let Some((_, nodes)) = cur {
+            if orders.first() != Some(&nodes) {
+                orders.push(nodes);
+            }
+        }
+        out.push((b, orders));
+    }
+    out
+}
+
 struct OverlapSchedule(OverlapOptions);
 
 impl Pass for OverlapSchedule {
@@ -1474,26 +1787,16 @@ impl Pass for OverlapSchedule {
             return Ok(());
         };
         let costs = CostTable::new(ctx, block);
-        // Seeds: the orders Inductor's memory-preserving reorder finds at each ladder step
-        // (it moves the compute a collective needs along with it, which the list schedules
-        // do not); the list schedule then hoists and sinks from there.
-        let seeds: Vec<(f64, Option<Vec<OpId>>)> = ladder_up_to(self.0.peak_memory_budget)
-            .into_iter()
-            .map(|b| {
-                let o = IterOptions {
-                    peak_memory_budget: b,
-                    ..IterOptions::default()
-                };
-                (b, plan_reorder_peak_memory(ctx, op, &o, Some(&costs)).1)
-            })
-            .collect();
-        let seed = |b: f64| {
+        let model = Model::new(ctx, block, &costs);
+        let seeds = inductor_seeds(ctx, op, block, &model, &costs, self.0.peak_memory_budget);
+        let seed = |b: f64| -> Vec<Vec<u32>> {
             seeds
                 .iter()
-                .find(|(x, _)| *x == b)
-                .and_then(|(_, o)| o.clone())
+                .filter(|(x, _)| *x == b)
+                .flat_map(|(_, o)| o.iter().cloned())
+                .collect()
         };
-        let (order, out) = plan_with_seeds(ctx, block, &costs, &self.0, &seed);
+        let (order, out) = plan_model(&model, &self.0, &seed);
         env.add_stat("makespan-ns-before", out.makespan_before_ns.round() as u64);
         env.add_stat("makespan-ns-after", out.makespan_after_ns.round() as u64);
         env.add_stat("exact-proven", u64::from(out.exact_proven));
