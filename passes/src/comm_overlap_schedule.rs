@@ -791,19 +791,21 @@ pub fn list_schedule_with(
         ComputeOrder::Input => (0..n as u32).collect(),
         _ => compute_order(model, order_limit, compute),
     };
-    list_schedule_from(model, limit, &base, keep_comm_order, lookahead)
+    // When no schedule from this base fits, the base itself (over the limit too).
+    list_schedule_from(model, limit, &base, keep_comm_order, lookahead).unwrap_or(base)
 }
 
 /// [`list_schedule`] keeping the compute order of `base` (a topological order of every
 /// node), e.g. the order another scheduling pass found: its collectives are hoisted and its
-/// waits sunk from there.
+/// waits sunk from there. `None` when `base` itself, with its collectives at their latest
+/// places, is over `limit` (then so is every schedule from it).
 pub fn list_schedule_from(
     model: &Model,
     limit: i64,
     base: &[u32],
     keep_comm_order: bool,
     lookahead: u32,
-) -> Vec<u32> {
+) -> Option<Vec<u32>> {
     let n = model.len();
     let g = &model.graph;
     let lazy = lazy_waits(model, base);
@@ -846,6 +848,11 @@ pub fn list_schedule_from(
         }
         let end = seq.len();
         levels[end] = pending.drain(..).fold(levels[end], i64::max);
+    }
+    // Hoisting only adds to levels where the sum fits the limit, so a slot already over it
+    // stays over it: no schedule from this base fits (`None`, before the O(n log n) part).
+    if levels.iter().any(|&l| l > limit) {
+        return None;
     }
     let mut tree = SegTree::new(&levels);
 
@@ -973,7 +980,7 @@ pub fn list_schedule_from(
     for x in 0..n as u32 {
         emit_with_preds(&mut st, x, &mut stack, &mut newly);
     }
-    st.out
+    Some(st.out)
 }
 
 /// The order the list schedule's memory levels are measured on: `seq` with each floating
@@ -1521,47 +1528,53 @@ pub fn plan_model(
             _ => limit_for(peak_in, b),
         };
         let mut local: (f64, Vec<u32>) = (f64::INFINITY, Vec::new());
-        for compute in [
-            ComputeOrder::Input,
-            ComputeOrder::EarliestStart,
-            ComputeOrder::CriticalPath,
-        ] {
-            // The compute order under the limit and under tighter ones (the input order
-            // needs only one try; large functions get one try each, to stay cheap).
-            let tighter: &[f64] = match compute {
-                ComputeOrder::Input => &[1.0],
-                _ if n > TIGHTER_MAX_OPS => &[1.0],
-                _ => &[1.0, 0.9, 0.75, 0.5],
-            };
-            for (&f, keep) in tighter.iter().flat_map(|f| [(f, false), (f, true)]) {
-                let order_limit = model.base.max((limit as f64 * f) as i64);
-                let order =
-                    list_schedule_with(model, limit, order_limit, compute, keep, opts.lookahead);
-                let (ms, peak) = model.evaluate(&order);
-                if opts.test_break == TestBreak::NoGuard {
-                    if peak <= limit && (local.1.is_empty() || ms > local.0) {
-                        local = (ms, order);
-                    }
-                } else if peak <= limit && ms < local.0 - 1e-6 {
-                    local = (ms, order);
+        let consider = |order: Vec<u32>, local: &mut (f64, Vec<u32>)| {
+            let (ms, peak) = model.evaluate(&order);
+            if opts.test_break == TestBreak::NoGuard {
+                if peak <= limit && (local.1.is_empty() || ms > local.0) {
+                    *local = (ms, order);
                 }
+            } else if peak <= limit && ms < local.0 - 1e-6 {
+                *local = (ms, order);
+            }
+        };
+        // Bases of the list schedule: the input order, greedy compute orders (under the
+        // limit and under tighter ones, which leave room for the frees a greedy order
+        // delays; large functions try each once, to stay cheap), and the seeds, which are
+        // also candidates as they are (so the pass is never slower than the pass or
+        // sequence that made them).
+        let mut bases: Vec<Vec<u32>> = vec![input.clone()];
+        for compute in [ComputeOrder::EarliestStart, ComputeOrder::CriticalPath] {
+            let tighter: &[f64] = if n > TIGHTER_MAX_OPS {
+                &[1.0]
+            } else {
+                &[1.0, 0.9, 0.75, 0.5]
+            };
+            for &f in tighter {
+                let order_limit = model.base.max((limit as f64 * f) as i64);
+                bases.push(compute_order(model, order_limit, compute));
             }
         }
-        // Seeds: each order as it is (so the pass is never slower than the pass or sequence
-        // that made it), and its compute order as a base for the list schedule.
         for base in seed(b)
             .into_iter()
             .filter(|o| o.len() == n && check::is_topological(&model.graph, o))
         {
-            let (ms, peak) = model.evaluate(&base);
-            if opts.test_break != TestBreak::NoGuard && peak <= limit && ms < local.0 - 1e-6 {
-                local = (ms, base.clone());
+            consider(base.clone(), &mut local);
+            bases.push(base);
+        }
+        // Equal bases give equal schedules (greedy orders under different limits often
+        // coincide, and so do the seeds): each is scheduled once.
+        let mut seen: Vec<&Vec<u32>> = Vec::new();
+        for base in &bases {
+            if seen.contains(&base) {
+                continue;
             }
+            seen.push(base);
             for keep in [false, true] {
-                let order = list_schedule_from(model, limit, &base, keep, opts.lookahead);
-                let (ms, peak) = model.evaluate(&order);
-                if opts.test_break != TestBreak::NoGuard && peak <= limit && ms < local.0 - 1e-6 {
-                    local = (ms, order);
+                match list_schedule_from(model, limit, base, keep, opts.lookahead) {
+                    Some(order) => consider(order, &mut local),
+                    // The base's own levels are over the limit: no schedule from it fits.
+                    None => break,
                 }
             }
         }
@@ -1736,7 +1749,11 @@ fn inductor_seeds(
             plan_sink_waits_iterative,
             plan_reorder_peak_memory,
         ];
-        for (k, step) in steps.into_iter().enumerate() {
+        // Above TIGHTER_MAX_OPS the single reorder only: the list schedule from it sinks the
+        // waits itself, and the other two passes would triple the seeds' time.
+        let run = if model.len() > TIGHTER_MAX_OPS { 1 } else { 3 };
+        let mut written = false;
+        for (k, step) in steps.into_iter().enumerate().take(run) {
             let planned = step(ctx, func, &o, Some(costs)).1;
             if let Some(nodes) = planned.as_deref().and_then(to_nodes) {
                 if k == 0 {
@@ -1752,14 +1769,17 @@ fn inductor_seeds(
             }
             // The next planner reads the block's order: the one the sequence kept (a
             // planner may also have left intermediate orders in the block).
-            if k + 1 < steps.len() {
+            if k + 1 < run {
                 match &cur {
                     Some((ops, _)) => schedule::apply_op_order(ctx, ops.iter().copied()),
                     None => schedule::apply_op_order(ctx, input.iter().copied()),
                 }
+                written = true;
             }
         }
-        schedule::apply_op_order(ctx, input.iter().copied());
+        if written {
+            schedule::apply_op_order(ctx, input.iter().copied());
+        }
         if let Some((_, nodes)) = cur {
             if orders.first() != Some(&nodes) {
                 orders.push(nodes);
