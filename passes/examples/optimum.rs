@@ -129,7 +129,11 @@ fn main() {
         }
         let ex = branch_and_bound(&model, limit, &incumbent, max_nodes);
         let opt = ex.makespan_ns / 1e3;
-        let mark = if ex.proven { "" } else { " (≤, search cut)" };
+        let mark = if ex.proven {
+            format!(" (proven, {} nodes)", ex.nodes)
+        } else {
+            " (≤, search cut)".to_string()
+        };
         println!(
             "| {name} | {ops} | {ms_in:.1} | {ind:.1} | {list:.1} | {pass:.1} | {opt:.1}{mark} | {:.3} |",
             pass / opt

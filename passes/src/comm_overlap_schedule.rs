@@ -1347,12 +1347,34 @@ impl Search<'_> {
         if lb >= self.best_ms - 1e-6 {
             return;
         }
-        // A ready node that takes no time and allocates nothing goes now, alone: issuing it
-        // later changes no time and can only hold storages longer.
-        if let Some(&x) = ready
-            .iter()
-            .find(|&&x| m.class[x as usize] == Class::Free && m.alloc[x as usize] == 0)
-        {
+        // A ready node that allocates nothing and, issued now, leaves both streams' free
+        // times as they are goes now, alone: it finishes as early as it ever can (its
+        // inputs, or the stream's free time it cannot beat), so issuing it later only
+        // delays its users and holds its storages longer. Free nodes always qualify; a wait
+        // whose collectives have ended and a zero-time op whose inputs are ready, too.
+        let costless = |x: u32| {
+            let xu = x as usize;
+            if m.alloc[xu] != 0 {
+                return false;
+            }
+            match m.class[xu] {
+                Class::Free => true,
+                Class::Comm { .. } => false,
+                Class::Stream => m.dur[xu] == 0.0 && m.inputs_ready(&st.clock, x) <= cf,
+                Class::Wait => {
+                    m.dur[xu] == 0.0
+                        && csr_slice(&m.wait_off, &m.waits_on, x)
+                            .iter()
+                            .all(|&c| st.set & (1u128 << c) != 0)
+                        && csr_slice(&m.wait_off, &m.waits_on, x)
+                            .iter()
+                            .map(|&c| st.clock.finish[c as usize])
+                            .fold(m.inputs_ready(&st.clock, x), f64::max)
+                            <= cf
+                }
+            }
+        };
+        if let Some(&x) = ready.iter().find(|&&x| costless(x)) {
             ready.clear();
             ready.push(x);
         }
