@@ -519,6 +519,28 @@ impl Model {
         (c.compute_free.max(c.comm_free), m.peak)
     }
 
+    /// A lower bound on the makespan of every order, whatever the memory: the longest
+    /// dependency chain, the compute stream's total work and the comm stream's.
+    pub fn lower_bound(&self) -> f64 {
+        let (mut compute, mut comm) = (0.0, 0.0);
+        for (c, d) in self.class.iter().zip(&self.dur) {
+            match c {
+                Class::Wait | Class::Stream => compute += d,
+                Class::Comm { blocking } => {
+                    comm += d;
+                    if *blocking {
+                        compute += d;
+                    }
+                }
+                Class::Free => {}
+            }
+        }
+        self.bottom
+            .iter()
+            .copied()
+            .fold(compute.max(comm), f64::max)
+    }
+
     fn is_async(&self, n: u32) -> bool {
         self.class[n as usize] == Class::Comm { blocking: false }
             && self.graph.kind[n as usize] == NodeKind::Collective
