@@ -19,10 +19,18 @@
 //!    O(log n)); each wait goes just before its first user. XLA's latency-hiding scheduler
 //!    and Inductor's overlap scheduler make the same two moves (start early, done late) under
 //!    a memory limit.
-//! 3. Exact search ([`branch_and_bound`]) over the topological orders of a function of at
-//!    most `exact-region-ops` ops, with memory pruning, makespan lower bounds and dominance
-//!    on the set of issued ops; bounded by a node budget.
-//! 4. The result is the best, by simulated makespan, of the input order and every schedule
+//! 3. Seeds: the orders Inductor's passes find (`comm-reorder-peak-memory` alone and the
+//!    whole sequence with `comm-sink-waits-iterative`), each a candidate as it is and a base
+//!    for the list schedule, so the pass is never slower than that sequence (above 20 000
+//!    ops the single reorder only, for time).
+//! 4. Local search (`improve_locally`, on functions of at most 256 ops): moves
+//!    and swaps of ops a few dozen places apart, kept when the simulated makespan drops
+//!    within the limit.
+//! 5. Exact search ([`branch_and_bound`]) over the topological orders of a function of at
+//!    most `exact-region-ops` ops, with memory pruning, lower bounds (each unissued op's
+//!    earliest start plus its path to the end, each stream's remaining work), costless ops
+//!    issued at once, and dominance on (issued set, stream times); bounded by a node budget.
+//! 6. The result is the best, by simulated makespan, of the input order and every schedule
 //!    above that fits, computed for each step of the budget ladder ([`BUDGET_LADDER`]) up to
 //!    the requested budget: a schedule that fits a smaller budget fits a larger one, so the
 //!    result is never slower than the input and never slower for a larger budget.
@@ -679,8 +687,15 @@ fn key_of(model: &Model, compute: ComputeOrder, i: u32) -> Prio {
 /// wait its collectives' ends). Among the candidates that can start when the compute stream
 /// is free, the one of the highest key (longest path to the end, or earliest in the input)
 /// whose allocation fits `limit` goes next; when none can start yet, the earliest to start.
-/// Returns the whole order (the list schedule re-places its floating nodes). O(n log n).
-fn compute_order(model: &Model, limit: i64, compute: ComputeOrder) -> Vec<u32> {
+/// Returns the whole order (the list schedule re-places its floating nodes), or `None` as
+/// soon as a node it must issue takes memory over `hard_limit` (the list schedule's baseline
+/// from such an order is over the limit too, so it would be dropped). O(n log n).
+fn compute_order(
+    model: &Model,
+    limit: i64,
+    hard_limit: i64,
+    compute: ComputeOrder,
+) -> Option<Vec<u32>> {
     let n = model.len();
     let g = &model.graph;
     let mut indeg: Vec<u32> = (0..n as u32).map(|i| g.preds(i).len() as u32).collect();
@@ -723,7 +738,9 @@ fn compute_order(model: &Model, limit: i64, compute: ComputeOrder) -> Vec<u32> {
                     held.remove(k);
                     out.push(x);
                     model.step_time(&mut clock, x);
-                    model.step_mem(&mut mem, x);
+                    if model.step_mem(&mut mem, x) > hard_limit {
+                        return None;
+                    }
                     issued += 1;
                     progressed = true;
                     for &s in g.succs(x).iter().rev() {
@@ -770,7 +787,9 @@ fn compute_order(model: &Model, limit: i64, compute: ComputeOrder) -> Vec<u32> {
         now.extend(skipped.drain(..));
         let Some(x) = pick else { break };
         model.step_time(&mut clock, x);
-        model.step_mem(&mut mem, x);
+        if model.step_mem(&mut mem, x) > hard_limit {
+            return None;
+        }
         issued += 1;
         out.push(x);
         for &s in g.succs(x).iter().rev() {
@@ -780,7 +799,7 @@ fn compute_order(model: &Model, limit: i64, compute: ComputeOrder) -> Vec<u32> {
             }
         }
     }
-    out
+    Some(out)
 }
 
 /// A list schedule (see the module docs) for memory `limit`; `keep_comm_order` issues the
@@ -811,7 +830,11 @@ pub fn list_schedule_with(
     // starts from (and what the memory levels are measured on).
     let base = match compute {
         ComputeOrder::Input => (0..n as u32).collect(),
-        _ => compute_order(model, order_limit, compute),
+        _ => match compute_order(model, order_limit, limit, compute) {
+            Some(order) => order,
+            // Over the limit: the input order's schedule instead (it always fits).
+            None => (0..n as u32).collect(),
+        },
     };
     // When no schedule from this base fits, the base itself (over the limit too).
     list_schedule_from(model, limit, &base, keep_comm_order, lookahead).unwrap_or(base)
@@ -1071,8 +1094,9 @@ const LOCAL_SNAP: usize = 8;
 /// result keeps the dependencies, fits `limit` and is faster; first improvement, sweeps
 /// until none is found or the step budget is spent. Each candidate is simulated from a
 /// snapshot of the machine state before the first changed place, and dropped as soon as its
-/// partial makespan reaches the incumbent's or its memory the limit. Deterministic.
-fn improve_locally(model: &Model, limit: i64, order: &mut Vec<u32>, ms: &mut f64) {
+/// partial makespan reaches the incumbent's or its memory the limit. Deterministic. Returns
+/// the number of moves kept.
+fn improve_locally(model: &Model, limit: i64, order: &mut Vec<u32>, ms: &mut f64) -> u64 {
     let n = order.len();
     let g = &model.graph;
     let mut pos = vec![0usize; n];
@@ -1100,6 +1124,7 @@ fn improve_locally(model: &Model, limit: i64, order: &mut Vec<u32>, ms: &mut f64
     take_snaps(order, 0, &mut snaps);
     let mut cand: Vec<u32> = Vec::with_capacity(n);
     let mut improved = true;
+    let mut kept = 0u64;
     while improved && steps < LOCAL_STEPS {
         improved = false;
         for (k, &x) in order.iter().enumerate() {
@@ -1169,6 +1194,7 @@ fn improve_locally(model: &Model, limit: i64, order: &mut Vec<u32>, ms: &mut f64
                     }
                     accepted = true;
                     improved = true;
+                    kept += 1;
                     break;
                 }
             }
@@ -1177,6 +1203,7 @@ fn improve_locally(model: &Model, limit: i64, order: &mut Vec<u32>, ms: &mut f64
             }
         }
     }
+    kept
 }
 
 /// Result of [`branch_and_bound`].
@@ -1505,6 +1532,10 @@ pub struct Outcome {
     pub winner: &'static str,
     /// Whether the exact search ran and finished.
     pub exact_proven: bool,
+    /// List schedules built (the pass's main cost on large functions).
+    pub list_schedules: u64,
+    /// Moves the local search kept.
+    pub local_moves: u64,
 }
 
 /// Schedules the function body `block` (see the module docs); returns the new order of its
@@ -1556,6 +1587,8 @@ pub fn plan_model(
         peak_after: peak_in,
         winner: "input",
         exact_proven: false,
+        list_schedules: 0,
+        local_moves: 0,
     };
     if n < 2 {
         return (None, out);
@@ -1596,7 +1629,7 @@ pub fn plan_model(
             };
             for &f in tighter {
                 let order_limit = model.base.max((limit as f64 * f) as i64);
-                bases.push(compute_order(model, order_limit, compute));
+                bases.extend(compute_order(model, order_limit, limit, compute));
             }
         }
         for base in seed(b)
@@ -1615,6 +1648,7 @@ pub fn plan_model(
             }
             seen.push(base);
             for keep in [false, true] {
+                out.list_schedules += 1;
                 match list_schedule_from(model, limit, base, keep, opts.lookahead) {
                     Some(order) => consider(order, &mut local),
                     // The base's own levels are over the limit: no schedule from it fits.
@@ -1628,7 +1662,7 @@ pub fn plan_model(
         // Local improvement of the best order so far: the greedy compute orders miss
         // exchanges of compute ops that the memory limit allows only in pairs.
         if n <= LOCAL_MAX_OPS && opts.test_break != TestBreak::NoGuard {
-            improve_locally(model, limit, &mut local.1, &mut local.0);
+            out.local_moves += improve_locally(model, limit, &mut local.1, &mut local.0);
         }
         let mut winner = "list";
         if opts.exact_region_ops > 0
@@ -1750,6 +1784,8 @@ const STATS: &[StatisticDef] = &[
         "Simulated makespan of the output orders (ns)",
     ),
     StatisticDef::new("exact-proven", "Functions whose exact search finished"),
+    StatisticDef::new("list-schedules", "List schedules built"),
+    StatisticDef::new("local-moves", "Moves the local search kept"),
 ];
 
 /// The seed orders for every ladder step up to `budget`, as node numbers of `model`:
@@ -1864,16 +1900,19 @@ impl Pass for OverlapSchedule {
         env.add_stat("makespan-ns-before", out.makespan_before_ns.round() as u64);
         env.add_stat("makespan-ns-after", out.makespan_after_ns.round() as u64);
         env.add_stat("exact-proven", u64::from(out.exact_proven));
+        env.add_stat("list-schedules", out.list_schedules);
+        env.add_stat("local-moves", out.local_moves);
         match order {
             Some(order) => {
                 // The order was judged on the node model; check it on the real simulator
                 // and buffer model too (both O(n)) and keep the input if they disagree, so
-                // a modelling gap can never make the output slower or over the limit.
-                let before = simulate_ops(ctx, ctx.block_ops(block).collect::<Vec<_>>(), |o| {
-                    costs.get(o)
-                })
-                .makespan_ns;
-                let peak_before = schedule::block_peak(ctx, block);
+                // a modelling gap in the output order can never make it slower or over the
+                // limit. The input's numbers are the model's: the model is the simulator
+                // and the buffer model stepped op by op (a property test checks it against
+                // both on every schedule), so simulating the input again would only repeat
+                // them.
+                let before = out.makespan_before_ns;
+                let peak_before = out.peak_before;
                 let input: Vec<OpId> = ctx.block_op_list(block);
                 let after = simulate_ops(ctx, order.iter().copied(), |o| costs.get(o)).makespan_ns;
                 schedule::apply_op_order(ctx, order);
