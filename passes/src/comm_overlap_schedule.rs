@@ -222,8 +222,11 @@ pub struct Model {
     free_size: Vec<i64>,
     base: i64,
     /// Longest path from the node's start to the end of the function (its own time
-    /// included): the list schedules' priority and the search's bound.
+    /// included), over every edge of the graph: the list schedules' priority.
     pub bottom: Vec<f64>,
+    /// The same over the edges that are also time constraints only (see [`Model::new`]):
+    /// the exact search's bounds and [`Model::lower_bound`].
+    tail: Vec<f64>,
 }
 
 /// Timing state of the two-stream machine after some prefix of an order.
@@ -416,6 +419,41 @@ impl Model {
                 .fold(0.0, f64::max);
             bottom[i] = dur[i] + tail;
         }
+        // Time edges: an input (a node's finish feeds its user's start), a wait's collective,
+        // and an order edge between two nodes of the same stream (a stream runs its ops in
+        // issue order). Other order edges (an in-place collective after the last reader of
+        // its buffer, an op pinned after another) constrain the order only: the comm stream
+        // may start a collective before a compute op issued ahead of it finishes, so a path
+        // through them is no bound on time.
+        let on_compute = |c: Class| {
+            matches!(
+                c,
+                Class::Wait | Class::Stream | Class::Comm { blocking: true }
+            )
+        };
+        let on_comm = |c: Class| matches!(c, Class::Comm { .. });
+        let mut tail = vec![0.0f64; n];
+        for i in (0..n).rev() {
+            tail[i] += dur[i];
+            let (ti, ci) = (tail[i], class[i]);
+            let mut lift = |p: usize, tail: &mut Vec<f64>| {
+                if p < i {
+                    tail[p] = tail[p].max(ti);
+                }
+            };
+            for &p in csr_slice(&in_off, &ins, i as u32) {
+                lift(p as usize, &mut tail);
+            }
+            for &p in csr_slice(&wait_off, &waits_on, i as u32) {
+                lift(p as usize, &mut tail);
+            }
+            for &p in graph.preds(i as u32) {
+                let cp = class[p as usize];
+                if (on_compute(cp) && on_compute(ci)) || (on_comm(cp) && on_comm(ci)) {
+                    lift(p as usize, &mut tail);
+                }
+            }
+        }
         Model {
             graph,
             class,
@@ -431,6 +469,7 @@ impl Model {
             free_size,
             base,
             bottom,
+            tail,
         }
     }
 
@@ -543,10 +582,7 @@ impl Model {
                 Class::Free => {}
             }
         }
-        self.bottom
-            .iter()
-            .copied()
-            .fold(compute.max(comm), f64::max)
+        self.tail.iter().copied().fold(compute.max(comm), f64::max)
     }
 
     fn is_async(&self, n: u32) -> bool {
@@ -1363,8 +1399,8 @@ impl Search<'_> {
                 _ => r.max(cf),
             };
             head[iu] = h;
-            lb = lb.max(h + m.bottom[iu]);
-            let tail = m.bottom[iu] - m.dur[iu];
+            lb = lb.max(h + m.tail[iu]);
+            let tail = m.tail[iu] - m.dur[iu];
             match cls {
                 Class::Comm { blocking } => {
                     min_k = min_k.min(h);
