@@ -436,7 +436,7 @@ impl Model {
         for i in (0..n).rev() {
             tail[i] += dur[i];
             let (ti, ci) = (tail[i], class[i]);
-            let mut lift = |p: usize, tail: &mut Vec<f64>| {
+            let lift = |p: usize, tail: &mut Vec<f64>| {
                 if p < i {
                     tail[p] = tail[p].max(ti);
                 }
