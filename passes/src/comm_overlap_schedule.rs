@@ -1634,6 +1634,16 @@ pub fn plan_model(
         _ => ladder_up_to(opts.peak_memory_budget),
     };
     let mut best: (f64, Vec<u32>, &'static str) = (ms_in, input.clone(), "input");
+    // Whether every async collective is in one group (or none is): then keeping the input's
+    // order of all collectives is keeping the group's, and the second variant of each list
+    // schedule would repeat the first.
+    let single_group = {
+        let mut groups = (0..n as u32)
+            .filter(|&i| model.is_async(i))
+            .map(|i| model.graph.group[i as usize]);
+        let first = groups.next();
+        first.is_none_or(|g0| g0 != NONE && groups.all(|g| g == g0))
+    };
     let top_limit = limit_for(peak_in, *budgets.last().unwrap_or(&0.0));
     for &b in &budgets {
         let limit = match opts.test_break {
@@ -1684,6 +1694,10 @@ pub fn plan_model(
             }
             seen.push(base);
             for keep in [false, true] {
+                if keep && single_group {
+                    // One group: its order edges already fix the order of all collectives.
+                    break;
+                }
                 out.list_schedules += 1;
                 match list_schedule_from(model, limit, base, keep, opts.lookahead) {
                     Some(order) => consider(order, &mut local),
