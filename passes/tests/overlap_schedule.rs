@@ -159,6 +159,34 @@ fn invariants_with_exact_search() {
     assert!(faster > 4, "only {faster} programs got faster");
 }
 
+/// The pass is seeded with Inductor's whole sequence (and keeps an order only when it is
+/// faster), so at budget 0, where the sequence stays within the input's peak, it is never
+/// slower than that sequence; with the list schedules and the local search it is faster on
+/// some.
+#[test]
+fn never_slower_than_inductors_sequence() {
+    let sequence = "comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory";
+    let mut faster = 0;
+    for c in cases(20..26).into_iter().filter(|c| c.lower) {
+        let (_, pass) =
+            run_checked("comm-overlap-schedule", 0.0, c).unwrap_or_else(|e| panic!("{e}"));
+        let (_, seq) = run_checked(sequence, 0.0, c).unwrap_or_else(|e| panic!("{e}"));
+        for (p, q) in pass.iter().zip(&seq) {
+            assert!(
+                *p <= q * (1.0 + 1e-9),
+                "{c:?}: pass {p} slower than the sequence {q}"
+            );
+            if *p < q * (1.0 - 1e-9) {
+                faster += 1;
+            }
+        }
+    }
+    assert!(
+        faster > 2,
+        "only {faster} functions faster than the sequence"
+    );
+}
+
 #[test]
 fn invariants_list_scheduling_only() {
     let faster = all_invariants(" exact-region-ops=0 lookahead=2", 10..16);
@@ -338,4 +366,103 @@ fn exact_search_is_at_least_as_good() {
     assert!(ex.makespan_ns <= ms + 1e-6);
     assert!(check::is_topological(&model.graph, &ex.order));
     assert!(model.evaluate(&ex.order).1 <= limit);
+}
+
+/// Every topological order of `model` within `limit`, by brute force: the best makespan, or
+/// `None` when there are more than `cap` orders.
+fn brute_force(model: &Model, limit: i64, cap: u64) -> Option<f64> {
+    fn go(
+        model: &Model,
+        limit: i64,
+        indeg: &mut Vec<u32>,
+        prefix: &mut Vec<u32>,
+        best: &mut f64,
+        leaves: &mut u64,
+        cap: u64,
+    ) -> bool {
+        let n = model.len();
+        if prefix.len() == n {
+            *leaves += 1;
+            let (ms, peak) = model.evaluate(prefix);
+            if peak <= limit {
+                *best = best.min(ms);
+            }
+            return *leaves <= cap;
+        }
+        for x in 0..n as u32 {
+            if indeg[x as usize] != 0 || prefix.contains(&x) {
+                continue;
+            }
+            for &s in model.graph.succs(x) {
+                indeg[s as usize] -= 1;
+            }
+            prefix.push(x);
+            let ok = go(model, limit, indeg, prefix, best, leaves, cap);
+            prefix.pop();
+            for &s in model.graph.succs(x) {
+                indeg[s as usize] += 1;
+            }
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+    let n = model.len();
+    let mut indeg: Vec<u32> = (0..n as u32)
+        .map(|i| model.graph.preds(i).len() as u32)
+        .collect();
+    let (mut best, mut leaves) = (f64::INFINITY, 0);
+    go(
+        model,
+        limit,
+        &mut indeg,
+        &mut Vec::new(),
+        &mut best,
+        &mut leaves,
+        cap,
+    )
+    .then_some(best)
+}
+
+/// The exact search's pruning (lower bounds, costless ops issued alone, dominance with
+/// finish times raised to their users' stream times) loses no optimum: on generated programs
+/// small enough to enumerate, a finished search equals brute force over every topological
+/// order under the same memory limit.
+#[test]
+fn exact_search_matches_brute_force() {
+    let mut compared = 0;
+    for seed in 0..40u64 {
+        for ranks in [2, 4] {
+            let cfg = GenConfig {
+                ranks,
+                ops: 5,
+                with_costs: true,
+                ..GenConfig::default()
+            };
+            let mut ctx = Context::new();
+            let m = common::generated(&mut ctx, seed, &cfg, true);
+            for b in bodies(&ctx, m) {
+                let costs = CostTable::new(&ctx, b);
+                let model = Model::new(&ctx, b, &costs);
+                let limit = limit_for(schedule::block_peak(&ctx, b), 0.0);
+                let Some(best) = brute_force(&model, limit, 200_000) else {
+                    continue;
+                };
+                let input: Vec<u32> = (0..model.len() as u32).collect();
+                let ex = branch_and_bound(&model, limit, &input, 10_000_000);
+                assert!(ex.proven, "seed {seed}: search not finished");
+                assert!(
+                    (ex.makespan_ns - best).abs() <= 1e-6 * best.max(1.0),
+                    "seed {seed}, {ranks} ranks: search {} against brute force {best}",
+                    ex.makespan_ns
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(
+        compared >= 20,
+        "only {compared} programs small enough to compare"
+    );
 }
