@@ -938,6 +938,34 @@ impl<'a, 'c> Host<'a, 'c> {
         )
     }
 
+    /// The ABI's `symm_fallback`: collective `coll` (an `abi::SYMM_COLLS` code) through NCCL
+    /// from `count` elements at `pool + offset` into `out`, with reduction `red`.
+    #[allow(clippy::too_many_arguments)]
+    fn symm_fallback(
+        &self,
+        ctx: &IrContext,
+        op: OpId,
+        coll: u32,
+        (pool, offset): (PointerValue<'c>, i64),
+        out: PointerValue<'c>,
+        count: i64,
+        red: IntValue<'c>,
+    ) -> R<()> {
+        self.call(
+            "symm_fallback",
+            &[
+                self.i32(u64::from(coll)).into(),
+                self.group_index(ctx, op)?.into(),
+                pool.into(),
+                self.i64(offset).into(),
+                out.into(),
+                self.i64(count).into(),
+                self.dtype(ctx, op)?.into(),
+                red.into(),
+            ],
+        )
+    }
+
     /// `desc = symm_pool_desc(pool)`; when the pool is peer-mapped, the generated kernel is
     /// launched with `(desc, in_offset, out, site, extras...)`, else `symm_fallback` runs
     /// NCCL. With an `epilogue`, `out` is the chain's result: the fallback reduces into a
@@ -1001,19 +1029,7 @@ impl<'a, 'c> Host<'a, 'c> {
         } else {
             out
         };
-        self.call(
-            "symm_fallback",
-            &[
-                self.i32(u64::from(coll)).into(),
-                self.group_index(ctx, op)?.into(),
-                pool.into(),
-                self.i64(offset).into(),
-                reduced.into(),
-                self.i64(count).into(),
-                self.dtype(ctx, op)?.into(),
-                red.into(),
-            ],
-        )?;
+        self.symm_fallback(ctx, op, coll, (pool, offset), reduced, count, red)?;
         if epilogue {
             // The chain's kernel, as if unfused: its inputs with the reduced value at
             // `epilogue_operand`, then its result.

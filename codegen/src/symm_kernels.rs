@@ -206,21 +206,7 @@ pub fn generate<'c>(
         (_, Some("min")) => Some(Red::Min),
         (c, r) => return Err(format!("symm kernel {c}: bad reduce_op {r:?}")),
     };
-    if !(1..=abi::SYMM_MAX_PEERS as u64).contains(&spec.world) {
-        return Err(format!(
-            "symm kernels: group size {} not in [1, 8]",
-            spec.world
-        ));
-    }
-    let g = Gen {
-        cx,
-        m,
-        b: cx.create_builder(),
-        ty,
-        red,
-        world: spec.world,
-    };
-    g.kernel(name, spec, epilogue)
+    Gen::new(cx, m, ty, red, spec.world, "symm kernels")?.kernel(name, spec, epilogue)
 }
 
 struct Gen<'a, 'c> {
@@ -230,6 +216,30 @@ struct Gen<'a, 'c> {
     ty: Ty,
     red: Option<Red>,
     world: u64,
+}
+
+impl<'a, 'c> Gen<'a, 'c> {
+    /// A generator for kernels on a group of `world` ranks (`what` names them in the error).
+    fn new(
+        cx: &'c Context,
+        m: &'a Module<'c>,
+        ty: Ty,
+        red: Option<Red>,
+        world: u64,
+        what: &str,
+    ) -> R<Self> {
+        if !(1..=abi::SYMM_MAX_PEERS as u64).contains(&world) {
+            return Err(format!("{what}: group size {world} not in [1, 8]"));
+        }
+        Ok(Gen {
+            cx,
+            m,
+            b: cx.create_builder(),
+            ty,
+            red,
+            world,
+        })
+    }
 }
 
 /// An epilogue with the kernel's pointers it is called with.

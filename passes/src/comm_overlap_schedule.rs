@@ -37,6 +37,7 @@
 //!
 //! Everything is deterministic: ties break on node numbers, never on addresses or hashes.
 
+use crate::analysis::buffers::is_donated;
 use crate::analysis::cost::OpCost;
 use crate::analysis::timeline::simulate_ops;
 use crate::comm_reorder_peak_memory::{plan_reorder_peak_memory, Planner};
@@ -47,7 +48,7 @@ use commlir_dialects::shape::tensor_bytes;
 use commlir_ir::pass::{
     Anchor, OptionDef, OptionKind, Pass, PassEnv, PassInfo, PassOptions, StatisticDef,
 };
-use commlir_ir::{AttrKind, BlockId, Context, Diagnostic, OpId, Trait, Type};
+use commlir_ir::{BlockId, Context, Diagnostic, OpId, Trait, Type};
 use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -247,24 +248,6 @@ pub struct Mem {
 
 fn csr_slice<'a>(off: &[u32], data: &'a [u32], n: u32) -> &'a [u32] {
     &data[off[n as usize] as usize..off[n as usize + 1] as usize]
-}
-
-fn is_donated(ctx: &Context, func: OpId, index: usize) -> bool {
-    let Some(arg_attrs) = ctx.inherent_attr(func, "arg_attrs") else {
-        return false;
-    };
-    let AttrKind::Array(items) = ctx.attr_kind(arg_attrs) else {
-        return false;
-    };
-    let Some(&d) = items.get(index) else {
-        return false;
-    };
-    match ctx.attr_kind(d) {
-        AttrKind::Dict(entries) => entries
-            .iter()
-            .any(|(k, _)| ctx.ident_str(*k) == "commlir.donated"),
-        _ => false,
-    }
 }
 
 impl Model {

@@ -288,22 +288,8 @@ impl<'c> Host<'_, 'c> {
         b!(self.b.build_unconditional_branch(join));
         // NCCL: the shards stacked rank by rank in the staging buffer, then every chunk.
         self.b.position_at_end(fallback);
-        self.call(
-            "symm_fallback",
-            &[
-                self.i32(u64::from(
-                    abi::code(abi::SYMM_COLLS, "all_gather").ok_or("no all_gather code")?,
-                ))
-                .into(),
-                self.group_index(ctx, op)?.into(),
-                pool.into(),
-                self.i64(offset).into(),
-                stage.into(),
-                self.i64(count).into(),
-                dtype.into(),
-                self.i32(0).into(),
-            ],
-        )?;
+        let ag = abi::code(abi::SYMM_COLLS, "all_gather").ok_or("no all_gather code")?;
+        self.symm_fallback(ctx, op, ag, (pool, offset), stage, count, self.i32(0))?;
         for p in 0..world {
             let pv = self.i64(p);
             let a_ptr = self.offset(stage, pv, count * esz)?;
@@ -393,21 +379,15 @@ impl<'c> Host<'_, 'c> {
         for p in 0..world {
             gemm(self.i64(p))?;
         }
-        self.call(
-            "symm_fallback",
-            &[
-                self.i32(u64::from(
-                    abi::code(abi::SYMM_COLLS, "reduce_scatter").ok_or("no reduce_scatter code")?,
-                ))
-                .into(),
-                self.group_index(ctx, op)?.into(),
-                pool.into(),
-                self.i64(offset).into(),
-                out.into(),
-                self.i64(chunk).into(),
-                dtype.into(),
-                self.redop(ctx, op)?.into(),
-            ],
+        let rs = abi::code(abi::SYMM_COLLS, "reduce_scatter").ok_or("no reduce_scatter code")?;
+        self.symm_fallback(
+            ctx,
+            op,
+            rs,
+            (pool, offset),
+            out,
+            chunk,
+            self.redop(ctx, op)?,
         )?;
         b!(self.b.build_unconditional_branch(join));
         self.b.position_at_end(join);

@@ -15,7 +15,6 @@
 //! (p − q) mod G, then the end barrier), so no signal is ever consumed by the wrong wait.
 
 use super::{Env, Gen, Red, Ty, R};
-use crate::abi;
 use inkwell::context::Context;
 use inkwell::module::{Linkage, Module};
 use inkwell::values::IntValue;
@@ -60,21 +59,7 @@ pub fn generate<'c>(cx: &'c Context, m: &Module<'c>, name: &str, spec: &FusedSpe
         ("matmul_reduce_scatter", Some("avg")) => Some(Red::Avg),
         (k, r) => return Err(format!("fused kernel {k}: bad reduce_op {r:?}")),
     };
-    if !(1..=abi::SYMM_MAX_PEERS as u64).contains(&spec.world) {
-        return Err(format!(
-            "fused kernels: group size {} not in [1, 8]",
-            spec.world
-        ));
-    }
-    let g = Gen {
-        cx,
-        m,
-        b: cx.create_builder(),
-        ty,
-        red,
-        world: spec.world,
-    };
-    g.fused(name, spec)
+    Gen::new(cx, m, ty, red, spec.world, "fused kernels")?.fused(name, spec)
 }
 
 impl<'c> Gen<'_, 'c> {

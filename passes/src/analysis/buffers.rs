@@ -64,7 +64,7 @@ pub fn alias_of(ctx: &Context, op: OpId, result: usize) -> Option<Value> {
     }
 }
 
-fn is_donated(ctx: &Context, func: OpId, index: usize) -> bool {
+pub(crate) fn is_donated(ctx: &Context, func: OpId, index: usize) -> bool {
     let Some(arg_attrs) = ctx.inherent_attr(func, "arg_attrs") else {
         return false;
     };

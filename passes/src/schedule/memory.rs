@@ -19,9 +19,9 @@
 //! as a lazy offset, which makes a move O(uses of the mover) whatever the run's length; a
 //! move that does transfer a free falls back to one swap per member.
 
-use crate::analysis::buffers::BufferModel;
+use crate::analysis::buffers::{is_donated, BufferModel};
 use commlir_dialects::shape::tensor_bytes;
-use commlir_ir::{AttrKind, BlockId, Context, Trait, Type};
+use commlir_ir::{BlockId, Context, Trait, Type};
 
 use super::graph::{AliasRule, DepGraph, NONE};
 use std::collections::VecDeque;
@@ -466,23 +466,5 @@ impl MemoryTracker {
                 ctx.op_name(ctx.block_ops(block).nth(p).expect("op"))
             );
         }
-    }
-}
-
-fn is_donated(ctx: &Context, func: commlir_ir::OpId, index: usize) -> bool {
-    let Some(arg_attrs) = ctx.inherent_attr(func, "arg_attrs") else {
-        return false;
-    };
-    let AttrKind::Array(items) = ctx.attr_kind(arg_attrs) else {
-        return false;
-    };
-    let Some(&d) = items.get(index) else {
-        return false;
-    };
-    match ctx.attr_kind(d) {
-        AttrKind::Dict(entries) => entries
-            .iter()
-            .any(|(k, _)| ctx.ident_str(*k) == "commlir.donated"),
-        _ => false,
     }
 }
