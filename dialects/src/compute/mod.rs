@@ -5,7 +5,7 @@
 use crate::shape::{int_attr, ty_str, value_tensor_view, verify_same_tensor_types};
 use commlir_ir::{
     register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, Context, Diagnostic, OpDef,
-    OpId, Trait, TypeConstraint,
+    OpId, Signedness, Trait, Type, TypeConstraint, TypeKind,
 };
 
 register_dialect!(pub COMPUTE_DIALECT = commlir_ir::opdef::DialectDef {
@@ -149,6 +149,67 @@ unary_op!(SQRT, "compute.sqrt", "Elementwise square root");
 unary_op!(RSQRT, "compute.rsqrt", "Elementwise reciprocal square root");
 unary_op!(CLONE, "compute.clone", "Copy into a new buffer");
 
+macro_rules! float_unary_op {
+    ($id:ident, $name:literal, $summary:literal) => {
+        register_op!(
+            pub $id = OpDef {
+                name: $name,
+                summary: $summary,
+                description: "Elementwise on one float tensor; the result has the operand's type.",
+                operands: &[ArgDef::one("input", T)],
+                results: &[ArgDef::one("result", T)],
+                attributes: &[COST],
+                traits: ELEMENTWISE_TRAITS,
+                verify: Some(verify_float_unary),
+                example: concat!("%b = ", $name, " %a : tensor<8x16xf32>"),
+                ..OpDef::EMPTY
+            }
+        );
+    };
+}
+
+float_unary_op!(SIN, "compute.sin", "Elementwise sine");
+float_unary_op!(COS, "compute.cos", "Elementwise cosine");
+float_unary_op!(
+    SIGMOID,
+    "compute.sigmoid",
+    "Elementwise logistic 1/(1+exp(-x))"
+);
+float_unary_op!(LOG, "compute.log", "Elementwise natural logarithm");
+
+fn is_float(ctx: &Context, t: Type) -> bool {
+    matches!(ctx.type_kind(t), TypeKind::Float(_))
+}
+
+fn is_int_or_float(ctx: &Context, t: Type) -> bool {
+    matches!(
+        ctx.type_kind(t),
+        TypeKind::Float(_) | TypeKind::Integer { .. } | TypeKind::Index
+    )
+}
+
+fn is_i1(ctx: &Context, t: Type) -> bool {
+    matches!(
+        ctx.type_kind(t),
+        TypeKind::Integer {
+            width: 1,
+            signedness: Signedness::Signless
+        }
+    )
+}
+
+fn verify_float_unary(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    verify_same_tensor_types(ctx, op)?;
+    let a = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap();
+    if !is_float(ctx, a.elem) {
+        return Err(ctx.op_error(
+            op,
+            format!("expects a float element type, got {}", ty_str(ctx, a.elem)),
+        ));
+    }
+    Ok(())
+}
+
 register_op!(
     pub SCALE = OpDef {
         name: "compute.scale",
@@ -228,6 +289,33 @@ fn verify_reduce_sum(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     Ok(())
 }
 
+register_op!(
+    pub REDUCE_MAX = OpDef {
+        name: "compute.reduce_max",
+        summary: "Maximum along a dimension",
+        description: "The result drops dimension `dim`; a NaN in a lane makes that lane's result \
+            NaN (as `compute.maximum`). The reduced dimension must not be empty.",
+        operands: &[ArgDef::one("input", T)],
+        results: &[ArgDef::one("result", T)],
+        attributes: &[AttrDef::required("dim", AttrConstraint::Integer).doc("The reduced dimension."), COST],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_reduce_max),
+        example: "%b = compute.reduce_max %a {dim = 1 : i64} : (tensor<8x16xf32>) -> tensor<8xf32>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_reduce_max(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    verify_reduce_sum(ctx, op)?;
+    let a = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap();
+    let d = check_dim(ctx, op, a.shape.len())?;
+    // A maximum over nothing has no value in the element type (torch raises, too).
+    if a.shape[d] == 0 {
+        return Err(ctx.op_error(op, format!("cannot reduce dim {d} of size 0")));
+    }
+    Ok(())
+}
+
 fn fmt_shape_or_scalar(s: &[i64]) -> String {
     if s.is_empty() {
         "a rank-0 tensor".into()
@@ -269,6 +357,115 @@ fn verify_transpose(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
                 fmt_shape(r.shape)
             ),
         ));
+    }
+    Ok(())
+}
+
+register_op!(
+    pub PERMUTE = OpDef {
+        name: "compute.permute",
+        summary: "Permute the dimensions",
+        description: "Result dimension `i` is operand dimension `perm[i]` (torch.permute); \
+            `perm` is a permutation of `0..rank`.",
+        operands: &[ArgDef::one("input", T)],
+        results: &[ArgDef::one("result", T)],
+        attributes: &[
+            AttrDef::required("perm", AttrConstraint::I64Array).doc("The permutation (`array<i64: 1, 0, 2>`)."),
+            COST,
+        ],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_permute),
+        example: "%b = compute.permute %a {perm = array<i64: 1, 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_permute(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let a = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap();
+    let r = value_tensor_view(ctx, ctx.result(op, 0)).unwrap();
+    let perm = ctx
+        .inherent_attr(op, "perm")
+        .and_then(|p| ctx.attr_as_i64_array(p))
+        .unwrap_or_default();
+    let rank = a.shape.len();
+    let mut seen = vec![false; rank];
+    let is_perm = perm.len() == rank
+        && perm.iter().all(|&p| {
+            usize::try_from(p)
+                .ok()
+                .filter(|&p| p < rank && !seen[p])
+                .map(|p| seen[p] = true)
+                .is_some()
+        });
+    if !is_perm {
+        let list: Vec<String> = perm.iter().map(|p| p.to_string()).collect();
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "perm must be a permutation of [0, {rank}), got [{}]",
+                list.join(", ")
+            ),
+        ));
+    }
+    let want: Vec<i64> = perm.iter().map(|&p| a.shape[p as usize]).collect();
+    if r.shape != want || r.elem != a.elem {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "result must be {} of the input's element type, got {}",
+                fmt_shape_or_scalar(&want),
+                ty_str(ctx, ctx.value_type(ctx.result(op, 0)))
+            ),
+        ));
+    }
+    Ok(())
+}
+
+register_op!(
+    pub BROADCAST = OpDef {
+        name: "compute.broadcast",
+        summary: "Broadcast to a larger shape",
+        description: "NumPy broadcasting (torch `expand`): shapes are aligned at the right; \
+            each operand dimension equals the result's or is 1 (then repeated), and missing \
+            leading dimensions are repeated. The element type is unchanged.",
+        operands: &[ArgDef::one("input", T)],
+        results: &[ArgDef::one("result", T)],
+        attributes: &[COST],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_broadcast),
+        example: "%b = compute.broadcast %a : (tensor<1x4xf32>) -> tensor<3x4xf32>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_broadcast(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let a = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap();
+    let r = value_tensor_view(ctx, ctx.result(op, 0)).unwrap();
+    if a.elem != r.elem {
+        return Err(ctx.op_error(op, "requires the same element type for operand and result"));
+    }
+    if a.shape.len() > r.shape.len() {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "operand rank {} exceeds result rank {}",
+                a.shape.len(),
+                r.shape.len()
+            ),
+        ));
+    }
+    let lead = r.shape.len() - a.shape.len();
+    for (i, &d) in a.shape.iter().enumerate() {
+        let want = r.shape[lead + i];
+        if d != want && d != 1 {
+            return Err(ctx.op_error(
+                op,
+                format!(
+                    "operand dim {i} ({d}) must be 1 or equal result dim {} ({want})",
+                    lead + i
+                ),
+            ));
+        }
     }
     Ok(())
 }
@@ -464,6 +661,151 @@ register_op!(
     }
 );
 
+/// The predicates of `compute.compare`.
+pub const COMPARE_PREDICATES: &[&str] = &["eq", "ne", "lt", "le", "gt", "ge"];
+
+register_op!(
+    pub COMPARE = OpDef {
+        name: "compute.compare",
+        summary: "Elementwise comparison",
+        description: "Compares two tensors of the same (float or integer) type elementwise; \
+            the result has their shape and element type `i1`. A comparison involving NaN is \
+            false, except `ne`, which is true. Unsigned integers compare unsigned.",
+        operands: &[ArgDef::one("lhs", T), ArgDef::one("rhs", T)],
+        results: &[ArgDef::one("result", T)],
+        attributes: &[
+            AttrDef::required("predicate", AttrConstraint::StrEnum(COMPARE_PREDICATES)).doc("The comparison."),
+            COST,
+        ],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_compare),
+        example: "%c = compute.compare %a, %b {predicate = \"lt\"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xi1>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_compare(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let (ta, tb) = (
+        ctx.value_type(ctx.operand(op, 0)),
+        ctx.value_type(ctx.operand(op, 1)),
+    );
+    if !crate::shape::same_modulo_encoding(ctx, ta, tb) {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "requires operands of the same type, got {} and {}",
+                ty_str(ctx, ta),
+                ty_str(ctx, tb)
+            ),
+        ));
+    }
+    let a = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap();
+    let r = value_tensor_view(ctx, ctx.result(op, 0)).unwrap();
+    if !is_int_or_float(ctx, a.elem) {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "expects float or integer operands, got {}",
+                ty_str(ctx, a.elem)
+            ),
+        ));
+    }
+    if r.shape != a.shape || !is_i1(ctx, r.elem) {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "result must be tensor<{}xi1>, got {}",
+                fmt_shape(a.shape),
+                ty_str(ctx, ctx.value_type(ctx.result(op, 0)))
+            ),
+        ));
+    }
+    Ok(())
+}
+
+register_op!(
+    pub SELECT = OpDef {
+        name: "compute.select",
+        summary: "Elementwise choice by a condition",
+        description: "`result[i] = condition[i] ? true_value[i] : false_value[i]` (torch.where); \
+            the condition is `i1` of the values' shape, the values and the result share one type.",
+        operands: &[
+            ArgDef::one("condition", T),
+            ArgDef::one("true_value", T),
+            ArgDef::one("false_value", T),
+        ],
+        results: &[ArgDef::one("result", T)],
+        attributes: &[COST],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_select),
+        example: "%r = compute.select %c, %a, %b : (tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_select(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let c = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap();
+    let (ta, tb, tr) = (
+        ctx.value_type(ctx.operand(op, 1)),
+        ctx.value_type(ctx.operand(op, 2)),
+        ctx.value_type(ctx.result(op, 0)),
+    );
+    for t in [tb, tr] {
+        if !crate::shape::same_modulo_encoding(ctx, ta, t) {
+            return Err(ctx.op_error(
+                op,
+                format!(
+                    "requires both values and the result to have the same type, got {} and {}",
+                    ty_str(ctx, ta),
+                    ty_str(ctx, t)
+                ),
+            ));
+        }
+    }
+    let a = value_tensor_view(ctx, ctx.operand(op, 1)).unwrap();
+    if c.shape != a.shape || !is_i1(ctx, c.elem) {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "condition must be tensor<{}xi1>, got {}",
+                fmt_shape(a.shape),
+                ty_str(ctx, ctx.value_type(ctx.operand(op, 0)))
+            ),
+        ));
+    }
+    Ok(())
+}
+
+register_op!(
+    pub IOTA = OpDef {
+        name: "compute.iota",
+        summary: "Indices along a dimension",
+        description: "Every element is its index along `dim` (torch.arange, broadcast), \
+            converted to the (float or integer) element type.",
+        results: &[ArgDef::one("result", T)],
+        attributes: &[AttrDef::required("dim", AttrConstraint::Integer).doc("The counted dimension."), COST],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_iota),
+        example: "%i = compute.iota {dim = 1 : i64} : tensor<4x8xi64>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_iota(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let r = value_tensor_view(ctx, ctx.result(op, 0)).unwrap();
+    check_dim(ctx, op, r.shape.len())?;
+    if !is_int_or_float(ctx, r.elem) {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "expects a float or integer element type, got {}",
+                ty_str(ctx, r.elem)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Names of the elementwise binary ops.
 pub const BINARY_OPS: &[&str] = &[
     "compute.add",
@@ -484,4 +826,8 @@ pub const UNARY_OPS: &[&str] = &[
     "compute.sqrt",
     "compute.rsqrt",
     "compute.clone",
+    "compute.sin",
+    "compute.cos",
+    "compute.sigmoid",
+    "compute.log",
 ];

@@ -2,11 +2,12 @@
 //!
 //! f16/bf16/f32 arithmetic is carried out in f32 and every result element is rounded to the
 //! element type (round-to-nearest-even); f64 is computed in f64; integer types support the
-//! data-movement ops and add/sub/mul/div/maximum/minimum/neg/relu/reduce_sum/matmul with
+//! data-movement ops (including broadcast/permute/select/iota), compare, and
+//! add/sub/mul/div/maximum/minimum/neg/relu/reduce_sum/reduce_max/matmul with
 //! two's-complement wrapping. Matmul and reductions accumulate in a fixed order (ascending
 //! index along the reduced dimension), so results are deterministic and bit-exact.
 
-use crate::tensor::{Data, Tensor, TensorType};
+use crate::tensor::{Data, ElemType, Tensor, TensorType};
 use commlir_ir::{Context, OpId};
 
 /// Executes compute op `op` on its operand tensors; `result` is the result's type.
@@ -41,7 +42,8 @@ pub fn execute(
             arity(2)?;
             binary(short, inputs[0], inputs[1])?
         }
-        "neg" | "exp" | "relu" | "gelu" | "silu" | "tanh" | "sqrt" | "rsqrt" | "clone" => {
+        "neg" | "exp" | "relu" | "gelu" | "silu" | "tanh" | "sqrt" | "rsqrt" | "clone" | "sin"
+        | "cos" | "sigmoid" | "log" => {
             arity(1)?;
             unary(short, inputs[0])?
         }
@@ -60,6 +62,46 @@ pub fn execute(
             arity(1)?;
             let dim = dim_attr(int_attr("dim")?, inputs[0])?;
             reduce_sum(inputs[0], dim)
+        }
+        "reduce_max" => {
+            arity(1)?;
+            let dim = dim_attr(int_attr("dim")?, inputs[0])?;
+            if inputs[0].ty.shape[dim] == 0 {
+                return Err(format!("cannot reduce dim {dim} of size 0"));
+            }
+            reduce_max(inputs[0], dim)
+        }
+        "broadcast" => {
+            arity(1)?;
+            broadcast(inputs[0], result)?
+        }
+        "permute" => {
+            arity(1)?;
+            let perm = ctx
+                .inherent_attr(op, "perm")
+                .and_then(|a| ctx.attr_as_i64_array(a))
+                .ok_or("requires integer array attribute 'perm'")?;
+            permute(inputs[0], &perm)?
+        }
+        "compare" => {
+            arity(2)?;
+            let pred = ctx
+                .inherent_attr(op, "predicate")
+                .and_then(|a| ctx.attr_as_str(a))
+                .ok_or("requires string attribute 'predicate'")?;
+            compare(pred, inputs[0], inputs[1], result.elem)?
+        }
+        "select" => {
+            arity(3)?;
+            select(inputs[0], inputs[1], inputs[2])?
+        }
+        "iota" => {
+            arity(0)?;
+            let dim = usize::try_from(int_attr("dim")?)
+                .ok()
+                .filter(|d| *d < result.shape.len())
+                .ok_or_else(|| format!("dim is out of range for {result}"))?;
+            iota(result, dim)
         }
         "matmul" => {
             arity(2)?;
@@ -207,6 +249,14 @@ fn unary(name: &str, t: &Tensor) -> Result<Tensor, String> {
         "tanh" => map_float(t, f32::tanh, f64::tanh),
         "sqrt" => map_float(t, f32::sqrt, f64::sqrt),
         "rsqrt" => map_float(t, |x| 1.0 / x.sqrt(), |x| 1.0 / x.sqrt()),
+        "sin" => map_float(t, f32::sin, f64::sin),
+        "cos" => map_float(t, f32::cos, f64::cos),
+        "sigmoid" => map_float(
+            t,
+            |x| 1.0 / (1.0 + (-x).exp()),
+            |x| 1.0 / (1.0 + (-x).exp()),
+        ),
+        "log" => map_float(t, f32::ln, f64::ln),
         _ => unreachable!("unary op {name}"),
     }
 }
@@ -373,6 +423,213 @@ fn reduce_sum(t: &Tensor, dim: usize) -> Tensor {
     };
     Tensor {
         ty: TensorType { elem: e, shape },
+        data,
+    }
+}
+
+fn reduce_max(t: &Tensor, dim: usize) -> Tensor {
+    let (outer, len, inner) = lanes(&t.ty.shape, dim);
+    let e = t.ty.elem;
+    let mut shape = t.ty.shape.clone();
+    shape.remove(dim);
+    let idx = |o: usize, k: usize, i: usize| (o * len + k) * inner + i;
+    let lanes = (0..outer).flat_map(|o| (0..inner).map(move |i| (o, i)));
+    // Folding from the lane's first element (the dim is non-empty) keeps every element type
+    // exact and needs no identity; the maximum of rounded values is already rounded.
+    let data = match &t.data {
+        Data::F32(v) => Data::F32(
+            lanes
+                .map(|(o, i)| (1..len).fold(v[idx(o, 0, i)], |m, k| nan_max(m, v[idx(o, k, i)])))
+                .collect(),
+        ),
+        Data::F64(v) => Data::F64(
+            lanes
+                .map(|(o, i)| (1..len).fold(v[idx(o, 0, i)], |m, k| nan_max(m, v[idx(o, k, i)])))
+                .collect(),
+        ),
+        Data::Int(v) => Data::Int(
+            lanes
+                .map(|(o, i)| (1..len).fold(v[idx(o, 0, i)], |m, k| e.int_max(m, v[idx(o, k, i)])))
+                .collect(),
+        ),
+    };
+    Tensor {
+        ty: TensorType { elem: e, shape },
+        data,
+    }
+}
+
+/// Row-major strides of `shape`.
+fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// The tensor of shape `shape` whose element at index `j` is `t`'s element at flat position
+/// `sum(j[i] * src_strides[i])`: broadcast (stride 0) and permute (permuted strides) alike.
+fn strided_gather(t: &Tensor, shape: Vec<usize>, src_strides: &[usize]) -> Tensor {
+    let n: usize = shape.iter().product();
+    let mut idx = Vec::with_capacity(n);
+    let mut j = vec![0usize; shape.len()];
+    let mut at = 0usize;
+    for _ in 0..n {
+        idx.push(at);
+        // Odometer step on the row-major result index, updating the source offset.
+        for d in (0..shape.len()).rev() {
+            j[d] += 1;
+            at += src_strides[d];
+            if j[d] < shape[d] {
+                break;
+            }
+            at -= src_strides[d] * j[d];
+            j[d] = 0;
+        }
+    }
+    Tensor {
+        ty: TensorType {
+            elem: t.ty.elem,
+            shape,
+        },
+        data: t.data.gather(&idx),
+    }
+}
+
+fn broadcast(t: &Tensor, result: &TensorType) -> Result<Tensor, String> {
+    let (src, dst) = (&t.ty.shape, &result.shape);
+    let fits = src.len() <= dst.len()
+        && t.ty.elem == result.elem
+        && src
+            .iter()
+            .zip(&dst[dst.len() - src.len()..])
+            .all(|(s, d)| s == d || *s == 1);
+    if !fits {
+        return Err(format!("cannot broadcast {} to {result}", t.ty));
+    }
+    let lead = dst.len() - src.len();
+    let st = strides(src);
+    let src_strides: Vec<usize> = (0..dst.len())
+        .map(|i| match i.checked_sub(lead) {
+            Some(k) if src[k] != 1 => st[k],
+            _ => 0,
+        })
+        .collect();
+    Ok(strided_gather(t, dst.clone(), &src_strides))
+}
+
+fn permute(t: &Tensor, perm: &[i64]) -> Result<Tensor, String> {
+    let rank = t.ty.shape.len();
+    let mut seen = vec![false; rank];
+    let perm: Vec<usize> = perm
+        .iter()
+        .map(|&p| {
+            let p = usize::try_from(p).ok().filter(|&p| p < rank && !seen[p])?;
+            seen[p] = true;
+            Some(p)
+        })
+        .collect::<Option<_>>()
+        .filter(|p: &Vec<usize>| p.len() == rank)
+        .ok_or_else(|| format!("{perm:?} is not a permutation of the dims of {}", t.ty))?;
+    let st = strides(&t.ty.shape);
+    let shape = perm.iter().map(|&p| t.ty.shape[p]).collect();
+    let src_strides: Vec<usize> = perm.iter().map(|&p| st[p]).collect();
+    Ok(strided_gather(t, shape, &src_strides))
+}
+
+fn compare(pred: &str, a: &Tensor, b: &Tensor, out: ElemType) -> Result<Tensor, String> {
+    if a.ty != b.ty {
+        return Err(format!(
+            "requires operands of the same type, got {} and {}",
+            a.ty, b.ty
+        ));
+    }
+    // On partially ordered floats every predicate but `ne` is false for NaN, which is what
+    // `PartialOrd` gives; `ne` is `!eq` for the same reason.
+    fn test<T: PartialOrd>(pred: &str, p: T, q: T) -> Option<bool> {
+        Some(match pred {
+            "eq" => p == q,
+            "ne" => p != q,
+            "lt" => p < q,
+            "le" => p <= q,
+            "gt" => p > q,
+            "ge" => p >= q,
+            _ => return None,
+        })
+    }
+    let e = a.ty.elem;
+    let bits: Option<Vec<bool>> = match (&a.data, &b.data) {
+        (Data::F32(x), Data::F32(y)) => x.iter().zip(y).map(|(p, q)| test(pred, p, q)).collect(),
+        (Data::F64(x), Data::F64(y)) => x.iter().zip(y).map(|(p, q)| test(pred, p, q)).collect(),
+        // Only ui64 storage does not order as its values (see `ElemType::is_u64`).
+        (Data::Int(x), Data::Int(y)) if e.is_u64() => x
+            .iter()
+            .zip(y)
+            .map(|(p, q)| test(pred, *p as u64, *q as u64))
+            .collect(),
+        (Data::Int(x), Data::Int(y)) => x.iter().zip(y).map(|(p, q)| test(pred, p, q)).collect(),
+        _ => unreachable!("equal types have equal storage"),
+    };
+    let bits: Vec<i64> = bits
+        .map(|v| v.into_iter().map(i64::from).collect())
+        .ok_or_else(|| format!("unknown predicate \"{pred}\""))?;
+    Ok(Tensor {
+        ty: TensorType {
+            elem: out,
+            shape: a.ty.shape.clone(),
+        },
+        data: Data::Int(bits),
+    })
+}
+
+fn select(c: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor, String> {
+    let Data::Int(cond) = &c.data else {
+        return Err(format!("requires an i1 condition, got {}", c.ty));
+    };
+    if a.ty != b.ty || c.ty.shape != a.ty.shape {
+        return Err(format!(
+            "cannot select between {} and {} by {}",
+            a.ty, b.ty, c.ty
+        ));
+    }
+    let pick = |i: usize| cond[i] != 0;
+    let data = match (&a.data, &b.data) {
+        (Data::F32(x), Data::F32(y)) => Data::F32(
+            (0..x.len())
+                .map(|i| if pick(i) { x[i] } else { y[i] })
+                .collect(),
+        ),
+        (Data::F64(x), Data::F64(y)) => Data::F64(
+            (0..x.len())
+                .map(|i| if pick(i) { x[i] } else { y[i] })
+                .collect(),
+        ),
+        (Data::Int(x), Data::Int(y)) => Data::Int(
+            (0..x.len())
+                .map(|i| if pick(i) { x[i] } else { y[i] })
+                .collect(),
+        ),
+        _ => unreachable!("equal types have equal storage"),
+    };
+    Ok(Tensor {
+        ty: a.ty.clone(),
+        data,
+    })
+}
+
+fn iota(ty: &TensorType, dim: usize) -> Tensor {
+    let (outer, len, inner) = lanes(&ty.shape, dim);
+    let index = (0..outer).flat_map(|_| (0..len).flat_map(|k| std::iter::repeat_n(k, inner)));
+    let e = ty.elem;
+    let data = match e {
+        ElemType::F64 => Data::F64(index.map(|k| k as f64).collect()),
+        e if e.is_float() => Data::F32(index.map(|k| e.round_from_f64(k as f64)).collect()),
+        // Integers wrap like every other integer result (an i8 iota over 300 entries wraps).
+        e => Data::Int(index.map(|k| e.wrap(k as i64)).collect()),
+    };
+    Tensor {
+        ty: ty.clone(),
         data,
     }
 }
