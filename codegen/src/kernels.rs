@@ -2774,7 +2774,8 @@ impl<'a, 'c> Gen<'a, 'c> {
     /// one f64 ulp of `r` for `|x|` up to about 10^6 and below an f32 ulp up to about 10^12),
     /// |r| ≤ π/4, Taylor polynomials for sin r (to r^17) and cos r (to r^18) whose
     /// truncation is below 1e-19, and the quadrant `n mod 4` picking ±sin r or ±cos r
-    /// (cos x = sin(x + π/2): quadrant + 1). ±inf give NaN (the reduction's `inf − inf`).
+    /// (cos x = sin(x + π/2): quadrant + 1). ±inf give NaN (the reduction's `inf − inf`);
+    /// sin keeps the sign of a zero.
     fn helper_sincos64(&mut self, cos: bool) -> R<FunctionValue<'c>> {
         let t = self.cx.f64_type();
         let (key, name) = if cos {
@@ -2836,7 +2837,14 @@ impl<'a, 'c> Gen<'a, 'c> {
             let neg =
                 b!(g.b.build_int_compare(IntPredicate::NE, neg, i64t.const_zero(), "neg"));
             let nv = b!(g.b.build_float_neg(v, "nv"));
-            Ok(b!(g.b.build_select(neg, nv, v, "y")).into_float_value())
+            let y = b!(g.b.build_select(neg, nv, v, "y")).into_float_value();
+            if cos {
+                return Ok(y);
+            }
+            // sin(−0) = −0, which the reduction loses (−n·π/2 + x is +0 for n = x = −0).
+            let zero =
+                b!(g.b.build_float_compare(FloatPredicate::OEQ, x, c(0.0), "zero"));
+            Ok(b!(g.b.build_select(zero, x, y, "y")).into_float_value())
         })
     }
 
