@@ -18,3 +18,11 @@
 // CHECK: rank 0 result 2: tensor<8xf32> digest={{[0-9a-f]+}}
 // CHECK: rank 1 result 1: tensor<4x8x8xf32> digest={{[0-9a-f]+}} sum=3.200000e1 max_abs=1.000000e0
 // CHECK-NEXT: [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, {{[-+.e0-9]+}}, {{[-+.e0-9]+}}, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+
+// coll-sequence-parallel on the model ops (test/Transforms) keeps every digest.
+// RUN: commlir-run %S/../Transforms/coll-sequence-parallel-model-ops.mlir --ranks 2 > %t.sp.before
+// RUN: commlir-opt %S/../Transforms/coll-sequence-parallel-model-ops.mlir --pass-pipeline='builtin.module(func.func(coll-sequence-parallel))' > %t.sp.mlir
+// RUN: FileCheck %s --check-prefix=SP < %t.sp.mlir
+// RUN: commlir-run %t.sp.mlir --ranks 2 > %t.sp.after
+// RUN: diff %t.sp.before %t.sp.after
+// SP: coll.reduce_scatter_tensor
