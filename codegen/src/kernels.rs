@@ -2801,7 +2801,7 @@ impl<'a, 'c> Gen<'a, 'c> {
             for k in 1..19 {
                 fact[k] = fact[k - 1] * k as f64;
             }
-            let sign = |k: usize| if (k / 2) % 2 == 0 { 1.0 } else { -1.0 };
+            let sign = |k: usize| if (k / 2).is_multiple_of(2) { 1.0 } else { -1.0 };
             let mut ps = c(sign(17) / fact[17]);
             for k in [15, 13, 11, 9, 7, 5, 3] {
                 ps = g.call_f(fma, &[ps, r2, c(sign(k) / fact[k])])?;
