@@ -26,8 +26,9 @@
 //! polynomials); `sigmoid` (like `silu`) is built on that `exp`. `sin`, `cos` and `log` are
 //! evaluated in f64 for every float type (range reduction + polynomial, a few f64 ulp) and
 //! rounded to f32 first, so f16/bf16/f32 results round as the sim's f32 libm values do except
-//! in double-rounding ties. A module with the unit attribute `commlir.approx_tanh` opts bf16-result
-//! tanh/gelu into the hardware `tanh.approx.f32` (error below bf16's rounding per op).
+//! in double-rounding ties. A module with the unit attribute `commlir.approx_tanh` opts
+//! bf16-result tanh/gelu into the hardware `tanh.approx.f32` (error below bf16's rounding per
+//! op).
 //!
 //! Integer tensors (1/8/16/32/64 bits) compute at their own width with the sim's semantics,
 //! bit for bit: wrapping arithmetic, signed or unsigned compares and division by the type
