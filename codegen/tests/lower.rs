@@ -179,6 +179,21 @@ fn generated_programs_lower_and_compile() {
 }
 
 #[test]
+fn generated_programs_with_model_ops_lower_and_compile() {
+    for seed in 0..12u64 {
+        let cfg = GenConfig {
+            ranks: if seed % 2 == 0 { 2 } else { 4 },
+            ops: 30,
+            model_ops: true,
+            ..GenConfig::default()
+        };
+        let text = random_program(seed, &cfg);
+        let pipe = if seed % 3 == 0 { SCHEDULED } else { PLAN };
+        lower_and_compile(&text, pipe).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
+    }
+}
+
+#[test]
 fn transformer_programs_lower_and_compile() {
     use commlir_testgen::{transformer_program, Parallelism, TransformerConfig};
     for par in [Parallelism::Tp, Parallelism::Fsdp, Parallelism::Mixed] {
