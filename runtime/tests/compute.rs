@@ -533,6 +533,11 @@ fn compare_select_iota() {
     assert!(execute(&p.ctx, o, &[&x, &x, &y], &tt(BF16, &[3]))
         .unwrap_err()
         .contains("i1 condition"));
+    let eq = p.ctx.str_attr("eq");
+    let o = op(&mut p, "compute.compare", &[("predicate", eq)]);
+    assert!(execute(&p.ctx, o, &[&a, &b], &tt(F64, &[3]))
+        .unwrap_err()
+        .contains("produces i1"));
     let bad = p.ctx.str_attr("ult");
     let o = op(&mut p, "compute.compare", &[("predicate", bad)]);
     assert!(execute(&p.ctx, o, &[&a, &b], &tt(I1, &[3]))
