@@ -1,6 +1,7 @@
 //! Elementwise fusion: which `compute` ops of a function body become one kernel.
 //!
-//! A chain of elementwise ops (unary, binary, scale, cast, clone, reshape, fill) whose
+//! A chain of elementwise ops (unary, binary, compare, select, scale, cast, clone, reshape,
+//! fill) whose
 //! intermediate results have exactly one reader, the next op of the chain, is evaluated in one
 //! kernel: each thread computes the whole chain for its element and only the last result is
 //! stored. Every intermediate is still rounded to its element type, so a fused kernel computes
@@ -41,19 +42,32 @@ pub fn is_elementwise(name: &str) -> bool {
         || UNARY_OPS.contains(&name)
         || matches!(
             name,
-            "compute.scale" | "compute.cast" | "compute.fill" | "compute.reshape"
+            "compute.scale"
+                | "compute.cast"
+                | "compute.fill"
+                | "compute.reshape"
+                | "compute.compare"
+                | "compute.select"
         )
 }
 
-/// Whether `name` is a compute op lowered to a kernel of its own (never fused).
+/// Whether `name` is a compute op lowered to a kernel of its own (never fused): reductions
+/// and data movement read other elements than the one a chain's thread computes. `iota` is
+/// here too although it reads nothing: its value is the element's index, which a chain's
+/// lanes do not carry (a chain sees only the elements it loaded), and its result is usually
+/// small and read by several masks.
 pub fn is_standalone_kernel(name: &str) -> bool {
     matches!(
         name,
         "compute.softmax"
             | "compute.reduce_sum"
+            | "compute.reduce_max"
             | "compute.transpose"
+            | "compute.permute"
+            | "compute.broadcast"
             | "compute.slice"
             | "compute.concat"
+            | "compute.iota"
     )
 }
 

@@ -22,9 +22,13 @@
 //! even, hardware `cvt.rn`), including the intermediates of a fused chain. No fast-math flags
 //! are set, so LLVM neither contracts `a*b+c` into an FMA nor reassociates. NVPTX has no libm
 //! (`llvm.exp` and `llvm.tanh` fail instruction selection), so `exp` and `tanh` are generated
-//! here as range reduction + polynomial (within ~2 ulp of f32; f64 transcendental ops are
-//! rejected). A module with the unit attribute `commlir.approx_tanh` opts bf16-result
-//! tanh/gelu into the hardware `tanh.approx.f32` (error below bf16's rounding per op).
+//! here as range reduction + polynomial (within ~2 ulp of f32; f64 results use f64
+//! polynomials); `sigmoid` (like `silu`) is built on that `exp`. `sin`, `cos` and `log` are
+//! evaluated in f64 for every float type (range reduction + polynomial, a few f64 ulp) and
+//! rounded to f32 first, so f16/bf16/f32 results round as the sim's f32 libm values do except
+//! in double-rounding ties. A module with the unit attribute `commlir.approx_tanh` opts
+//! bf16-result tanh/gelu into the hardware `tanh.approx.f32` (error below bf16's rounding per
+//! op).
 //!
 //! Integer tensors (1/8/16/32/64 bits) compute at their own width with the sim's semantics,
 //! bit for bit: wrapping arithmetic, signed or unsigned compares and division by the type
@@ -190,8 +194,9 @@ impl Kind {
 
 /// Compute ops a kernel evaluates on integer tensors, with the sim's semantics: two's
 /// complement wrapping `add`/`sub`/`mul`/`neg`, `div` truncating toward zero (signed or
-/// unsigned by the type), `maximum`/`minimum`/`relu` comparing by the type's signedness,
-/// `reduce_sum` wrapping, `cast` and `fill`, and data movement. `Err` names why not: the
+/// unsigned by the type), `maximum`/`minimum`/`relu`/`reduce_max`/`compare` comparing by the
+/// type's signedness, `reduce_sum` wrapping, `select`, `iota`, `cast` and `fill`, and data
+/// movement (including `broadcast` and `permute`). `Err` names why not: the
 /// float-only ops (the sim has no integer semantics for them; matmul has no cuBLAS integer
 /// path here).
 pub fn int_op_support(name: &str, ty: &str) -> Result<(), String> {
@@ -199,6 +204,9 @@ pub fn int_op_support(name: &str, ty: &str) -> Result<(), String> {
     match short {
         "add" | "sub" | "mul" | "neg" | "clone" | "reshape" | "cast" | "fill" | "reduce_sum"
         | "transpose" | "slice" | "concat" => Ok(()),
+        // compare's result (and select's condition) is i1; both, like reduce_max, iota and
+        // the data movement ops, also take integer data.
+        "compare" | "select" | "reduce_max" | "iota" | "broadcast" | "permute" => Ok(()),
         _ if name.starts_with("rt.") => Ok(()),
         "div" | "maximum" | "minimum" | "relu" => Ok(()),
         _ => Err(format!(
@@ -831,6 +839,9 @@ impl<'a, 'c> Gen<'a, 'c> {
             self.helper_exp_fast()?;
             self.helper_tanh_fast()?;
             self.helper_tanh64()?;
+            self.helper_sincos64(false)?;
+            self.helper_sincos64(true)?;
+            self.helper_log64()?;
             self.b
                 .position_at_end(f.get_first_basic_block().ok_or("no entry")?);
         }
@@ -1027,6 +1038,9 @@ impl<'a, 'c> Gen<'a, 'c> {
             self.helper_exp_fast()?;
             self.helper_tanh_fast()?;
             self.helper_tanh64()?;
+            self.helper_sincos64(false)?;
+            self.helper_sincos64(true)?;
+            self.helper_log64()?;
         }
         let ptr = self.cx.ptr_type(AddressSpace::from(1u16));
         let x_ty: BasicTypeEnum<'c> = if vector {
@@ -1182,6 +1196,17 @@ impl<'a, 'c> Gen<'a, 'c> {
                             };
                             self.int_to_f64(*x, from)?
                         }
+                        // select's condition is the one integer operand of a float op.
+                        Some(BasicValueEnum::IntValue(cond))
+                            if ctx.op_name(op) == "compute.select" =>
+                        {
+                            let value = |i: usize| match ins.get(i) {
+                                Some(BasicValueEnum::FloatValue(v)) => Ok(*v),
+                                _ => Err("select between non-float values".to_string()),
+                            };
+                            b!(self.b.build_select(*cond, value(1)?, value(2)?, "sel"))
+                                .into_float_value()
+                        }
                         _ => {
                             let fins = ins
                                 .iter()
@@ -1281,6 +1306,26 @@ impl<'a, 'c> Gen<'a, 'c> {
                 let d = b!(self.b.build_float_add(c(1.0), ex, "d"));
                 b!(self.b.build_float_div(x, d, "silu"))
             }
+            "sigmoid" => {
+                // 1 / (1 + e^-x), in the sim's order.
+                let nx = b!(self.b.build_float_neg(arg(0)?, "nx"));
+                let ex = self.call_f(self.helpers[exp_helper(e)], &[nx])?;
+                let d = b!(self.b.build_float_add(c(1.0), ex, "d"));
+                b!(self.b.build_float_div(c(1.0), d, "sigmoid"))
+            }
+            "sin" | "cos" | "log" => {
+                // Evaluated in f64 (the helpers are accurate to a few f64 ulp) and rounded to
+                // the compute type first: f16/bf16/f32 then round like the sim's f32 libm
+                // result, which is itself rounded to the element type afterwards.
+                let x = self.convert(arg(0)?, self.cx.f64_type())?;
+                let key = match name {
+                    "sin" => "sin64",
+                    "cos" => "cos64",
+                    _ => "log64",
+                };
+                let y = self.call_f(self.helpers[key], &[x])?;
+                self.convert(y, ct)?
+            }
             "scale" => {
                 let factor = ctx
                     .inherent_attr(op, "factor")
@@ -1352,6 +1397,9 @@ impl<'a, 'c> Gen<'a, 'c> {
         } else {
             (IntPredicate::UGT, IntPredicate::ULT)
         };
+        if short == "compare" {
+            return self.compare(ctx, op, from, ins);
+        }
         Ok(match short {
             // No nsw/nuw flags: overflow wraps, as the sim's `wrapping_*` then `wrap`.
             "add" => b!(self.b.build_int_add(arg(0)?, arg(1)?, "add")),
@@ -1392,6 +1440,7 @@ impl<'a, 'c> Gen<'a, 'c> {
                 it.const_int(t.element_of_f64(v), false)
             }
             "clone" | "reshape" => arg(0)?,
+            "select" => b!(self.b.build_select(arg(0)?, arg(1)?, arg(2)?, "sel")).into_int_value(),
             "cast" => match (from, ins.first()) {
                 (Some(Kind::Int(f)), Some(BasicValueEnum::IntValue(x))) => {
                     // Extend by the source's representation, or keep the low bits.
@@ -1420,6 +1469,68 @@ impl<'a, 'c> Gen<'a, 'c> {
             },
             other => return Err(format!("no kernel code for compute.{other} on integers")),
         })
+    }
+
+    /// `compute.compare` of two compute values of element type `from`, as an `i1`: floats
+    /// by the ordered predicates (false when either is NaN) except `ne`, which is unordered
+    /// (true for NaN), as the sim's `PartialOrd`; integers by the type's signedness (`i1`
+    /// and `ui*` unsigned, as the sim's storage orders them).
+    fn compare(
+        &self,
+        ctx: &IrContext,
+        op: OpId,
+        from: Option<Kind>,
+        ins: &[BasicValueEnum<'c>],
+    ) -> R<IntValue<'c>> {
+        let pred = ctx
+            .inherent_attr(op, "predicate")
+            .and_then(|a| ctx.attr_as_str(a))
+            .ok_or("requires 'predicate'")?;
+        match (from, ins) {
+            (
+                Some(Kind::Float(_)),
+                [BasicValueEnum::FloatValue(a), BasicValueEnum::FloatValue(b)],
+            ) => {
+                let p = match pred {
+                    "eq" => FloatPredicate::OEQ,
+                    "ne" => FloatPredicate::UNE,
+                    "lt" => FloatPredicate::OLT,
+                    "le" => FloatPredicate::OLE,
+                    "gt" => FloatPredicate::OGT,
+                    "ge" => FloatPredicate::OGE,
+                    other => return Err(format!("unknown predicate \"{other}\"")),
+                };
+                Ok(b!(self.b.build_float_compare(p, *a, *b, "cmp")))
+            }
+            (Some(Kind::Int(t)), [BasicValueEnum::IntValue(a), BasicValueEnum::IntValue(b)]) => {
+                let (lt, le, gt, ge) = if t.signed {
+                    (
+                        IntPredicate::SLT,
+                        IntPredicate::SLE,
+                        IntPredicate::SGT,
+                        IntPredicate::SGE,
+                    )
+                } else {
+                    (
+                        IntPredicate::ULT,
+                        IntPredicate::ULE,
+                        IntPredicate::UGT,
+                        IntPredicate::UGE,
+                    )
+                };
+                let p = match pred {
+                    "eq" => IntPredicate::EQ,
+                    "ne" => IntPredicate::NE,
+                    "lt" => lt,
+                    "le" => le,
+                    "gt" => gt,
+                    "ge" => ge,
+                    other => return Err(format!("unknown predicate \"{other}\"")),
+                };
+                Ok(b!(self.b.build_int_compare(p, *a, *b, "cmp")))
+            }
+            _ => Err("compare of unexpected operands".into()),
+        }
     }
 
     /// The sim's `float_to_int`: truncation toward zero, saturated to the type's range, NaN
@@ -1473,7 +1584,7 @@ impl<'a, 'c> Gen<'a, 'c> {
         Ok(t)
     }
 
-    /// softmax, reduce_sum, transpose, slice, concat.
+    /// softmax, reduce_sum, reduce_max, transpose, permute, broadcast, slice, concat, iota.
     fn standalone(
         &mut self,
         ctx: &IrContext,
@@ -1491,6 +1602,9 @@ impl<'a, 'c> Gen<'a, 'c> {
             self.helper_exp64()?;
             self.b
                 .position_at_end(f.get_first_basic_block().ok_or("no entry")?);
+        }
+        if name == "iota" {
+            return self.iota(ctx, f, op, args);
         }
         let (ik, ishape) = self.kind_of(ctx, ctx.operand(op, 0))?;
         let (ok, oshape) = self.kind_of(ctx, ctx.result(op, 0))?;
@@ -1589,6 +1703,111 @@ impl<'a, 'c> Gen<'a, 'c> {
                     })
                 })
             }
+            "reduce_max" => {
+                // One thread per lane, folding from the lane's first element (the verifier
+                // rejects an empty dim): the maximum is exact, so any order gives the sim's
+                // result; floats by `llvm.maximum` (NaN-propagating, as `compute.maximum`).
+                if ik != ok {
+                    return Err("reduce_max must keep its element type".into());
+                }
+                let outer = prod(&ishape[..dim]);
+                let len = ishape[dim].max(0) as u64;
+                let inner = prod(&ishape[dim + 1..]);
+                let x = input(0)?;
+                self.grid_loop(f, outer * inner, |g, l| {
+                    let o = b!(g.b.build_int_unsigned_div(l, g.i64(inner.max(1)), "o"));
+                    let inn = b!(g.b.build_int_unsigned_rem(l, g.i64(inner.max(1)), "in"));
+                    let base = b!(g.b.build_int_mul(o, g.i64(len * inner), "b"));
+                    let base = b!(g.b.build_int_add(base, inn, "b"));
+                    let first = g.load_any(ik, x, base)?;
+                    let at = |g: &Self, k: IntValue<'c>| -> R<IntValue<'c>> {
+                        let s = b!(g.b.build_int_mul(k, g.i64(inner), "s"));
+                        Ok(b!(g.b.build_int_add(base, s, "at")))
+                    };
+                    let m: BasicValueEnum<'c> = match ik {
+                        Kind::Float(e) => {
+                            let maxf = g.intrinsic("llvm.maximum", g.compute_ty(e).into())?;
+                            g.fold(f, len, first.into_float_value(), |g, k, acc| {
+                                let v = g.load(e, x, at(g, k)?)?;
+                                g.call_f(maxf, &[acc, v])
+                            })?
+                            .into()
+                        }
+                        Kind::Int(t) => {
+                            let gt = if t.signed {
+                                IntPredicate::SGT
+                            } else {
+                                IntPredicate::UGT
+                            };
+                            g.fold(f, len, first.into_int_value(), |g, k, acc| {
+                                let v = g.load_any(ik, x, at(g, k)?)?.into_int_value();
+                                let c = b!(g.b.build_int_compare(gt, v, acc, "gt"));
+                                Ok(b!(g.b.build_select(c, v, acc, "max")).into_int_value())
+                            })?
+                            .into()
+                        }
+                    };
+                    g.store_any(ok, out, l, m)
+                })
+            }
+            "broadcast" | "permute" => {
+                // Both gather: out[j] = in[Σ_d j_d · src_stride[d]] over the result's dims,
+                // with stride 0 where broadcast repeats a dim (added, or of size 1).
+                let rank = oshape.len();
+                let mut in_strides = vec![1u64; ishape.len()];
+                for d in (0..ishape.len().saturating_sub(1)).rev() {
+                    in_strides[d] = in_strides[d + 1] * ishape[d + 1].max(0) as u64;
+                }
+                let src_strides: Vec<u64> = if name == "permute" {
+                    let perm = ctx
+                        .inherent_attr(op, "perm")
+                        .and_then(|a| ctx.attr_as_i64_array(a))
+                        .ok_or("requires 'perm'")?;
+                    perm.iter()
+                        .map(|&p| {
+                            usize::try_from(p)
+                                .ok()
+                                .and_then(|p| in_strides.get(p).copied())
+                        })
+                        .collect::<Option<_>>()
+                        .filter(|s: &Vec<u64>| s.len() == rank)
+                        .ok_or("'perm' is not a permutation of the operand's dims")?
+                } else {
+                    let lead = rank
+                        .checked_sub(ishape.len())
+                        .ok_or("broadcast to a lower rank")?;
+                    (0..rank)
+                        .map(|d| match d.checked_sub(lead) {
+                            Some(k) if ishape[k] != 1 => in_strides[k],
+                            _ => 0,
+                        })
+                        .collect()
+                };
+                let x = input(0)?;
+                let it = self.int_ty(ik.bits());
+                self.grid_loop(f, onumel, |g, j| {
+                    // Peel the result index from the last dim; shapes are constants, so the
+                    // divisions are by constants (multiplications after LLVM's lowering).
+                    let mut rest = j;
+                    let mut src = g.i64(0);
+                    for d in (0..rank).rev() {
+                        let size = oshape[d].max(1) as u64;
+                        let idx = if d == 0 {
+                            rest
+                        } else {
+                            b!(g.b.build_int_unsigned_rem(rest, g.i64(size), "jd"))
+                        };
+                        if src_strides[d] != 0 && size > 1 {
+                            let term = b!(g.b.build_int_mul(idx, g.i64(src_strides[d]), "t"));
+                            src = b!(g.b.build_int_add(src, term, "src"));
+                        }
+                        if d > 0 {
+                            rest = b!(g.b.build_int_unsigned_div(rest, g.i64(size), "j"));
+                        }
+                    }
+                    g.copy_elem(it, x, src, out, j)
+                })
+            }
             "transpose" => {
                 // out[..., r, c] = in[..., c, r]; out is N×M for an M×N input.
                 let r = ishape.len();
@@ -1676,6 +1895,37 @@ impl<'a, 'c> Gen<'a, 'c> {
             }
             other => Err(format!("no kernel code for compute.{other}")),
         }
+    }
+
+    /// `compute.iota`: one thread per element, the element's index along `dim`
+    /// (`(j / inner) mod len`), converted as the sim does: exactly to f64, then rounded once
+    /// to a float element type; wrapped to an integer one (the low bits of the index).
+    fn iota(&self, ctx: &IrContext, f: FunctionValue<'c>, op: OpId, args: &[Value]) -> R<()> {
+        let (ok, oshape) = self.kind_of(ctx, ctx.result(op, 0))?;
+        let dim = ctx
+            .inherent_attr(op, "dim")
+            .and_then(|a| ctx.attr_as_i64(a))
+            .and_then(|d| usize::try_from(d).ok())
+            .filter(|d| *d < oshape.len())
+            .ok_or("requires 'dim' within the result's rank")?;
+        let prod = |s: &[i64]| s.iter().product::<i64>().max(0) as u64;
+        let len = oshape[dim].max(1) as u64;
+        let inner = prod(&oshape[dim + 1..]).max(1);
+        let out = self.param(f, args.len())?;
+        self.grid_loop(f, prod(&oshape), |g, j| {
+            let k = b!(g.b.build_int_unsigned_div(j, g.i64(inner), "k"));
+            let k = b!(g.b.build_int_unsigned_rem(k, g.i64(len), "k"));
+            let v: BasicValueEnum<'c> = match ok {
+                Kind::Float(_) => {
+                    b!(g.b.build_unsigned_int_to_float(k, g.cx.f64_type(), "kf")).into()
+                }
+                Kind::Int(t) if t.bits < 64 => {
+                    b!(g.b.build_int_truncate(k, g.int_ty(t.bits), "kt")).into()
+                }
+                Kind::Int(_) => k.into(),
+            };
+            g.store_any(ok, out, j, v)
+        })
     }
 
     /// softmax / reduce_sum along a contiguous last dimension, one block per row (rows
@@ -2518,6 +2768,149 @@ impl<'a, 'c> Gen<'a, 'c> {
         })
     }
 
+    /// `double __commlir_sin(double)` (`cos`: `__commlir_cos`), used for every float type
+    /// (f16/bf16/f32 results round the f64 value): `x = n·π/2 + r` with fdlibm's three-part
+    /// π/2 (`r` by FMAs, each product exact, so the reduction stays accurate far beyond the
+    /// arguments a rotary embedding produces: its error grows like `|n|·2^-53·6e-11`, below
+    /// one f64 ulp of `r` for `|x|` up to about 10^6 and below an f32 ulp up to about 10^12),
+    /// |r| ≤ π/4, Taylor polynomials for sin r (to r^17) and cos r (to r^18) whose
+    /// truncation is below 1e-19, and the quadrant `n mod 4` picking ±sin r or ±cos r
+    /// (cos x = sin(x + π/2): quadrant + 1). ±inf give NaN (the reduction's `inf − inf`);
+    /// sin keeps the sign of a zero.
+    fn helper_sincos64(&mut self, cos: bool) -> R<FunctionValue<'c>> {
+        let t = self.cx.f64_type();
+        let (key, name) = if cos {
+            ("cos64", "__commlir_cos")
+        } else {
+            ("sin64", "__commlir_sin")
+        };
+        self.unary_helper(key, name, t, |g, x| {
+            let c = |v: f64| t.const_float(v);
+            let i64t = g.cx.i64_type();
+            let fma = g.intrinsic("llvm.fma", t.into())?;
+            let rint = g.intrinsic("llvm.rint", t.into())?;
+            let n = b!(g.b.build_float_mul(x, c(std::f64::consts::FRAC_2_PI), "xn"));
+            let n = g.call_f(rint, &[n])?;
+            let mut r = x;
+            for part in [PIO2_1, PIO2_2, PIO2_3] {
+                let neg = b!(g.b.build_float_neg(n, "nn"));
+                r = g.call_f(fma, &[neg, c(part), r])?;
+            }
+            let r2 = b!(g.b.build_float_mul(r, r, "r2"));
+            // sin r = r + r·r²·(−1/3! + r²·(1/5! − …)), cos r = 1 + r²·(−1/2! + r²·(1/4! − …)).
+            let mut fact = [1.0f64; 19];
+            for k in 1..19 {
+                fact[k] = fact[k - 1] * k as f64;
+            }
+            let sign = |k: usize| if (k / 2).is_multiple_of(2) { 1.0 } else { -1.0 };
+            let mut ps = c(sign(17) / fact[17]);
+            for k in [15, 13, 11, 9, 7, 5, 3] {
+                ps = g.call_f(fma, &[ps, r2, c(sign(k) / fact[k])])?;
+            }
+            let r3 = b!(g.b.build_float_mul(r, r2, "r3"));
+            let sin_r = g.call_f(fma, &[r3, ps, r])?;
+            let mut pc = c(sign(18) / fact[18]);
+            for k in [16, 14, 12, 10, 8, 6, 4, 2] {
+                pc = g.call_f(fma, &[pc, r2, c(sign(k) / fact[k])])?;
+            }
+            let cos_r = g.call_f(fma, &[r2, pc, c(1.0)])?;
+            // The quadrant: `fptosi.sat` is defined for every input (NaN → 0), and only the
+            // low two bits matter, which two's complement keeps for negative `n`.
+            let sat = Intrinsic::find("llvm.fptosi.sat")
+                .ok_or("no llvm.fptosi.sat")?
+                .get_declaration(g.m, &[i64t.into(), t.into()])
+                .ok_or("cannot declare llvm.fptosi.sat")?;
+            let q = b!(g.b.build_call(sat, &[n.into()], "q"))
+                .try_as_basic_value()
+                .basic()
+                .ok_or("fptosi.sat without value")?
+                .into_int_value();
+            let q = if cos {
+                b!(g.b.build_int_add(q, i64t.const_int(1, false), "q"))
+            } else {
+                q
+            };
+            let odd = b!(g.b.build_and(q, i64t.const_int(1, false), "odd"));
+            let odd =
+                b!(g.b.build_int_compare(IntPredicate::NE, odd, i64t.const_zero(), "odd"));
+            let v = b!(g.b.build_select(odd, cos_r, sin_r, "v")).into_float_value();
+            let neg = b!(g.b.build_and(q, i64t.const_int(2, false), "neg"));
+            let neg =
+                b!(g.b.build_int_compare(IntPredicate::NE, neg, i64t.const_zero(), "neg"));
+            let nv = b!(g.b.build_float_neg(v, "nv"));
+            let y = b!(g.b.build_select(neg, nv, v, "y")).into_float_value();
+            if cos {
+                return Ok(y);
+            }
+            // sin(−0) = −0, which the reduction loses (−n·π/2 + x is +0 for n = x = −0).
+            let zero =
+                b!(g.b.build_float_compare(FloatPredicate::OEQ, x, c(0.0), "zero"));
+            Ok(b!(g.b.build_select(zero, x, y, "y")).into_float_value())
+        })
+    }
+
+    /// `double __commlir_log(double)`, used for every float type: `x = 2^k·m` with
+    /// `m ∈ [√½, √2)` from the bits (subnormals scaled by 2^54 first), `f = m − 1` (exact),
+    /// `s = f/(2 + f)`, `log m = 2s·(1 + s²/3 + s⁴/5 + … + s²⁴/25)` (|s| < 0.172, truncation
+    /// below 1e-20 relative), plus `k·ln2` in two parts; 0 → −inf, negatives → NaN, +inf →
+    /// +inf.
+    fn helper_log64(&mut self) -> R<FunctionValue<'c>> {
+        let t = self.cx.f64_type();
+        self.unary_helper("log64", "__commlir_log", t, |g, x| {
+            let c = |v: f64| t.const_float(v);
+            let i64t = g.cx.i64_type();
+            let ci = |v: u64| i64t.const_int(v, false);
+            let fma = g.intrinsic("llvm.fma", t.into())?;
+            let tiny =
+                b!(g.b.build_float_compare(FloatPredicate::OLT, x, c(f64::MIN_POSITIVE), "tiny"));
+            let scaled = b!(g.b.build_float_mul(x, c(2f64.powi(54)), "xs"));
+            let xs = b!(g.b.build_select(tiny, scaled, x, "xs")).into_float_value();
+            let adj = b!(g.b.build_select(tiny, c(-54.0), c(0.0), "adj")).into_float_value();
+            let bits = b!(g.b.build_bit_cast(xs, i64t, "bits")).into_int_value();
+            let ex = b!(g.b.build_right_shift(bits, ci(52), false, "ex"));
+            let ex = b!(g.b.build_and(ex, ci(0x7ff), "ex"));
+            let ex = b!(g.b.build_int_sub(ex, ci(1023), "ex"));
+            let mb = b!(g.b.build_and(bits, ci(0x000f_ffff_ffff_ffff), "mb"));
+            let mb = b!(g.b.build_or(mb, ci(0x3ff0_0000_0000_0000), "mb"));
+            let m = b!(g.b.build_bit_cast(mb, t, "m")).into_float_value();
+            let big = b!(g.b.build_float_compare(
+                FloatPredicate::OGT,
+                m,
+                c(std::f64::consts::SQRT_2),
+                "big"
+            ));
+            let mh = b!(g.b.build_float_mul(m, c(0.5), "mh"));
+            let m = b!(g.b.build_select(big, mh, m, "m")).into_float_value();
+            let k = b!(g.b.build_signed_int_to_float(ex, t, "k"));
+            let k = b!(g.b.build_float_add(k, adj, "k"));
+            let k1 = b!(g.b.build_float_add(k, c(1.0), "k1"));
+            let k = b!(g.b.build_select(big, k1, k, "k")).into_float_value();
+            let f = b!(g.b.build_float_sub(m, c(1.0), "f"));
+            let d = b!(g.b.build_float_add(f, c(2.0), "d"));
+            let s = b!(g.b.build_float_div(f, d, "s"));
+            let z = b!(g.b.build_float_mul(s, s, "z"));
+            let mut p = c(1.0 / 25.0);
+            for j in (1..12).rev() {
+                p = g.call_f(fma, &[p, z, c(1.0 / (2 * j + 1) as f64)])?;
+            }
+            // log m = 2s + 2s·z·p
+            let s2 = b!(g.b.build_float_mul(s, c(2.0), "s2"));
+            let zp = b!(g.b.build_float_mul(z, p, "zp"));
+            let lm = g.call_f(fma, &[s2, zp, s2])?;
+            let lo = g.call_f(fma, &[k, c(LN2_LO), lm])?;
+            let y = g.call_f(fma, &[k, c(LN2_HI), lo])?;
+            let zero =
+                b!(g.b.build_float_compare(FloatPredicate::OEQ, x, c(0.0), "zero"));
+            let y = b!(g.b.build_select(zero, c(f64::NEG_INFINITY), y, "y")).into_float_value();
+            let neg =
+                b!(g.b.build_float_compare(FloatPredicate::OLT, x, c(0.0), "neg"));
+            let y = b!(g.b.build_select(neg, c(f64::NAN), y, "y")).into_float_value();
+            let inf =
+                b!(g.b.build_float_compare(FloatPredicate::OEQ, x, c(f64::INFINITY), "inf"));
+            Ok(b!(g.b.build_select(inf, x, y, "y")).into_float_value())
+        })
+    }
+
     /// Divides by `s` for a softmax writing `oe`: narrow (bf16/f16) results multiply by one
     /// correctly rounded reciprocal per row (`1/s`, `rcp.rn.f32`, computed here) — at most
     /// 1.5 ulp of f32 instead of 0.5, invisible after rounding to 8 or 11 bits, and one
@@ -2616,6 +3009,15 @@ const EXP_F64: ExpRange = ExpRange {
     underflow: -745.2,
 };
 
+/// fdlibm's π/2 in three parts of 33, 33 and 53 bits: `n·PIO2_1` and `n·PIO2_2` are exact
+/// for |n| < 2^20, and the three sum to π/2 within 1e-37.
+const PIO2_1: f64 = f64::from_bits(0x3ff9_21fb_5440_0000);
+const PIO2_2: f64 = f64::from_bits(0x3dd0_b461_1a60_0000);
+const PIO2_3: f64 = f64::from_bits(0x3ba3_198a_2e03_7073);
+/// fdlibm's ln2 split: `k·LN2_HI` is exact for every exponent `k` of an f64.
+const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
+const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
+
 /// Whether `e` is a narrow float (bf16, f16): its kernels use the `_fast` transcendental
 /// helpers, accurate to about 2^-20 relative, where an f32 result needs the accurate ones.
 fn narrow(e: Elem) -> bool {
@@ -2700,7 +3102,14 @@ fn transcendental_used(ctx: &IrContext, ops: &[OpId]) -> bool {
     ops.iter().any(|o| {
         matches!(
             ctx.op_name(*o),
-            "compute.exp" | "compute.tanh" | "compute.gelu" | "compute.silu"
+            "compute.exp"
+                | "compute.tanh"
+                | "compute.gelu"
+                | "compute.silu"
+                | "compute.sigmoid"
+                | "compute.sin"
+                | "compute.cos"
+                | "compute.log"
         )
     })
 }

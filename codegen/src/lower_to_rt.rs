@@ -859,7 +859,7 @@ fn launch_items(ctx: &Context, op: OpId) -> i64 {
     let r = ctx.result(op, 0);
     match ctx.op_name(op) {
         // One thread per lane: the reduced dimension is walked by the thread, in order.
-        "compute.softmax" | "compute.reduce_sum" => {
+        "compute.softmax" | "compute.reduce_sum" | "compute.reduce_max" => {
             let x = ctx.operand(op, 0);
             let t = value_tensor(ctx, x).unwrap_or_else(|| value_tensor(ctx, r).unwrap());
             let dim = ctx
@@ -868,8 +868,9 @@ fn launch_items(ctx: &Context, op: OpId) -> i64 {
                 .unwrap_or(0) as usize;
             let len = t.shape.get(dim).copied().unwrap_or(1).max(1);
             let lanes = (t.numel() / len).max(1);
-            // One block per row (kernels::row_block).
-            if crate::kernels::is_row_block(ctx, op) {
+            // One block per row (kernels::row_block); reduce_max is always one thread per
+            // lane (kernels::standalone).
+            if ctx.op_name(op) != "compute.reduce_max" && crate::kernels::is_row_block(ctx, op) {
                 lanes * BLOCK
             } else {
                 lanes

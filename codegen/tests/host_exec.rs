@@ -506,3 +506,31 @@ fn the_deepest_call_chain_allowed_runs_on_a_rank_threads_stack() {
         .unwrap();
     t.join().unwrap();
 }
+
+#[test]
+fn model_ops_run_through_the_host_program() {
+    // A kernel without inputs (iota: its launch passes only the result buffer), gathers,
+    // a fused mask and the f64 sin/log helpers, driven by the host program and a call.
+    check(
+        "coll.group @g {size = 1 : i64}
+func.func private @mask(%s: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %q = compute.iota {dim = 0 : i64} : tensor<4x16xi32>
+  %k = compute.iota {dim = 1 : i64} : tensor<4x16xi32>
+  %c = compute.compare %k, %q {predicate = \"le\"} : (tensor<4x16xi32>, tensor<4x16xi32>) -> tensor<4x16xi1>
+  %n = compute.fill {value = -1.0e4 : f64} : tensor<4x16xf32>
+  %m = compute.select %c, %s, %n : (tensor<4x16xi1>, tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %m : tensor<4x16xf32>
+}
+func.func @main(%a: tensor<4x16xf32>, %r: tensor<16xf32>) -> (tensor<4x16xf32>, tensor<16x4xf32>, tensor<4xf32>) {
+  %b = compute.broadcast %r : (tensor<16xf32>) -> tensor<4x16xf32>
+  %x = compute.mul %a, %b : tensor<4x16xf32>
+  %m = func.call @mask(%x) : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  %s = compute.sin %m : tensor<4x16xf32>
+  %p = compute.permute %s {perm = array<i64: 1, 0>} : (tensor<4x16xf32>) -> tensor<16x4xf32>
+  %mx = compute.reduce_max %m {dim = 1 : i64} : (tensor<4x16xf32>) -> tensor<4xf32>
+  %e = compute.sigmoid %mx : tensor<4xf32>
+  %l = compute.log %e : tensor<4xf32>
+  return %m, %p, %l : tensor<4x16xf32>, tensor<16x4xf32>, tensor<4xf32>
+}",
+    );
+}

@@ -142,7 +142,7 @@ fn lower_and_compile(text: &str, pipe: &str) -> Result<(usize, usize), String> {
 
 #[test]
 fn examples_lower_and_compile() {
-    for ex in ["tp_mlp.mlir", "fsdp_layer.mlir"] {
+    for ex in ["tp_mlp.mlir", "fsdp_layer.mlir", "llama_block.mlir"] {
         let path = format!("{}/../examples/{ex}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap();
         for p in [PLAN, PLAN_NO_ONESHOT, SCHEDULED] {
@@ -176,6 +176,21 @@ fn generated_programs_lower_and_compile() {
         ok == 24,
         "only {ok} of 24 generated programs lowered; skipped: {skipped:?}"
     );
+}
+
+#[test]
+fn generated_programs_with_model_ops_lower_and_compile() {
+    for seed in 0..12u64 {
+        let cfg = GenConfig {
+            ranks: if seed % 2 == 0 { 2 } else { 4 },
+            ops: 30,
+            model_ops: true,
+            ..GenConfig::default()
+        };
+        let text = random_program(seed, &cfg);
+        let pipe = if seed % 3 == 0 { SCHEDULED } else { PLAN };
+        lower_and_compile(&text, pipe).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
+    }
 }
 
 #[test]
@@ -267,6 +282,45 @@ fn fusion_stops_at_collectives_and_comm_buffers() {
     assert!(names.contains(&"exp".to_string()), "{names:?}");
     assert!(names.contains(&"mul".to_string()), "{names:?}");
     assert!(names.contains(&"neg+add".to_string()), "{names:?}");
+}
+
+#[test]
+fn fusion_of_the_model_ops() {
+    let (ctx, _, plan) = plan_of(
+        "func.func @f(%s: tensor<2x4x4xf32>, %g: tensor<2x4x4xf32>) -> (tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<4x2x4xf32>, tensor<2x4xf32>) {
+          %q = compute.iota {dim = 0 : i64} : tensor<4x4xi64>
+          %k = compute.iota {dim = 1 : i64} : tensor<4x4xi64>
+          %c = compute.compare %k, %q {predicate = \"le\"} : (tensor<4x4xi64>, tensor<4x4xi64>) -> tensor<4x4xi1>
+          %m = compute.broadcast %c : (tensor<4x4xi1>) -> tensor<2x4x4xi1>
+          %n = compute.fill {value = -1.0e30 : f64} : tensor<2x4x4xf32>
+          %x = compute.scale %s {factor = 0.5 : f64} : tensor<2x4x4xf32>
+          %y = compute.select %m, %x, %n : (tensor<2x4x4xi1>, tensor<2x4x4xf32>, tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+          %sg = compute.sigmoid %g : tensor<2x4x4xf32>
+          %sw = compute.mul %g, %sg : tensor<2x4x4xf32>
+          %p = compute.permute %sw {perm = array<i64: 1, 0, 2>} : (tensor<2x4x4xf32>) -> tensor<4x2x4xf32>
+          %l = compute.log %s : tensor<2x4x4xf32>
+          %sn = compute.sin %l : tensor<2x4x4xf32>
+          %mx = compute.reduce_max %sn {dim = 2 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4xf32>
+          return %y, %sw, %p, %mx : tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<4x2x4xf32>, tensor<2x4xf32>
+        }",
+    );
+    // iota, broadcast, permute and reduce_max are kernels of their own; compare, select,
+    // sigmoid, log and sin fuse like the other elementwise ops (%sw is returned as well as
+    // permuted, so it reaches memory).
+    assert_eq!(
+        group_names(&ctx, &plan),
+        [
+            "iota",
+            "iota",
+            "compare",
+            "broadcast",
+            "fill+scale+select",
+            "sigmoid+mul",
+            "permute",
+            "log+sin",
+            "reduce_max"
+        ]
+    );
 }
 
 #[test]

@@ -12,7 +12,7 @@
 //! | `arith.negf` | `neg` |
 //! | `arith.extf`, `arith.truncf` | `cast` |
 //! | `arith.constant dense<splat>` | `fill` |
-//! | `math.exp`, `tanh`, `sqrt`, `rsqrt` | `exp`, `tanh`, `sqrt`, `rsqrt` |
+//! | `math.exp`, `tanh`, `sqrt`, `rsqrt`, `sin`, `cos`, `log` | `exp`, `tanh`, `sqrt`, `rsqrt`, `sin`, `cos`, `log` |
 //!
 //! Everything else (scalar arithmetic, `maxnumf` / `minnumf`, which ignore NaNs, unsigned and
 //! integer-division ops, non-splat constants) is left as it is; fastmath flags are dropped,
@@ -29,8 +29,8 @@ commlir_ir::register_pass!(
         summary: "Convert elementwise arith/math ops on tensors to compute ops",
         description: "Rewrites `arith` and `math` ops on statically shaped tensors whose \
             semantics `compute` has exactly (add, sub, mul, div, NaN-propagating maximum and \
-            minimum, neg, float casts, splat constants, exp, tanh, sqrt, rsqrt) to the \
-            `compute` op; other ops are left alone.",
+            minimum, neg, float casts, splat constants, exp, tanh, sqrt, rsqrt, sin, cos, \
+            log) to the `compute` op; other ops are left alone.",
         anchor: Anchor::Any,
         options: &[],
         statistics: &[
@@ -59,6 +59,9 @@ fn target(name: &str) -> Option<&'static str> {
         "math.tanh" => "compute.tanh",
         "math.sqrt" => "compute.sqrt",
         "math.rsqrt" => "compute.rsqrt",
+        "math.sin" => "compute.sin",
+        "math.cos" => "compute.cos",
+        "math.log" => "compute.log",
         _ => return None,
     })
 }

@@ -5,11 +5,12 @@
 //! function's return, anything else). The all-gather then sits right before the matmul,
 //! where `coll-fuse-matmul` can pipeline it.
 //!
-//! Row-local ops: elementwise unary ops, `scale`, `cast`, `clone`; elementwise binary ops
-//! whose other operand is either also on the rows or replicated on the group (a residual
-//! add: it is cut to this rank's rows with `coll.all_slice`, legal only because the value is
-//! proven identical on every rank); `softmax` and `reduce_sum` along a dimension other than 0;
-//! `reshape` keeping dim 0; `matmul` of rows by a replicated right operand (the broadcast of a
+//! Row-local ops: elementwise unary ops, `scale`, `cast`, `clone`; elementwise binary ops,
+//! `compare` and `select` whose other operands are either also on the rows or replicated on
+//! the group (a residual add: it is cut to this rank's rows with `coll.all_slice`, legal only
+//! because the value is proven identical on every rank); `softmax`, `reduce_sum` and
+//! `reduce_max` along a dimension other than 0; `reshape` keeping dim 0; `broadcast` that
+//! neither adds nor repeats dim 0; `permute` keeping dim 0 first; `matmul` of rows by a replicated right operand (the broadcast of a
 //! norm's per-row factor); `coll.all_slice` of the all-reduce's own result. Together these
 //! cover Megatron's layer: the residual stream stays sharded from one reduce-scatter to the
 //! next and to the return, norms run on shards, and all-gathers sit before the
@@ -167,6 +168,10 @@ fn is_unary_rowwise(name: &str) -> bool {
             | "compute.tanh"
             | "compute.sqrt"
             | "compute.rsqrt"
+            | "compute.sin"
+            | "compute.cos"
+            | "compute.sigmoid"
+            | "compute.log"
             | "compute.scale"
             | "compute.cast"
             | "compute.clone"
@@ -182,6 +187,8 @@ fn is_binary_rowwise(name: &str) -> bool {
             | "compute.div"
             | "compute.maximum"
             | "compute.minimum"
+            | "compute.compare"
+            | "compute.select"
     )
 }
 
@@ -248,8 +255,22 @@ fn plan(ctx: &Context, block: BlockId, ar: OpId, reps: &HashMap<Value, Rep>) -> 
         } else if is_binary_rowwise(name) {
             ops.iter()
                 .all(|v| sharded.contains(v) || replicated(v) && rows(ctx, *v) == Some(n))
-        } else if matches!(name, "compute.softmax" | "compute.reduce_sum") {
+        } else if matches!(
+            name,
+            "compute.softmax" | "compute.reduce_sum" | "compute.reduce_max"
+        ) {
             int_attr(ctx, op, "dim").is_some_and(|d| d > 0)
+        } else if name == "compute.broadcast" {
+            // Same rank and the operand already has all rows: only later dims repeat, and
+            // each row of the result reads the same row of the operand.
+            value_tensor_view(ctx, ops[0])
+                .zip(value_tensor_view(ctx, r))
+                .is_some_and(|(a, b)| a.shape.len() == b.shape.len())
+                && rows(ctx, ops[0]) == Some(n)
+        } else if name == "compute.permute" {
+            ctx.inherent_attr(op, "perm")
+                .and_then(|p| ctx.attr_as_i64_array(p))
+                .is_some_and(|p| p.first() == Some(&0))
         } else if name == "compute.reshape" {
             // Row-major order keeps every row's elements together when dim 0 is unchanged.
             rows(ctx, ops[0]) == Some(n)

@@ -354,3 +354,214 @@ fn ui64_is_read_as_unsigned() {
         vec![15_000_000_000_000_000_000, u64::MAX, 0]
     );
 }
+
+const F16: ElemType = ElemType::F16;
+const F64: ElemType = ElemType::F64;
+const I1: ElemType = ElemType::Int {
+    width: 1,
+    signedness: commlir_ir::Signedness::Signless,
+};
+
+fn perm(p: &mut Prog, v: &[i64]) -> Attr {
+    let items = v.iter().map(|x| p.i64(*x)).collect();
+    p.ctx.attr(commlir_ir::AttrKind::Array(items))
+}
+
+#[test]
+fn broadcast_and_permute() {
+    let mut p = Prog::new();
+    // 2x1x3 → 2x2x3 (the middle dim repeated) and 3 → 2x3 (a new leading dim).
+    let a = t(I32, &[2, 1, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    assert_eq!(
+        run(&mut p, "compute.broadcast", &[], &[&a], tt(I32, &[2, 2, 3])),
+        vec![1.0, 2.0, 3.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 4.0, 5.0, 6.0]
+    );
+    let v = t(BF16, &[3], &[0.1, 0.2, 0.3]);
+    assert_eq!(
+        run(&mut p, "compute.broadcast", &[], &[&v], tt(BF16, &[2, 3])),
+        [0.100_097_656_25, 0.200_195_312_5, 0.300_781_25].repeat(2)
+    );
+    // x[i, j, k] = 100i + 10j + k on 2x3x2; perm [2, 0, 1]: out[a, b, c] = x[b, c, a].
+    let x: Vec<f64> = (0..12)
+        .map(|n| f64::from(100 * (n / 6) + 10 * ((n / 2) % 3) + n % 2))
+        .collect();
+    let x = t(F32, &[2, 3, 2], &x);
+    let pm = perm(&mut p, &[2, 0, 1]);
+    assert_eq!(
+        run(
+            &mut p,
+            "compute.permute",
+            &[("perm", pm)],
+            &[&x],
+            tt(F32, &[2, 2, 3])
+        ),
+        vec![0.0, 10.0, 20.0, 100.0, 110.0, 120.0, 1.0, 11.0, 21.0, 101.0, 111.0, 121.0]
+    );
+    // Errors the verifier would have caught, reported rather than wrong.
+    let o = op(&mut p, "compute.broadcast", &[]);
+    assert!(execute(&p.ctx, o, &[&a], &tt(I32, &[2, 2, 4]))
+        .unwrap_err()
+        .contains("cannot broadcast"));
+    let bad = perm(&mut p, &[0, 0, 1]);
+    let o = op(&mut p, "compute.permute", &[("perm", bad)]);
+    assert!(execute(&p.ctx, o, &[&x], &tt(F32, &[2, 2, 3]))
+        .unwrap_err()
+        .contains("is not a permutation"));
+}
+
+#[test]
+fn reduce_max_nan_and_integers() {
+    let mut p = Prog::new();
+    let (d0, d1) = (p.i64(0), p.i64(1));
+    let a = t(
+        F32,
+        &[2, 3],
+        &[-1.0, f64::NEG_INFINITY, -3.0, 2.0, f64::NAN, 7.0],
+    );
+    assert_eq!(
+        run(
+            &mut p,
+            "compute.reduce_max",
+            &[("dim", d1)],
+            &[&a],
+            tt(F32, &[2])
+        )[0],
+        -1.0
+    );
+    assert!(run(
+        &mut p,
+        "compute.reduce_max",
+        &[("dim", d1)],
+        &[&a],
+        tt(F32, &[2])
+    )[1]
+    .is_nan());
+    let r = run(
+        &mut p,
+        "compute.reduce_max",
+        &[("dim", d0)],
+        &[&a],
+        tt(F32, &[3]),
+    );
+    assert_eq!((r[0], r[2]), (2.0, 7.0));
+    assert!(r[1].is_nan());
+    let i = t(I32, &[2, 2], &[-5.0, -9.0, 3.0, -1.0]);
+    assert_eq!(
+        run(
+            &mut p,
+            "compute.reduce_max",
+            &[("dim", d0)],
+            &[&i],
+            tt(I32, &[2])
+        ),
+        vec![3.0, -1.0]
+    );
+    let e = t(F32, &[2, 0], &[]);
+    let o = op(&mut p, "compute.reduce_max", &[("dim", d1)]);
+    assert!(execute(&p.ctx, o, &[&e], &tt(F32, &[2]))
+        .unwrap_err()
+        .contains("size 0"));
+}
+
+#[test]
+fn transcendental_unary_ops() {
+    let mut p = Prog::new();
+    // f16: libm's f32 value rounded to 11 significant bits (sin 1 = 0.8414709… → 1723·2^-11).
+    let x = t(F16, &[3], &[0.0, 1.0, 2.0]);
+    assert_eq!(
+        run(&mut p, "compute.sin", &[], &[&x], tt(F16, &[3])),
+        vec![0.0, 0.841_308_593_75, 0.909_179_687_5]
+    );
+    assert_eq!(
+        run(&mut p, "compute.cos", &[], &[&x], tt(F16, &[3])),
+        vec![1.0, 0.540_527_343_75, -0.416_259_765_625]
+    );
+    assert_eq!(
+        run(&mut p, "compute.sigmoid", &[], &[&x], tt(F16, &[3])),
+        vec![0.5, 0.730_957_031_25, 0.880_859_375]
+    );
+    // f64 in f64; log of 0 and of a negative.
+    let y = t(F64, &[4], &[1.0, std::f64::consts::E, 0.0, -1.0]);
+    let l = run(&mut p, "compute.log", &[], &[&y], tt(F64, &[4]));
+    assert_eq!(&l[..3], &[0.0, 1.0, f64::NEG_INFINITY]);
+    assert!(l[3].is_nan());
+    let s = run(&mut p, "compute.sigmoid", &[], &[&y], tt(F64, &[4]));
+    assert_eq!(s[2], 0.5);
+    assert_eq!(s[0], 1.0 / (1.0 + (-1.0f64).exp()));
+    let ints = t(I32, &[1], &[1.0]);
+    let o = op(&mut p, "compute.sin", &[]);
+    assert!(execute(&p.ctx, o, &[&ints], &tt(I32, &[1]))
+        .unwrap_err()
+        .contains("integer element type i32"));
+}
+
+#[test]
+fn compare_select_iota() {
+    let mut p = Prog::new();
+    let a = t(F64, &[3], &[1.0, f64::NAN, 3.0]);
+    let b = t(F64, &[3], &[1.0, 1.0, 2.0]);
+    let cmp = |p: &mut Prog, pred: &str, a: &Tensor, b: &Tensor| {
+        let pa = p.ctx.str_attr(pred);
+        run(
+            p,
+            "compute.compare",
+            &[("predicate", pa)],
+            &[a, b],
+            tt(I1, &[3]),
+        )
+    };
+    assert_eq!(cmp(&mut p, "eq", &a, &b), vec![1.0, 0.0, 0.0]);
+    assert_eq!(cmp(&mut p, "ne", &a, &b), vec![0.0, 1.0, 1.0]);
+    assert_eq!(cmp(&mut p, "ge", &a, &b), vec![1.0, 0.0, 1.0]);
+    assert_eq!(cmp(&mut p, "lt", &a, &b), vec![0.0, 0.0, 0.0]);
+    let u8t = ElemType::Int {
+        width: 8,
+        signedness: commlir_ir::Signedness::Unsigned,
+    };
+    let u = t(u8t, &[3], &[200.0, 1.0, 0.0]);
+    let one = t(u8t, &[3], &[1.0, 1.0, 1.0]);
+    assert_eq!(cmp(&mut p, "gt", &u, &one), vec![1.0, 0.0, 0.0]);
+    assert_eq!(cmp(&mut p, "le", &u, &one), vec![0.0, 1.0, 1.0]);
+    let c = t(I1, &[3], &[1.0, 0.0, 1.0]);
+    let x = t(BF16, &[3], &[1.0, 2.0, 3.0]);
+    let y = t(BF16, &[3], &[-1.0, -2.0, -3.0]);
+    assert_eq!(
+        run(&mut p, "compute.select", &[], &[&c, &x, &y], tt(BF16, &[3])),
+        vec![1.0, -2.0, 3.0]
+    );
+    let o = op(&mut p, "compute.select", &[]);
+    assert!(execute(&p.ctx, o, &[&x, &x, &y], &tt(BF16, &[3]))
+        .unwrap_err()
+        .contains("i1 condition"));
+    let eq = p.ctx.str_attr("eq");
+    let o = op(&mut p, "compute.compare", &[("predicate", eq)]);
+    assert!(execute(&p.ctx, o, &[&a, &b], &tt(F64, &[3]))
+        .unwrap_err()
+        .contains("produces i1"));
+    let bad = p.ctx.str_attr("ult");
+    let o = op(&mut p, "compute.compare", &[("predicate", bad)]);
+    assert!(execute(&p.ctx, o, &[&a, &b], &tt(I1, &[3]))
+        .unwrap_err()
+        .contains("unknown predicate"));
+    // f16 holds integers exactly up to 2048: 2049 rounds to even (2048), 2051 to 2052.
+    let d1 = p.i64(1);
+    let io = run(
+        &mut p,
+        "compute.iota",
+        &[("dim", d1)],
+        &[],
+        tt(F16, &[1, 2052]),
+    );
+    assert_eq!(&io[2047..], &[2047.0, 2048.0, 2048.0, 2050.0, 2052.0]);
+    let d0 = p.i64(0);
+    assert_eq!(
+        run(
+            &mut p,
+            "compute.iota",
+            &[("dim", d0)],
+            &[],
+            tt(I32, &[2, 2])
+        ),
+        vec![0.0, 0.0, 1.0, 1.0]
+    );
+}

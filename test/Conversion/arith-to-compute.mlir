@@ -15,6 +15,12 @@ func.func @elementwise(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %i: tensor<4xi3
   %3 = "arith.maxnumf"(%2, %c) <{fastmath = #arith.fastmath<none>}> : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   // CHECK: %[[T:.*]] = compute.tanh %{{.*}} : tensor<4x8xf32>
   %4 = "math.tanh"(%3) <{fastmath = #arith.fastmath<none>}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: %[[SIN:.*]] = compute.sin %[[T]] : tensor<4x8xf32>
+  %s0 = "math.sin"(%4) <{fastmath = #arith.fastmath<none>}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: %[[COS:.*]] = compute.cos %[[SIN]] : tensor<4x8xf32>
+  %s1 = "math.cos"(%s0) <{fastmath = #arith.fastmath<none>}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: compute.log %[[COS]] : tensor<4x8xf32>
+  %s2 = "math.log"(%s1) <{fastmath = #arith.fastmath<none>}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
   // CHECK: compute.neg %[[T]] : tensor<4x8xf32>
   %5 = "arith.negf"(%4) <{fastmath = #arith.fastmath<none>}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
   // CHECK: compute.cast %{{.*}} : (tensor<4x8xf32>) -> tensor<4x8xbf16>

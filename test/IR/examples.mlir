@@ -9,8 +9,14 @@
 // RUN: diff %t.fsdp1.mlir %t.fsdp2.mlir
 // RUN: FileCheck %s --check-prefix=FSDP < %t.fsdp1.mlir
 //
+// RUN: commlir-opt %S/../../examples/llama_block.mlir > %t.llama1.mlir
+// RUN: commlir-opt %t.llama1.mlir > %t.llama2.mlir
+// RUN: diff %t.llama1.mlir %t.llama2.mlir
+// RUN: FileCheck %s --check-prefix=LLAMA < %t.llama1.mlir
+//
 // The generic form is read back to the same module.
 // RUN: commlir-opt %S/../../examples/fsdp_layer.mlir --mlir-print-op-generic | commlir-opt | diff %t.fsdp1.mlir -
+// RUN: commlir-opt %S/../../examples/llama_block.mlir --mlir-print-op-generic | commlir-opt | diff %t.llama1.mlir -
 
 // TP: coll.group @tp {size = 2 : i64, symm_mem}
 // TP-LABEL: func.func @mlp(
@@ -24,3 +30,15 @@
 // FSDP-LABEL: func.func @fsdp_layer(
 // FSDP-COUNT-2: coll.all_gather_into_tensor
 // FSDP-COUNT-2: coll.reduce_scatter_tensor
+
+// LLAMA-LABEL: func.func @llama_block(
+// LLAMA: compute.broadcast
+// LLAMA: compute.permute {{.*}} {perm = array<i64: 1, 0, 2>}
+// LLAMA: compute.iota {dim = 0 : i64} : tensor<8x4xf32>
+// LLAMA: compute.cos
+// LLAMA: compute.sin
+// LLAMA: compute.compare {{.*}} {predicate = "le"}
+// LLAMA: compute.select
+// LLAMA: compute.sigmoid
+// LLAMA: compute.reduce_max
+// LLAMA: compute.log

@@ -14,6 +14,10 @@ pub struct GenConfig {
     pub elem_types: Vec<&'static str>,
     /// Emit `cost_ns` on some ops.
     pub with_costs: bool,
+    /// Also emit the ops of transformer blocks (broadcast, permute, reduce_max, sin, cos,
+    /// sigmoid, log, compare, select, iota). Off by default, which leaves the programs of
+    /// every seed as they were before these ops existed.
+    pub model_ops: bool,
 }
 
 impl Default for GenConfig {
@@ -23,6 +27,7 @@ impl Default for GenConfig {
             ops: 40,
             elem_types: vec!["f32", "bf16"],
             with_costs: false,
+            model_ops: false,
         }
     }
 }
@@ -131,6 +136,10 @@ impl Gen {
                 Some((y, ty)),
             );
             return;
+        }
+        // `&&` first: without model ops the random stream is not touched here.
+        if self.cfg.model_ops && self.rng.chance(0.25) {
+            return self.model_op();
         }
         match self.rng.below(19) {
             0..=2 => self.binary(),
@@ -343,6 +352,126 @@ impl Gen {
                 );
             }
             _ => self.unary(),
+        }
+    }
+
+    /// One of the transformer-block patterns on a ready value `a: T`, each giving a value of
+    /// a float element type (except the integer-safe ones, which keep any type):
+    /// `sigmoid`/`sin`/`cos`, `log(sigmoid(a))` (finite), a causal mask of `a` (iota, compare,
+    /// select with a fill), `a − broadcast(reduce_max(a))` (a softmax's shift), a 2-D
+    /// permute, and `select(a > b, a, b)`.
+    fn model_op(&mut self) {
+        let (a, t) = self.pick_ready();
+        let float = matches!(t.elem, "f16" | "bf16" | "f32" | "f64");
+        let tx = t.text();
+        match self.rng.below(6) {
+            0 if float => {
+                let op = *self.rng.pick(&["sigmoid", "sin", "cos"]);
+                let r = self.fresh();
+                let c = self.cost_dict();
+                self.emit(format!("{r} = compute.{op} {a}{c} : {tx}"), Some((r, t)));
+            }
+            1 if float => {
+                let s = self.fresh();
+                self.emit(format!("{s} = compute.sigmoid {a} : {tx}"), None);
+                let r = self.fresh();
+                self.emit(format!("{r} = compute.log {s} : {tx}"), Some((r, t)));
+            }
+            2 if t.shape.len() == 2 => {
+                let (q, k, m, f, r) = (
+                    self.fresh(),
+                    self.fresh(),
+                    self.fresh(),
+                    self.fresh(),
+                    self.fresh(),
+                );
+                let mt = Ty {
+                    shape: t.shape.clone(),
+                    elem: "i1",
+                };
+                let it = Ty {
+                    shape: t.shape.clone(),
+                    elem: "i32",
+                };
+                let (itx, mtx) = (it.text(), mt.text());
+                self.emit(
+                    format!("{q} = compute.iota {{dim = 0 : i64}} : {itx}"),
+                    None,
+                );
+                self.emit(
+                    format!("{k} = compute.iota {{dim = 1 : i64}} : {itx}"),
+                    None,
+                );
+                self.emit(
+                    format!("{m} = compute.compare {k}, {q} {{predicate = \"le\"}} : ({itx}, {itx}) -> {mtx}"),
+                    None,
+                );
+                self.emit(
+                    format!("{f} = compute.fill {{value = -3.0 : f64}} : {tx}"),
+                    None,
+                );
+                self.emit(
+                    format!("{r} = compute.select {m}, {a}, {f} : ({mtx}, {tx}, {tx}) -> {tx}"),
+                    Some((r, t)),
+                );
+            }
+            3 if t.shape.len() == 2 => {
+                let (mx, col, b, r) = (self.fresh(), self.fresh(), self.fresh(), self.fresh());
+                let rows = t.shape[0];
+                let vt = Ty {
+                    shape: vec![rows],
+                    elem: t.elem,
+                };
+                let ct = Ty {
+                    shape: vec![rows, 1],
+                    elem: t.elem,
+                };
+                let (vtx, ctx_) = (vt.text(), ct.text());
+                self.emit(
+                    format!("{mx} = compute.reduce_max {a} {{dim = 1 : i64}} : ({tx}) -> {vtx}"),
+                    None,
+                );
+                self.emit(
+                    format!("{col} = compute.reshape {mx} : ({vtx}) -> {ctx_}"),
+                    None,
+                );
+                self.emit(
+                    format!("{b} = compute.broadcast {col} : ({ctx_}) -> {tx}"),
+                    None,
+                );
+                self.emit(format!("{r} = compute.sub {a}, {b} : {tx}"), Some((r, t)));
+            }
+            4 if t.shape.len() == 2 => {
+                let rt = Ty {
+                    shape: vec![t.shape[1], t.shape[0]],
+                    elem: t.elem,
+                };
+                let r = self.fresh();
+                self.emit(
+                    format!(
+                        "{r} = compute.permute {a} {{perm = array<i64: 1, 0>}} : ({tx}) -> {}",
+                        rt.text()
+                    ),
+                    Some((r, rt)),
+                );
+            }
+            _ => {
+                let (b, _) = self.pick_where(|x| *x == t).unwrap();
+                let (c, r) = (self.fresh(), self.fresh());
+                let mt = Ty {
+                    shape: t.shape.clone(),
+                    elem: "i1",
+                };
+                let mtx = mt.text();
+                self.emit(
+                    format!("{c} = compute.compare {a}, {b} {{predicate = \"gt\"}} : ({tx}, {tx}) -> {mtx}"),
+                    None,
+                );
+                self.emit(
+                    format!("{r} = compute.select {c}, {a}, {b} : ({mtx}, {tx}, {tx}) -> {tx}"),
+                    Some((r, t)),
+                );
+            }
         }
     }
 
@@ -742,6 +871,35 @@ mod tests {
         let c = GenConfig::default();
         assert_eq!(random_program(7, &c), random_program(7, &c));
         assert_ne!(random_program(7, &c), random_program(8, &c));
+    }
+
+    #[test]
+    fn model_ops_appear_only_when_asked() {
+        let off = GenConfig {
+            ops: 60,
+            ..GenConfig::default()
+        };
+        let on = GenConfig {
+            model_ops: true,
+            ..off.clone()
+        };
+        let plain: String = (0..20).map(|s| random_program(s, &off)).collect();
+        let model: String = (0..20).map(|s| random_program(s, &on)).collect();
+        for op in [
+            "compute.sigmoid",
+            "compute.sin",
+            "compute.cos",
+            "compute.log",
+            "compute.iota",
+            "compute.compare",
+            "compute.select",
+            "compute.reduce_max",
+            "compute.broadcast",
+            "compute.permute",
+        ] {
+            assert!(model.contains(op), "{op} never generated");
+            assert!(!plain.contains(op), "{op} generated without model_ops");
+        }
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! Shared by the tests that run code generated for the GPU on the host: parsing, the
 //! kernels' LLVM IR retargeted to the host JIT (one thread of one block, which the grid-stride
-//! loops make a valid launch), the half-precision libcalls that IR needs, and calling a JIT'd
-//! kernel by address.
+//! loops make a valid launch), the half-precision libcalls that IR needs, calling a JIT'd
+//! kernel by address, and [`kernel_check`], which runs a program's kernels against the sim.
 
 #![allow(dead_code)]
+
+pub mod kernel_check;
 
 use commlir_codegen::lower_to_rt;
 use commlir_dialects::rt::abi::SymmDesc;

@@ -1,5 +1,6 @@
 //! The upstream `math` dialect, as far as commlir consumes it: the unary functions that
-//! `arith-to-compute` rewrites to `compute` (`exp`, `tanh`, `sqrt`, `rsqrt`). Partial, like
+//! `arith-to-compute` rewrites to `compute` (`exp`, `tanh`, `sqrt`, `rsqrt`, `sin`, `cos`,
+//! `log`). Partial, like
 //! [`crate::arith`]: other `math` ops are accepted under `--allow-unregistered-dialect`.
 
 use crate::arith::{verify_elementwise, Elem, FASTMATH};
@@ -70,4 +71,22 @@ unary!(
     "math.rsqrt",
     "Reciprocal square root",
     "%b = math.rsqrt %a : tensor<4x8xf32>"
+);
+unary!(
+    SIN,
+    "math.sin",
+    "Sine",
+    "%b = math.sin %a : tensor<4x8xf32>"
+);
+unary!(
+    COS,
+    "math.cos",
+    "Cosine",
+    "%b = math.cos %a : tensor<4x8xf32>"
+);
+unary!(
+    LOG,
+    "math.log",
+    "Natural logarithm",
+    "%b = math.log %a : tensor<4x8xf32>"
 );

@@ -476,7 +476,8 @@ pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
         return OpCost::Compute(machine.roofline(flops, peak, bytes));
     }
     let per_elem = match name {
-        "compute.gelu" | "compute.silu" | "compute.tanh" | "compute.exp" | "compute.softmax" => 8.0,
+        "compute.gelu" | "compute.silu" | "compute.tanh" | "compute.exp" | "compute.softmax"
+        | "compute.sigmoid" | "compute.sin" | "compute.cos" | "compute.log" => 8.0,
         _ => 1.0,
     };
     OpCost::Compute(machine.roofline(

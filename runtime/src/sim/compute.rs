@@ -539,6 +539,11 @@ fn permute(t: &Tensor, perm: &[i64]) -> Result<Tensor, String> {
 }
 
 fn compare(pred: &str, a: &Tensor, b: &Tensor, out: ElemType) -> Result<Tensor, String> {
+    if !matches!(out, ElemType::Int { width: 1, .. }) {
+        return Err(format!(
+            "produces i1, but its result type has element type {out}"
+        ));
+    }
     if a.ty != b.ty {
         return Err(format!(
             "requires operands of the same type, got {} and {}",

@@ -27,5 +27,11 @@ func.func @uniform(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %i: tensor<4x8xi32>
   %13 = math.tanh %12 : tensor<4x8xf32>
   %14 = math.sqrt %13 : tensor<4x8xf32>
   %15 = math.rsqrt %14 : tensor<4x8xf32>
-  return %15 : tensor<4x8xf32>
+  // CHECK: math.sin %{{.*}} : tensor<4x8xf32>
+  %16 = math.sin %15 : tensor<4x8xf32>
+  // CHECK: math.cos %{{.*}} : tensor<4x8xf32>
+  %17 = math.cos %16 : tensor<4x8xf32>
+  // CHECK: math.log %{{.*}} : tensor<4x8xf32>
+  %18 = math.log %17 : tensor<4x8xf32>
+  return %18 : tensor<4x8xf32>
 }
