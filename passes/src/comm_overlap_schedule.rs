@@ -160,6 +160,7 @@ pub const OPTIONS: &[OptionDef] = &[
         "none",
         "Testing only: break one invariant on purpose, to show its check catches it",
     ),
+    crate::analysis::machine::MACHINE_OPTION,
 ];
 
 impl OverlapOptions {
@@ -1801,7 +1802,10 @@ commlir_ir::register_pass!(
         anchor: Anchor::FUNC,
         options: OPTIONS,
         statistics: STATS,
-        create: |o: &PassOptions| Ok(Box::new(OverlapSchedule(OverlapOptions::from_pass_options(o)?))),
+        create: |o: &PassOptions| Ok(Box::new(OverlapSchedule(
+            OverlapOptions::from_pass_options(o)?,
+            crate::analysis::machine::from_option(o.get_str("machine"))?,
+        ))),
     }
 );
 
@@ -1903,7 +1907,8 @@ fn inductor_seeds(
     out
 }
 
-struct OverlapSchedule(OverlapOptions);
+/// The options and the `machine` option's machine (`None`: the module's or the default).
+struct OverlapSchedule(OverlapOptions, Option<crate::analysis::cost::Machine>);
 
 impl Pass for OverlapSchedule {
     fn info(&self) -> &'static PassInfo {
@@ -1919,7 +1924,8 @@ impl Pass for OverlapSchedule {
             env.mark_unchanged();
             return Ok(());
         };
-        let costs = CostTable::new(ctx, block);
+        let machine = crate::analysis::machine::for_op(ctx, op, self.1.as_ref())?;
+        let costs = CostTable::new_on(ctx, &machine, block);
         let model = Model::new(ctx, block, &costs);
         let seeds = inductor_seeds(ctx, op, block, &model, &costs, self.0.peak_memory_budget);
         let seed = |b: f64| -> Vec<Vec<u32>> {

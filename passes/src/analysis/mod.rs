@@ -3,6 +3,7 @@
 
 pub mod buffers;
 pub mod cost;
+pub mod machine;
 pub mod report;
 pub mod svg;
 pub mod timeline;
