@@ -44,7 +44,7 @@
 
 use crate::analysis::buffers::BufferModel;
 use crate::analysis::cost::{coll_kind, collective_bytes, group_extent, CollKind, Machine, OpCost};
-use crate::analysis::timeline::simulate_ops;
+use crate::analysis::timeline::{simulate_ops_overlap, Overlap};
 use crate::schedule::{apply_op_order, body_block, within_budget, CostTable};
 use commlir_dialects::coll::group_of;
 use commlir_dialects::shape::tensor_bytes;
@@ -331,7 +331,13 @@ impl Search<'_> {
     }
 
     fn makespan_of(&self, ctx: &Context, order: &[OpId]) -> f64 {
-        simulate_ops(ctx, order.iter().copied(), |op| self.cost(op)).makespan_ns
+        simulate_ops_overlap(
+            ctx,
+            order.iter().copied(),
+            |op| self.cost(op),
+            Overlap::of(&self.costs.machine),
+        )
+        .makespan_ns
     }
 
     /// Sets the virtual-layout costs of `bucket`'s members: the first carries the merged

@@ -39,7 +39,7 @@
 
 use crate::analysis::buffers::is_donated;
 use crate::analysis::cost::OpCost;
-use crate::analysis::timeline::simulate_ops;
+use crate::analysis::timeline::{simulate_ops_overlap, Overlap};
 use crate::comm_reorder_peak_memory::{plan_reorder_peak_memory, Planner};
 use crate::comm_sink_waits_iterative::plan_sink_waits_iterative;
 use crate::schedule::iterative::IterOptions;
@@ -1950,10 +1950,21 @@ impl Pass for OverlapSchedule {
                 // and the buffer model stepped op by op (a property test checks it against
                 // both on every schedule), so simulating the input again would only repeat
                 // them.
-                let before = out.makespan_before_ns;
                 let peak_before = out.peak_before;
                 let input: Vec<OpId> = ctx.block_op_list(block);
-                let after = simulate_ops(ctx, order.iter().copied(), |o| costs.get(o)).makespan_ns;
+                // The model knows no overlap slowdown: on a machine that has one, the input
+                // and the output are judged on the simulator with it (the slowdown may change
+                // which of the two is faster).
+                let overlap = Overlap::of(&machine);
+                let before = if overlap.is_none() {
+                    out.makespan_before_ns
+                } else {
+                    simulate_ops_overlap(ctx, input.iter().copied(), |o| costs.get(o), overlap)
+                        .makespan_ns
+                };
+                let after =
+                    simulate_ops_overlap(ctx, order.iter().copied(), |o| costs.get(o), overlap)
+                        .makespan_ns;
                 schedule::apply_op_order(ctx, order);
                 let peak_after = schedule::block_peak(ctx, block);
                 let guard = self.0.test_break == TestBreak::None;

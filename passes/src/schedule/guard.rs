@@ -10,7 +10,7 @@
 
 use super::{apply_op_order, CostTable};
 use crate::analysis::cost::Machine;
-use crate::analysis::timeline::simulate_ops;
+use crate::analysis::timeline::{simulate_ops_overlap, Overlap};
 use commlir_ir::pass::PassEnv;
 use commlir_ir::{BlockId, Context, OpId};
 
@@ -64,13 +64,27 @@ pub fn keep_if_not_slower<R>(
     };
     let before = match cached_before {
         Some(Makespan(m)) => m,
-        None => simulate_ops(ctx, ctx.prefetched(&before_order), |op| costs.get(op)).makespan_ns,
+        None => {
+            simulate_ops_overlap(
+                ctx,
+                ctx.prefetched(&before_order),
+                |op| costs.get(op),
+                Overlap::of(&costs.machine),
+            )
+            .makespan_ns
+        }
     };
     let (r, order) = schedule(ctx, Some(&costs));
     let (kept, reverted) = match order {
         None => (before, false),
         Some(order) => {
-            let after = simulate_ops(ctx, ctx.prefetched(&order), |op| costs.get(op)).makespan_ns;
+            let after = simulate_ops_overlap(
+                ctx,
+                ctx.prefetched(&order),
+                |op| costs.get(op),
+                Overlap::of(&costs.machine),
+            )
+            .makespan_ns;
             // A relative tolerance keeps float noise from undoing an equal-time reorder.
             if after > before * (1.0 + 1e-9) {
                 // Nothing to relink unless `verify-memory` wrote intermediate orders.
