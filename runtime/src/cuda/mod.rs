@@ -29,6 +29,7 @@ pub mod baseline;
 pub mod check;
 pub mod ffi;
 pub mod graph;
+pub mod op_profile;
 pub mod order;
 pub mod profile;
 pub mod rank;
