@@ -26,6 +26,7 @@ pub mod abi;
 pub mod affinity;
 pub mod artifact;
 pub mod baseline;
+pub mod calibrate;
 pub mod check;
 pub mod ffi;
 pub mod graph;

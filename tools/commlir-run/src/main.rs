@@ -11,6 +11,7 @@ use commlir_ir::{parser, verify, Context, SourceFile, SourceMgr};
 use commlir_runtime::{cuda, format_results, sim, tensor_file, PrintMode};
 use std::io::Read;
 
+mod calibrate_file;
 mod profile_file;
 use std::process::ExitCode;
 
@@ -109,6 +110,12 @@ struct Args {
     /// pass's measured times (needs `--bench-iters N`), averaged over the ranks.
     #[arg(long, value_name = "FILE.json")]
     profile: Option<String>,
+    /// cuda, no program: measure the cost model's numbers on the GPUs (NCCL collectives by
+    /// size on the `--ranks` GPUs, cuBLAS GEMMs, memory bandwidth, launch overhead, the
+    /// slowdown of GEMMs and collectives run together) and write them as a machine file
+    /// (docs/cost-model.md); with `--ranks 1` the collective keys come from the base machine.
+    #[arg(long, value_name = "FILE.json")]
+    calibrate: Option<String>,
     /// cuda, no program: raw NCCL baseline of these collectives (comma-separated:
     /// all_reduce, all_gather, reduce_scatter), `--bench-iters` back-to-back bf16 calls per
     /// size after `--warmup`, CUDA events around the loop, mean over ranks.
@@ -421,6 +428,15 @@ fn run(args: &Args) -> Result<String, String> {
         if args.backend == Backend::Cuda && args.bench_iters == 0 {
             return Err("error: --profile with --backend cuda needs --bench-iters N (the per-op pass of N calls measures the times)\n".into());
         }
+    }
+    if let Some(path) = &args.calibrate {
+        if args.backend != Backend::Cuda {
+            return Err("error: --calibrate needs --backend cuda (it measures the GPUs)\n".into());
+        }
+        if args.nccl_baseline.is_some() || args.profile.is_some() || args.trace.is_some() {
+            return Err("error: --calibrate takes no program and no --nccl-baseline, --profile or --trace\n".into());
+        }
+        return calibrate_file::run(args.ranks, path);
     }
     if let Some(ops) = &args.nccl_baseline {
         return run_baseline(args, ops);
