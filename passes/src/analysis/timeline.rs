@@ -598,7 +598,8 @@ fn simulate_rates(
     let (mut ci, mut mi) = (0usize, 0usize);
     // The running op of each stream and its remaining work; a blocking op runs on the comm
     // stream and holds the compute stream.
-    let (mut run_c, mut run_m): (Option<(usize, f64)>, Option<(usize, f64)>) = (None, None);
+    let mut run_c: Option<(usize, f64)> = None;
+    let mut run_m: Option<(usize, f64)> = None;
     let (mut compute_free, mut comm_free) = (0.0f64, 0.0f64);
     let mut t = 0.0f64;
     loop {
