@@ -492,8 +492,14 @@ pub fn utc_date() -> String {
 }
 
 /// Runs the calibration on `ranks` GPUs of this process; `progress` gets one line per step
-/// (from rank 0).
-pub fn run(ranks: usize, progress: &(dyn Fn(&str) + Sync)) -> Result<Calibration, String> {
+/// (from rank 0). A rank that fails or hangs (a collective its peers never join) fails the
+/// whole calibration, after at most `timeout`: the caller then exits, taking the stuck
+/// threads with it.
+pub fn run(
+    ranks: usize,
+    progress: fn(&str),
+    timeout: std::time::Duration,
+) -> Result<Calibration, String> {
     if !super::ffi::driver_present() {
         return Err(NO_DRIVER.into());
     }
@@ -520,12 +526,12 @@ pub fn run(ranks: usize, progress: &(dyn Fn(&str) + Sync)) -> Result<Calibration
         n_ar: AtomicU64::new(0),
     });
     let started = std::time::Instant::now();
-    let results: Vec<Result<RankResult, String>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = layout
-            .local
-            .iter()
-            .map(|&(rank, dev)| {
-                let shared = shared.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    for &(rank, dev) in &layout.local {
+        let (shared, tx) = (shared.clone(), tx.clone());
+        std::thread::Builder::new()
+            .name(format!("calibrate{rank}"))
+            .spawn(move || {
                 let say = move |s: &str| {
                     if rank == 0 {
                         progress(&format!(
@@ -534,17 +540,31 @@ pub fn run(ranks: usize, progress: &(dyn Fn(&str) + Sync)) -> Result<Calibration
                         ));
                     }
                 };
-                scope.spawn(move || {
-                    // SAFETY: every handle is created and used on this thread only.
-                    unsafe { rank_run(rank, dev, n, id, &shared, &say) }
-                })
+                // SAFETY: every handle is created and used on this thread only.
+                let r = unsafe { rank_run(rank, dev, n, id, &shared, &say) };
+                let _ = tx.send((rank, r));
             })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("panicked".into())))
-            .collect()
-    });
+            .map_err(|e| format!("error: cannot start a thread: {e}"))?;
+    }
+    drop(tx);
+    let mut results: Vec<Option<RankResult>> = (0..n).map(|_| None).collect();
+    for _ in 0..n {
+        let left = timeout.saturating_sub(started.elapsed());
+        match rx.recv_timeout(left) {
+            Ok((rank, Ok(r))) => results[rank] = Some(r),
+            Ok((rank, Err(e))) => return Err(format!("error: calibrate: rank {rank}: {e}")),
+            Err(_) => {
+                return Err(format!(
+                    "error: calibrate: no result after {} s (a rank failed or hangs)",
+                    timeout.as_secs()
+                ))
+            }
+        }
+    }
+    let results: Vec<Result<RankResult, String>> = results
+        .into_iter()
+        .map(|r| r.ok_or_else(|| "no result".to_string()))
+        .collect();
     let mut per_rank = Vec::new();
     for (i, r) in results.into_iter().enumerate() {
         per_rank.push(r.map_err(|e| format!("error: calibrate: rank {i}: {e}"))?);

@@ -6,10 +6,15 @@ use commlir_passes::analysis::cost::CollKind;
 use commlir_passes::analysis::machine;
 use commlir_runtime::cuda::calibrate;
 
+/// The whole calibration's bound: it takes tens of seconds; a rank stuck longer has failed.
+const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Calibrates on `ranks` GPUs and writes `path`; the returned text is the summary.
 pub fn run(ranks: usize, path: &str) -> Result<String, String> {
-    let progress = |s: &str| eprintln!("{s}");
-    let cal = calibrate::run(ranks, &progress)?;
+    fn progress(s: &str) {
+        eprintln!("{s}");
+    }
+    let cal = calibrate::run(ranks, progress, TIMEOUT)?;
     let text = calibrate::machine_json(&cal, machine::DEFAULT);
     std::fs::write(path, &text)
         .map_err(|e| format!("error: cannot write the machine file '{path}': {e}\n"))?;
