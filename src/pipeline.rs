@@ -17,7 +17,7 @@
 //!     .reorder_peak_memory(&IterOptions { peak_memory_budget: 0.1, ..Default::default() })?
 //!     .add("comm-sink-waits-iterative")?;
 //! let text = from_code.to_pipeline_string();
-//! assert!(text.starts_with("builtin.module(func.func(coll-to-comm{one-shot-threshold=-1 symm-algo=auto},comm-reorder-peak-memory{"), "{text}");
+//! assert!(text.starts_with("builtin.module(func.func(coll-to-comm{machine= one-shot-threshold=-1 symm-algo=auto},comm-reorder-peak-memory{"), "{text}");
 //! assert!(text.contains("peak-memory-budget=1.000000e-01"), "{text}");
 //!
 //! // From a string: the same pipeline.

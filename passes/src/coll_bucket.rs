@@ -43,8 +43,8 @@
 //! once, and its single wait copies every result out at the first member's wait).
 
 use crate::analysis::buffers::BufferModel;
-use crate::analysis::cost::{coll_kind, collective_bytes, CollKind, OpCost, H200_NVLINK};
-use crate::analysis::timeline::simulate_ops;
+use crate::analysis::cost::{coll_kind, collective_bytes, group_extent, CollKind, Machine, OpCost};
+use crate::analysis::timeline::{simulate_ops_overlap, Overlap};
 use crate::schedule::{apply_op_order, body_block, within_budget, CostTable};
 use commlir_dialects::coll::group_of;
 use commlir_dialects::shape::tensor_bytes;
@@ -84,6 +84,7 @@ commlir_ir::register_pass!(
                 false,
                 "Merge whatever fits in bucket-bytes and the memory budget, even where the timeline gets slower",
             ),
+            crate::analysis::machine::MACHINE_OPTION,
         ],
         statistics: &[
             StatisticDef::new("buckets", "Coalesced ops created"),
@@ -93,7 +94,10 @@ commlir_ir::register_pass!(
             StatisticDef::new("kept-by-dependency", "Merges refused because an input comes after a member's wait"),
             StatisticDef::new("kept-by-size", "Merges refused by bucket-bytes"),
         ],
-        create: |o: &PassOptions| Ok(Box::new(CollBucket(BucketOptions::from_pass_options(o)?))),
+        create: |o: &PassOptions| Ok(Box::new(CollBucket(
+            BucketOptions::from_pass_options(o)?,
+            crate::analysis::machine::from_option(o.get_str("machine"))?,
+        ))),
     }
 );
 
@@ -125,7 +129,8 @@ impl BucketOptions {
     }
 }
 
-struct CollBucket(BucketOptions);
+/// The options and the `machine` option's machine (`None`: the module's or the default).
+struct CollBucket(BucketOptions, Option<Machine>);
 
 /// What one run did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -148,7 +153,8 @@ impl Pass for CollBucket {
         op: OpId,
         env: &mut PassEnv<'_>,
     ) -> Result<(), Diagnostic> {
-        let s = bucket_function(ctx, op, &self.0);
+        let machine = crate::analysis::machine::for_op(ctx, op, self.1.as_ref())?;
+        let s = bucket_function_on(ctx, &machine, op, &self.0);
         env.add_stat("buckets", s.buckets);
         env.add_stat("merged", s.merged);
         env.add_stat("kept-by-cost", s.kept_by_cost);
@@ -325,17 +331,31 @@ impl Search<'_> {
     }
 
     fn makespan_of(&self, ctx: &Context, order: &[OpId]) -> f64 {
-        simulate_ops(ctx, order.iter().copied(), |op| self.cost(op)).makespan_ns
+        simulate_ops_overlap(
+            ctx,
+            order.iter().copied(),
+            |op| self.cost(op),
+            Overlap::of(&self.costs.machine),
+        )
+        .makespan_ns
     }
 
     /// Sets the virtual-layout costs of `bucket`'s members: the first carries the merged
     /// op's time, the others nothing.
-    fn set_overrides(&mut self, bucket: &Bucket) {
-        let ns = H200_NVLINK
-            .collective(
+    fn set_overrides(&mut self, ctx: &Context, bucket: &Bucket) {
+        // Members share their group, so the first tells how many nodes it spans.
+        let nodes = bucket
+            .members
+            .first()
+            .map_or(1, |m| group_extent(ctx, &self.costs.machine, m.op).1);
+        let ns = self
+            .costs
+            .machine
+            .collective_on(
                 bucket.key.kind.cost_kind(),
                 bucket.bytes,
                 bucket.key.group_size,
+                nodes,
             )
             .ns;
         for (i, m) in bucket.members.iter().enumerate() {
@@ -435,7 +455,7 @@ impl Search<'_> {
             .iter()
             .map(|b| (b.op, self.overrides.get(b.op.index()).copied().flatten()))
             .collect();
-        self.set_overrides(&grown);
+        self.set_overrides(ctx, &grown);
         let makespan = self.makespan_of(ctx, &trial);
         let restore_costs = |s: &mut Self| {
             for &(op, c) in &saved {
@@ -551,6 +571,16 @@ fn layout_peak(ctx: &Context, model: &BufferModel, span: &[(usize, usize)], stag
 
 /// Runs the pass on `func` (a `func.func` with one block; others are left alone).
 pub fn bucket_function(ctx: &mut Context, func: OpId, opts: &BucketOptions) -> BucketStats {
+    bucket_function_on(ctx, crate::analysis::machine::default_machine(), func, opts)
+}
+
+/// [`bucket_function`] with the cost model of `machine`.
+pub fn bucket_function_on(
+    ctx: &mut Context,
+    machine: &Machine,
+    func: OpId,
+    opts: &BucketOptions,
+) -> BucketStats {
     let mut stats = BucketStats::default();
     let Some(block) = body_block(ctx, func) else {
         return stats;
@@ -564,7 +594,7 @@ pub fn bucket_function(ctx: &mut Context, func: OpId, opts: &BucketOptions) -> B
     if colls.len() < 2 {
         return stats;
     }
-    let costs = CostTable::new(ctx, block);
+    let costs = CostTable::new_on(ctx, machine, block);
     let mut search = Search {
         block,
         opts,

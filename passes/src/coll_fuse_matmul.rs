@@ -16,7 +16,7 @@
 //! honoured), unless `ignore-cost` is set. The sim semantics of the fused ops are the unfused
 //! sequences, so results are bit-identical.
 
-use crate::analysis::cost::{op_cost, pipelined_ns, Machine, H200_NVLINK};
+use crate::analysis::cost::{op_cost, pipelined_ns, Machine};
 use crate::schedule::body_block;
 use commlir_dialects::coll::group_of;
 use commlir_dialects::shape::value_tensor_view;
@@ -37,23 +37,31 @@ commlir_ir::register_pass!(
             reduce-scattered becomes `symm.fused_matmul_reduce_scatter`, when the cost model \
             says the pipeline wins.",
         anchor: Anchor::FUNC,
-        options: &[OptionDef::new(
-            "ignore-cost",
-            OptionKind::Bool,
-            "false",
-            "Fuse every pattern, even where the cost model says fusing loses",
-        )],
+        options: &[
+            OptionDef::new(
+                "ignore-cost",
+                OptionKind::Bool,
+                "false",
+                "Fuse every pattern, even where the cost model says fusing loses",
+            ),
+            crate::analysis::machine::MACHINE_OPTION,
+        ],
         statistics: &[
             StatisticDef::new("fused-all-gather", "All-gathers fused with their matmuls"),
             StatisticDef::new("fused-reduce-scatter", "Matmuls fused with their reduce-scatters"),
             StatisticDef::new("kept-by-cost", "Patterns left alone because fusing loses"),
         ],
-        create: |o: &PassOptions| Ok(Box::new(FuseMatmul { ignore_cost: o.get_bool("ignore-cost") })),
+        create: |o: &PassOptions| Ok(Box::new(FuseMatmul {
+            ignore_cost: o.get_bool("ignore-cost"),
+            machine: crate::analysis::machine::from_option(o.get_str("machine"))?,
+        })),
     }
 );
 
 struct FuseMatmul {
     ignore_cost: bool,
+    /// The `machine` option's machine (`None`: the module's or the default).
+    machine: Option<Machine>,
 }
 
 /// What one run did.
@@ -76,7 +84,8 @@ impl Pass for FuseMatmul {
     ) -> Result<(), Diagnostic> {
         let mut stats = Stats::default();
         if let Some(block) = body_block(ctx, op) {
-            fuse_block(ctx, block, &H200_NVLINK, self.ignore_cost, &mut stats);
+            let machine = crate::analysis::machine::for_op(ctx, op, self.machine.as_ref())?;
+            fuse_block(ctx, block, &machine, self.ignore_cost, &mut stats);
         }
         env.add_stat("fused-all-gather", stats.all_gather);
         env.add_stat("fused-reduce-scatter", stats.reduce_scatter);

@@ -24,7 +24,7 @@
 //! types, so the lowering resolves each group, interns each op name and builds each comm
 //! buffer type once per pass run (see [`Lowering`]'s caches) rather than once per op.
 
-use crate::analysis::cost::{CollKind, Machine, SymmAlgo, H200_NVLINK};
+use crate::analysis::cost::{CollKind, Machine, SymmAlgo};
 use commlir_dialects::coll::group_of;
 use commlir_dialects::comm::{buffer_encoding, buffer_type, work_type};
 use commlir_dialects::shape::{strip_encoding, tensor_bytes};
@@ -80,6 +80,9 @@ pub struct CollToCommOptions {
     /// Forces one lowering of all-reduces on symmetric-memory groups; wins over
     /// `one_shot_threshold`.
     pub symm_algo: SymmAlgoChoice,
+    /// The machine whose cost model chooses the all-reduce lowering (`None`: the module's
+    /// `commlir.machine`, else the default).
+    pub machine: Option<Machine>,
 }
 
 /// The lowering chosen for one all-reduce.
@@ -119,8 +122,10 @@ pub fn lower(
 ) -> Result<CollToCommStats, Diagnostic> {
     let mut ops = Vec::new();
     ctx.walk(root, |op| ops.push(op));
+    let machine = crate::analysis::machine::for_op(ctx, root, opts.machine.as_ref())?;
     let mut lw = Lowering {
         opts,
+        machine,
         stats: CollToCommStats::default(),
         names: Vec::new(),
         groups: FxHashMap::default(),
@@ -163,6 +168,8 @@ pub fn lower(
 /// call would return (types and attributes are interned, symbols are not edited by the pass).
 struct Lowering<'o> {
     opts: &'o CollToCommOptions,
+    /// The machine of the cost model.
+    machine: std::borrow::Cow<'o, Machine>,
     stats: CollToCommStats,
     /// The op names created so far, interned.
     names: Vec<(&'static str, Ident)>,
@@ -466,7 +473,7 @@ impl Lowering<'_> {
                     realization(ctx, x, CommBufferKind::SymmMem, group, op, mutates)
                         == Realization::Clone
                 };
-                cheapest(&H200_NVLINK, bytes, n, clone(true), clone(false))
+                cheapest(&self.machine, bytes, n, clone(true), clone(false))
             }
         }
     }
@@ -803,6 +810,7 @@ mod pass {
                 "auto",
                 "All-reduces on symm_mem groups: auto (cost model), nccl, one-shot or two-shot",
             ),
+            crate::analysis::machine::MACHINE_OPTION,
         ],
         statistics: &[
             StatisticDef::new("lowered", "Collectives lowered"),
@@ -820,6 +828,7 @@ mod pass {
                 // Negative (the default): not given, the cost model decides.
                 one_shot_threshold: u64::try_from(threshold).ok(),
                 symm_algo: SymmAlgoChoice::parse(o.get_str("symm-algo")).unwrap_or_default(),
+                machine: crate::analysis::machine::from_option(o.get_str("machine"))?,
             })))
         },
     });

@@ -39,7 +39,7 @@
 
 use crate::analysis::buffers::is_donated;
 use crate::analysis::cost::OpCost;
-use crate::analysis::timeline::simulate_ops;
+use crate::analysis::timeline::{simulate_ops_overlap, Overlap};
 use crate::comm_reorder_peak_memory::{plan_reorder_peak_memory, Planner};
 use crate::comm_sink_waits_iterative::plan_sink_waits_iterative;
 use crate::schedule::iterative::IterOptions;
@@ -160,6 +160,7 @@ pub const OPTIONS: &[OptionDef] = &[
         "none",
         "Testing only: break one invariant on purpose, to show its check catches it",
     ),
+    crate::analysis::machine::MACHINE_OPTION,
 ];
 
 impl OverlapOptions {
@@ -1801,7 +1802,10 @@ commlir_ir::register_pass!(
         anchor: Anchor::FUNC,
         options: OPTIONS,
         statistics: STATS,
-        create: |o: &PassOptions| Ok(Box::new(OverlapSchedule(OverlapOptions::from_pass_options(o)?))),
+        create: |o: &PassOptions| Ok(Box::new(OverlapSchedule(
+            OverlapOptions::from_pass_options(o)?,
+            crate::analysis::machine::from_option(o.get_str("machine"))?,
+        ))),
     }
 );
 
@@ -1903,7 +1907,8 @@ fn inductor_seeds(
     out
 }
 
-struct OverlapSchedule(OverlapOptions);
+/// The options and the `machine` option's machine (`None`: the module's or the default).
+struct OverlapSchedule(OverlapOptions, Option<crate::analysis::cost::Machine>);
 
 impl Pass for OverlapSchedule {
     fn info(&self) -> &'static PassInfo {
@@ -1919,7 +1924,8 @@ impl Pass for OverlapSchedule {
             env.mark_unchanged();
             return Ok(());
         };
-        let costs = CostTable::new(ctx, block);
+        let machine = crate::analysis::machine::for_op(ctx, op, self.1.as_ref())?;
+        let costs = CostTable::new_on(ctx, &machine, block);
         let model = Model::new(ctx, block, &costs);
         let seeds = inductor_seeds(ctx, op, block, &model, &costs, self.0.peak_memory_budget);
         let seed = |b: f64| -> Vec<Vec<u32>> {
@@ -1944,10 +1950,21 @@ impl Pass for OverlapSchedule {
                 // and the buffer model stepped op by op (a property test checks it against
                 // both on every schedule), so simulating the input again would only repeat
                 // them.
-                let before = out.makespan_before_ns;
                 let peak_before = out.peak_before;
                 let input: Vec<OpId> = ctx.block_op_list(block);
-                let after = simulate_ops(ctx, order.iter().copied(), |o| costs.get(o)).makespan_ns;
+                // The model knows no overlap slowdown: on a machine that has one, the input
+                // and the output are judged on the simulator with it (the slowdown may change
+                // which of the two is faster).
+                let overlap = Overlap::of(&machine);
+                let before = if overlap.is_none() {
+                    out.makespan_before_ns
+                } else {
+                    simulate_ops_overlap(ctx, input.iter().copied(), |o| costs.get(o), overlap)
+                        .makespan_ns
+                };
+                let after =
+                    simulate_ops_overlap(ctx, order.iter().copied(), |o| costs.get(o), overlap)
+                        .makespan_ns;
                 schedule::apply_op_order(ctx, order);
                 let peak_after = schedule::block_peak(ctx, block);
                 let guard = self.0.test_break == TestBreak::None;

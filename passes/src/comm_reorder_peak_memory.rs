@@ -21,6 +21,7 @@
 //! compute overlapping each collective comes from prefix sums over the input order and is then
 //! updated per move, rather than by walking the list after every swap as the seed does.
 
+use crate::analysis::cost::Machine;
 use crate::schedule::iterative::{
     setup, try_move_after, verify_against_recompute, IterOptions, MoveInfo, Setup, OPTIONS,
 };
@@ -245,7 +246,10 @@ commlir_ir::register_pass!(
         anchor: Anchor::FUNC,
         options: OPTIONS,
         statistics: STATS,
-        create: |o: &PassOptions| Ok(Box::new(ReorderPeakMemory(IterOptions::from_pass_options(o)?))),
+        create: |o: &PassOptions| Ok(Box::new(ReorderPeakMemory(
+            IterOptions::from_pass_options(o)?,
+            crate::analysis::machine::from_option(o.get_str("machine"))?,
+        ))),
     }
 );
 
@@ -292,6 +296,7 @@ pub(crate) fn run_iterative(
     ctx: &mut Context,
     op: OpId,
     opts: &IterOptions,
+    machine: &Machine,
     env: &mut PassEnv<'_>,
     pass: &str,
     plan: Planner,
@@ -300,12 +305,15 @@ pub(crate) fn run_iterative(
         crate::schedule::guard::keep_if_not_slower(
             ctx,
             op,
+            machine,
             Some(&mut *env),
             !opts.annotate,
             |ctx, costs| plan(ctx, op, opts, costs),
         )
     } else {
-        let (infos, order) = plan(ctx, op, opts, None);
+        // The planner costs the ops on the pass's machine.
+        let costs = schedule::body_block(ctx, op).map(|b| CostTable::new_on(ctx, machine, b));
+        let (infos, order) = plan(ctx, op, opts, costs.as_ref());
         if let Some(order) = order {
             schedule::apply_op_order(ctx, order);
         }
@@ -353,7 +361,8 @@ pub(crate) fn report(ctx: &Context, infos: &[MoveInfo], opts: &IterOptions, env:
     }
 }
 
-struct ReorderPeakMemory(IterOptions);
+/// The options and the `machine` option's machine (`None`: the module's or the default).
+struct ReorderPeakMemory(IterOptions, Option<crate::analysis::cost::Machine>);
 
 impl Pass for ReorderPeakMemory {
     fn info(&self) -> &'static PassInfo {
@@ -365,10 +374,12 @@ impl Pass for ReorderPeakMemory {
         op: OpId,
         env: &mut PassEnv<'_>,
     ) -> Result<(), Diagnostic> {
+        let machine = crate::analysis::machine::for_op(ctx, op, self.1.as_ref())?;
         run_iterative(
             ctx,
             op,
             &self.0,
+            &machine,
             env,
             "comm-reorder-peak-memory",
             plan_reorder_peak_memory,

@@ -284,11 +284,15 @@ commlir_ir::register_pass!(
         anchor: Anchor::FUNC,
         options: OPTIONS,
         statistics: STATS,
-        create: |o: &PassOptions| Ok(Box::new(SinkWaitsIterative(IterOptions::from_pass_options(o)?))),
+        create: |o: &PassOptions| Ok(Box::new(SinkWaitsIterative(
+            IterOptions::from_pass_options(o)?,
+            crate::analysis::machine::from_option(o.get_str("machine"))?,
+        ))),
     }
 );
 
-struct SinkWaitsIterative(IterOptions);
+/// The options and the `machine` option's machine (`None`: the module's or the default).
+struct SinkWaitsIterative(IterOptions, Option<crate::analysis::cost::Machine>);
 
 impl Pass for SinkWaitsIterative {
     fn info(&self) -> &'static PassInfo {
@@ -300,10 +304,12 @@ impl Pass for SinkWaitsIterative {
         op: OpId,
         env: &mut PassEnv<'_>,
     ) -> Result<(), Diagnostic> {
+        let machine = crate::analysis::machine::for_op(ctx, op, self.1.as_ref())?;
         run_iterative(
             ctx,
             op,
             &self.0,
+            &machine,
             env,
             "comm-sink-waits-iterative",
             plan_sink_waits_iterative,

@@ -5,6 +5,7 @@ pub mod coll_bucket;
 pub mod coll_fuse_matmul;
 pub mod coll_sequence_parallel;
 pub mod coll_to_comm;
+pub mod comm_apply_profile;
 pub mod comm_global_order;
 pub mod comm_overlap_schedule;
 pub mod comm_plan_pools;
@@ -47,4 +48,5 @@ pub fn link() {
     std::hint::black_box(&coll_fuse_matmul::COLL_FUSE_MATMUL);
     std::hint::black_box(&coll_sequence_parallel::COLL_SEQUENCE_PARALLEL);
     std::hint::black_box(&coll_bucket::COLL_BUCKET);
+    std::hint::black_box(&comm_apply_profile::COMM_APPLY_PROFILE);
 }

@@ -171,8 +171,25 @@ pub struct GreedyStats {
     pub rejected_for_memory: u64,
 }
 
-/// Runs the greedy schedule `mode` on the body of `func`.
+/// Runs the greedy schedule `mode` on the body of `func`, on the default machine.
 pub fn run_on_func(ctx: &mut Context, func: OpId, mode: Mode, opts: GreedyOptions) -> GreedyStats {
+    run_on_func_on(
+        ctx,
+        crate::analysis::machine::default_machine(),
+        func,
+        mode,
+        opts,
+    )
+}
+
+/// [`run_on_func`] with the op runtimes of `machine`.
+pub fn run_on_func_on(
+    ctx: &mut Context,
+    machine: &crate::analysis::cost::Machine,
+    func: OpId,
+    mode: Mode,
+    opts: GreedyOptions,
+) -> GreedyStats {
     let mut stats = GreedyStats::default();
     let Some(block) = schedule::body_block(ctx, func) else {
         return stats;
@@ -187,7 +204,7 @@ pub fn run_on_func(ctx: &mut Context, func: OpId, mode: Mode, opts: GreedyOption
     if !graph.kind.contains(&NodeKind::Collective) {
         return stats;
     }
-    let rt = schedule::runtimes(ctx, &graph);
+    let rt = schedule::runtimes_on(ctx, machine, &graph);
     let order = schedule_for_comm(&graph, &rt, mode);
     debug_assert!(check::is_topological(&graph, &order));
     debug_assert!(opts.unsafe_collective_reorder || check::keeps_group_order(&graph, &order));
@@ -224,6 +241,7 @@ const OPTIONS: &[OptionDef] = &[
         false,
         "Allow collectives on one group to change their relative order (not SPMD-safe)",
     ),
+    crate::analysis::machine::MACHINE_OPTION,
 ];
 
 const STATS: &[StatisticDef] = &[
@@ -252,6 +270,8 @@ struct Greedy {
     info: &'static PassInfo,
     mode: Mode,
     opts: GreedyOptions,
+    /// The `machine` option's machine (`None`: the module's or the default).
+    machine: Option<crate::analysis::cost::Machine>,
 }
 
 impl Pass for Greedy {
@@ -264,7 +284,8 @@ impl Pass for Greedy {
         op: OpId,
         env: &mut PassEnv<'_>,
     ) -> Result<(), Diagnostic> {
-        let s = run_on_func(ctx, op, self.mode, self.opts);
+        let machine = crate::analysis::machine::for_op(ctx, op, self.machine.as_ref())?;
+        let s = run_on_func_on(ctx, &machine, op, self.mode, self.opts);
         env.add_stat("ops-moved", s.ops_moved);
         env.add_stat("rejected-for-memory", s.rejected_for_memory);
         // A schedule only permutes the body: verified for order alone (or not at all when
@@ -290,7 +311,7 @@ commlir_ir::register_pass!(
         anchor: Anchor::FUNC,
         options: OPTIONS,
         statistics: STATS,
-        create: |o| Ok(Box::new(Greedy { info: &COMM_SINK_WAITS, mode: Mode::SINK_WAITS, opts: options(o)? })),
+        create: |o| Ok(Box::new(Greedy { info: &COMM_SINK_WAITS, mode: Mode::SINK_WAITS, opts: options(o)?, machine: crate::analysis::machine::from_option(o.get_str("machine"))? })),
     }
 );
 
@@ -307,7 +328,7 @@ commlir_ir::register_pass!(
         anchor: Anchor::FUNC,
         options: OPTIONS,
         statistics: STATS,
-        create: |o| Ok(Box::new(Greedy { info: &COMM_RAISE_COMMS, mode: Mode::RAISE_COMMS, opts: options(o)? })),
+        create: |o| Ok(Box::new(Greedy { info: &COMM_RAISE_COMMS, mode: Mode::RAISE_COMMS, opts: options(o)?, machine: crate::analysis::machine::from_option(o.get_str("machine"))? })),
     }
 );
 
@@ -324,6 +345,6 @@ commlir_ir::register_pass!(
         anchor: Anchor::FUNC,
         options: OPTIONS,
         statistics: STATS,
-        create: |o| Ok(Box::new(Greedy { info: &COMM_REORDER_COMPUTE_FOR_OVERLAP, mode: Mode::OVERLAP, opts: options(o)? })),
+        create: |o| Ok(Box::new(Greedy { info: &COMM_REORDER_COMPUTE_FOR_OVERLAP, mode: Mode::OVERLAP, opts: options(o)?, machine: crate::analysis::machine::from_option(o.get_str("machine"))? })),
     }
 );

@@ -102,6 +102,12 @@ fn base_command() -> Command {
                 .help("Write the simulated schedule of each function of the IR after the pipeline: FILE.json as Chrome trace events (Perfetto, chrome://tracing), FILE.svg as a picture"),
         )
         .arg(
+            Arg::new("machine")
+                .long("machine")
+                .value_name("NAME|FILE")
+                .help("The machine --comm-report and --comm-timeline simulate on: a built-in name (--list-machines) or a machine file (default: the module's commlir.machine, else h200x2-nvlink)"),
+        )
+        .arg(
             Arg::new("pass-pipeline")
                 .long("pass-pipeline")
                 .value_name("PIPELINE")
@@ -120,6 +126,7 @@ fn base_command() -> Command {
         )
         .arg(flag("dump-pass-pipeline", "Print the pass pipeline, in canonical form, on stderr before running it"))
         .arg(flag("list-passes", "List the registered passes with their options and exit"))
+        .arg(flag("list-machines", "List the built-in machine descriptions of the cost model and exit"))
         .arg(flag("show-dialects", "List the registered dialects and exit"))
 }
 

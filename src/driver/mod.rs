@@ -131,6 +131,8 @@ struct Config {
     comm_report: Option<String>,
     /// `--comm-timeline`: the file and its format.
     comm_timeline: Option<(String, TimelineFormat)>,
+    /// `--machine`: the machine of the analyses (`None`: the module's, else the default).
+    machine: Option<commlir_passes::analysis::cost::Machine>,
     /// Leak each chunk's IR instead of freeing it (the process is about to exit).
     disable_free: bool,
 }
@@ -159,6 +161,10 @@ fn run(args: Vec<OsString>, disable_free: bool) -> u8 {
         print!("{}", cli::list_passes(registry));
         return 0;
     }
+    if matches.get_flag("list-machines") {
+        print!("{}", commlir_passes::analysis::machine::list());
+        return 0;
+    }
     let flag = |n: &str| matches.get_flag(n);
     let strings = |n: &str| -> Vec<String> {
         matches
@@ -178,6 +184,7 @@ fn run(args: Vec<OsString>, disable_free: bool) -> u8 {
         split_marker: matches.get_one::<String>("split-input-file").cloned(),
         comm_report: matches.get_one::<String>("comm-report").cloned(),
         comm_timeline: None,
+        machine: None,
         output_split_marker: matches
             .get_one::<String>("output-split-marker")
             .cloned()
@@ -193,6 +200,15 @@ fn run(args: Vec<OsString>, disable_free: bool) -> u8 {
         statistics: flag("mlir-pass-statistics"),
         disable_free,
     };
+    if let Some(spec) = matches.get_one::<String>("machine") {
+        match commlir_passes::analysis::machine::load(spec) {
+            Ok(m) => config.machine = Some(m),
+            Err(e) => {
+                eprint!("commlir-opt: {e}");
+                return 1;
+            }
+        }
+    }
     if let Some(path) = matches.get_one::<String>("comm-timeline") {
         match TimelineFormat::from_path(path) {
             Ok(format) => config.comm_timeline = Some((path.clone(), format)),
@@ -463,17 +479,24 @@ fn process_chunk_in(
     }
     match pm.run(ctx, module) {
         Ok(diags) => {
-            if config.comm_report.is_some() {
-                let r = commlir_passes::analysis::report::build(
+            if config.comm_report.is_some() || config.comm_timeline.is_some() {
+                // The analyses simulate on the machine the passes would pick by default.
+                let machine = match commlir_passes::analysis::machine::for_op(
                     ctx,
-                    &commlir_passes::analysis::cost::H200_NVLINK,
                     module,
-                );
-                analyses.report.functions.extend(r.functions);
-            }
-            if config.comm_timeline.is_some() {
-                let t = trace::build(ctx, &commlir_passes::analysis::cost::H200_NVLINK, module);
-                analyses.timeline.functions.extend(t.functions);
+                    config.machine.as_ref(),
+                ) {
+                    Ok(m) => m,
+                    Err(d) => return (None, plain(ctx, &[d])),
+                };
+                if config.comm_report.is_some() {
+                    let r = commlir_passes::analysis::report::build(ctx, &machine, module);
+                    analyses.report.functions.extend(r.functions);
+                }
+                if config.comm_timeline.is_some() {
+                    let t = trace::build(ctx, &machine, module);
+                    analyses.timeline.functions.extend(t.functions);
+                }
             }
             let text = timing
                 .borrow_mut()

@@ -6,13 +6,16 @@
 //! The `symm` ops' kernels (blocking, over peer-mapped memory) cost a launch, two barriers
 //! and their NVLink traffic ([`Machine::symm`]).
 //!
-//! All constants live in [`H200_NVLINK`], fitted to measurements on 2×H200 (NVLink, NCCL
-//! 2.28.9, CUDA 13.0); `docs/cost-model.md` lists them with the error at each measurement
-//! and says which are placeholders still to be measured.
+//! The constants are a [`Machine`], data read from a machine file ([`super::machine`]: the
+//! built-in entries and the format). The default, `h200x2-nvlink`, is fitted to measurements
+//! on 2×H200 (NVLink, NCCL 2.28.9, CUDA 13.0) and equals [`H200_NVLINK`];
+//! `docs/cost-model.md` lists every constant with the error at each measurement and says
+//! which are placeholders still to be measured.
 
 use commlir_dialects::coll::group_of;
 use commlir_dialects::shape::{tensor_bytes, tensor_info};
-use commlir_ir::{Context, FloatKind, OpId, TypeKind};
+use commlir_ir::{AttrKind, Context, FloatKind, OpId, TypeKind};
+use std::borrow::Cow;
 
 /// NCCL's protocols.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,7 +33,7 @@ pub enum Algorithm {
 }
 
 /// Latency (µs) and bus bandwidth (GB/s) of one protocol for one collective family.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ProtoParams {
     pub protocol: Protocol,
     /// Fixed latency per launch, µs.
@@ -42,9 +45,29 @@ pub struct ProtoParams {
 }
 
 /// The machine description: every constant of the model in one table.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Machine {
-    pub name: &'static str,
+    /// The name selections use (`machine=NAME`, `commlir.machine = "NAME"`).
+    pub name: Cow<'static, str>,
+    /// Where the numbers come from (datasheets, published benchmarks, a calibration run).
+    pub source: Cow<'static, str>,
+    /// Nodes of the machine; a group whose ranks lie on more than one of them uses
+    /// [`Machine::inter_node`] (on one node every group is modelled on the intra-node tables,
+    /// whatever its size).
+    pub nodes: u64,
+    /// GPUs per node: rank `r` lives on node `r / gpus_per_node`.
+    pub gpus_per_node: u64,
+    /// Protocols of a collective whose group spans nodes, for every collective kind: the base
+    /// latency, the latency of each step that crosses nodes, and the bus bandwidth through
+    /// the network (the ring's bottleneck). `None` on a machine of one node.
+    pub inter_node: Option<[ProtoParams; 3]>,
+    /// While a collective runs concurrently with a kernel on the same GPU, the kernel takes
+    /// this many times longer (SMs and memory bandwidth shared with the NCCL kernel); 1.0:
+    /// no interference.
+    pub overlap_compute_slowdown: f64,
+    /// While a kernel runs concurrently with a collective, the collective takes this many
+    /// times longer; 1.0: no interference.
+    pub overlap_comm_slowdown: f64,
     /// All-reduce protocols (ring); tree uses the same with `tree_bw_factor`.
     pub all_reduce: [ProtoParams; 3],
     /// All-gather / reduce-scatter / all-to-all / broadcast protocols (ring).
@@ -90,7 +113,15 @@ pub struct Machine {
 /// docs/cost-model.md: the all-reduce LL128 line passes through the 1 MiB and 16 MiB points,
 /// the Simple line through 256 MiB and 1 GiB; all-gather Simple through its two points.
 pub const H200_NVLINK: Machine = Machine {
-    name: "2xH200-NVLink",
+    name: Cow::Borrowed("h200x2-nvlink"),
+    source: Cow::Borrowed(
+        "measured on 2xH200 (NVLink, NCCL 2.28.9, CUDA 13.0); docs/cost-model.md",
+    ),
+    nodes: 1,
+    gpus_per_node: 2,
+    inter_node: None,
+    overlap_compute_slowdown: 1.0,
+    overlap_comm_slowdown: 1.0,
     all_reduce: [
         ProtoParams {
             protocol: Protocol::LL,
@@ -196,6 +227,15 @@ impl Machine {
     /// Time of a collective of kind `kind` moving `bytes` (the larger of input and output
     /// buffer per rank) on `n` ranks.
     pub fn collective(&self, kind: CollKind, bytes: u64, n: u64) -> CollEstimate {
+        self.collective_on(kind, bytes, n, 1)
+    }
+
+    /// [`Machine::collective`] for a group whose ranks lie on `nodes` nodes (see
+    /// [`Machine::group_nodes`]). Across nodes the ring (or tree) crosses the network: the
+    /// bandwidth is the inter-node protocol's (the network link is the bottleneck), the
+    /// steps that cross nodes pay the inter-node step latency and the others the NVLink one,
+    /// as NCCL's tuning model splits a ring's latency into intra- and inter-node steps.
+    pub fn collective_on(&self, kind: CollKind, bytes: u64, n: u64, nodes: u64) -> CollEstimate {
         let n = n.max(1);
         if n == 1 || bytes == 0 {
             return CollEstimate {
@@ -215,16 +255,45 @@ impl Machine {
             CollKind::AllToAll => (&self.all_gather, (nf - 1.0) / nf, 1),
             CollKind::Broadcast => (&self.all_gather, 1.0, n - 1),
         };
+        let inter = self.inter_node.as_ref().filter(|_| nodes > 1);
+        // Steps of the ring that cross nodes: each node boundary is crossed once per pass.
+        let inter_steps = match kind {
+            CollKind::AllReduce => 2 * (nodes.saturating_sub(1)),
+            CollKind::AllToAll => 1,
+            _ => nodes.saturating_sub(1),
+        }
+        .min(steps);
+        let depth = (nf.log2().ceil()) as u64;
+        let node_depth = ((nodes.max(1) as f64).log2().ceil()) as u64;
         let mut best = CollEstimate {
             ns: f64::INFINITY,
             algorithm: Algorithm::Ring,
             protocol: Protocol::Simple,
         };
-        for p in params {
+        for (i, p) in params.iter().enumerate() {
+            // (latency of the ring, latency of the tree, bus bandwidth), µs and GB/s.
+            let (ring_lat, tree_lat, bw) = match inter {
+                None => (
+                    p.base_us + p.step_us * (steps.saturating_sub(1)) as f64,
+                    p.base_us + p.step_us * (2 * depth).saturating_sub(1) as f64,
+                    p.bus_gbps,
+                ),
+                Some(t) => {
+                    let q = &t[i];
+                    (
+                        q.base_us
+                            + q.step_us * inter_steps as f64
+                            + p.step_us * (steps - inter_steps).saturating_sub(1) as f64,
+                        q.base_us
+                            + q.step_us * (2 * node_depth) as f64
+                            + p.step_us
+                                * (2 * (depth - node_depth.min(depth))).saturating_sub(1) as f64,
+                        q.bus_gbps,
+                    )
+                }
+            };
             // algbw-normalised: NCCL's busbw = algbw × factor, so time = factor × S / busbw.
-            let ring = p.base_us
-                + p.step_us * (steps.saturating_sub(1)) as f64
-                + factor * s / (p.bus_gbps * 1e3);
+            let ring = ring_lat + factor * s / (bw * 1e3);
             if ring < best.ns / 1e3 {
                 best = CollEstimate {
                     ns: ring * 1e3,
@@ -233,10 +302,7 @@ impl Machine {
                 };
             }
             if kind == CollKind::AllReduce && n > 2 {
-                let depth = (nf.log2().ceil()) as u64;
-                let tree = p.base_us
-                    + p.step_us * (2 * depth).saturating_sub(1) as f64
-                    + 2.0 * (nf - 1.0) / nf * s / (p.bus_gbps * self.tree_bw_factor * 1e3);
+                let tree = tree_lat + 2.0 * (nf - 1.0) / nf * s / (bw * self.tree_bw_factor * 1e3);
                 if tree < best.ns / 1e3 {
                     best = CollEstimate {
                         ns: tree * 1e3,
@@ -278,6 +344,30 @@ impl Machine {
     /// estimates it): memory-bound, reading and writing each byte.
     pub fn copy(&self, bytes: u64) -> f64 {
         self.roofline(0.0, self.vector_flops, 2.0 * bytes as f64)
+    }
+
+    /// How many nodes of this machine a group of `size` ranks spans, with the explicit rank
+    /// lists `ranks` (each member of a family of equal subgroups; empty: ranks `0..size`,
+    /// packed onto as few nodes as the launcher's rank order puts them): the most over its
+    /// members. Always 1 on a machine of one node.
+    pub fn group_nodes(&self, size: u64, ranks: &[Vec<i64>]) -> u64 {
+        if self.nodes <= 1 || self.gpus_per_node == 0 || self.inter_node.is_none() {
+            return 1;
+        }
+        let per = self.gpus_per_node as i64;
+        if ranks.is_empty() {
+            return size.div_ceil(self.gpus_per_node).max(1);
+        }
+        ranks
+            .iter()
+            .map(|member| {
+                let mut nodes: Vec<i64> = member.iter().map(|r| r.div_euclid(per)).collect();
+                nodes.sort_unstable();
+                nodes.dedup();
+                nodes.len().max(1) as u64
+            })
+            .max()
+            .unwrap_or(1)
     }
 
     /// Matmul peak for an element type.
@@ -382,6 +472,38 @@ pub fn collective_bytes(ctx: &Context, op: OpId) -> u64 {
     read.max(written)
 }
 
+/// The size of `op`'s group and how many nodes of `machine` its ranks span (size 1 on one
+/// node when the op names no valid group).
+pub fn group_extent(ctx: &Context, machine: &Machine, op: OpId) -> (u64, u64) {
+    let Ok(g) = group_of(ctx, op) else {
+        return (1, 1);
+    };
+    let n = g.size.max(1) as u64;
+    // Only a machine of several nodes reads the rank lists.
+    if machine.nodes <= 1 {
+        return (n, 1);
+    }
+    let ranks = group_rank_lists(ctx, g.op);
+    (n, machine.group_nodes(n, &ranks))
+}
+
+/// The `ranks` of a `coll.group`: one list, or one per member of a family; empty when absent.
+fn group_rank_lists(ctx: &Context, group: OpId) -> Vec<Vec<i64>> {
+    let Some(a) = ctx.inherent_attr(group, "ranks") else {
+        return Vec::new();
+    };
+    if let Some(flat) = ctx.attr_as_i64_array(a) {
+        return vec![flat];
+    }
+    match ctx.attr_kind(a) {
+        AttrKind::Array(items) => items
+            .iter()
+            .filter_map(|x| ctx.attr_as_i64_array(*x))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The cost of `op` on `machine`: the `cost_ns` override if present, else the cost hook of
 /// the op's definition if it has one, else the model.
 pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
@@ -435,8 +557,12 @@ pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
         };
     }
     if let Some(kind) = coll_kind(name) {
-        let n = group_of(ctx, op).map(|g| g.size.max(1) as u64).unwrap_or(1);
-        return OpCost::Collective(machine.collective(kind, collective_bytes(ctx, op), n).ns);
+        let (n, nodes) = group_extent(ctx, machine, op);
+        return OpCost::Collective(
+            machine
+                .collective_on(kind, collective_bytes(ctx, op), n, nodes)
+                .ns,
+        );
     }
     if let Some(algo) = symm {
         let n = group_of(ctx, op).map(|g| g.size.max(1) as u64).unwrap_or(1);
@@ -707,6 +833,39 @@ mod tests {
         assert!(
             H200_NVLINK.collective(CollKind::AllReduce, 1 << 20, 8).ns
                 > H200_NVLINK.collective(CollKind::AllReduce, 1 << 20, 2).ns
+        );
+    }
+
+    /// A group spanning nodes runs at the network's bandwidth, pays the network's latency
+    /// only on the steps that cross nodes, and is told apart by its ranks.
+    #[test]
+    fn inter_node_groups() {
+        let ib = crate::analysis::machine::builtin("h100x8x4-ib400").unwrap();
+        assert_eq!(ib.group_nodes(8, &[]), 1);
+        assert_eq!(ib.group_nodes(16, &[]), 2);
+        assert_eq!(ib.group_nodes(32, &[]), 4);
+        // A data-parallel group across the four nodes: size 4, four nodes.
+        assert_eq!(ib.group_nodes(4, &[vec![0, 8, 16, 24]]), 4);
+        assert_eq!(
+            ib.group_nodes(4, &[vec![0, 1, 2, 3], vec![8, 9, 10, 11]]),
+            1
+        );
+        let big = 256 * MIB;
+        let intra = ib.collective_on(CollKind::AllReduce, big, 8, 1);
+        let inter = ib.collective_on(CollKind::AllReduce, big, 8, 2);
+        assert!(inter.ns > intra.ns, "{inter:?} vs {intra:?}");
+        // Bandwidth-bound: at most the ratio of the two Simple bandwidths (the fitted NVLink
+        // Simple line carries a larger fixed part than the network's).
+        let ratio = inter.ns / intra.ns;
+        assert!(ratio > 1.0 && ratio < 370.0 / 340.0 + 0.01, "{ratio}");
+        // Small messages: the network's step latency dominates.
+        let small = ib.collective_on(CollKind::AllReduce, 4096, 32, 4).ns;
+        assert!(small > 2.0 * ib.collective_on(CollKind::AllReduce, 4096, 32, 1).ns);
+        // A machine of one node ignores node counts.
+        let one = crate::analysis::machine::default_machine();
+        assert_eq!(
+            one.collective_on(CollKind::AllGather, big, 8, 4),
+            one.collective(CollKind::AllGather, big, 8)
         );
     }
 }

@@ -3,6 +3,8 @@
 
 pub mod buffers;
 pub mod cost;
+pub mod machine;
+pub mod profile;
 pub mod report;
 pub mod svg;
 pub mod timeline;

@@ -9,7 +9,8 @@
 //! neither costs its ops nor simulates its input again.
 
 use super::{apply_op_order, CostTable};
-use crate::analysis::timeline::simulate_ops;
+use crate::analysis::cost::Machine;
+use crate::analysis::timeline::{simulate_ops_overlap, Overlap};
 use commlir_ir::pass::PassEnv;
 use commlir_ir::{BlockId, Context, OpId};
 
@@ -35,6 +36,7 @@ pub struct Makespan(pub f64);
 pub fn keep_if_not_slower<R>(
     ctx: &mut Context,
     func: OpId,
+    machine: &Machine,
     mut env: Option<&mut PassEnv<'_>>,
     keep_costs: bool,
     schedule: impl FnOnce(&mut Context, Option<&CostTable>) -> (R, Option<Vec<OpId>>),
@@ -51,19 +53,38 @@ pub fn keep_if_not_slower<R>(
         let m = e.cached_analysis::<Makespan>(func).copied();
         e.take_cached_analysis::<CostTable>(func).map(|c| (c, m))
     });
+    // A table left by a pass on another machine costs the ops wrongly here.
+    let cached = cached.filter(|(c, _)| c.machine == *machine);
     let (costs, cached_before) = match cached {
         Some((c, m)) => (c, m),
-        None => (CostTable::of_ops(ctx, ctx.prefetched(&before_order)), None),
+        None => (
+            CostTable::of_ops_on(ctx, machine, ctx.prefetched(&before_order)),
+            None,
+        ),
     };
     let before = match cached_before {
         Some(Makespan(m)) => m,
-        None => simulate_ops(ctx, ctx.prefetched(&before_order), |op| costs.get(op)).makespan_ns,
+        None => {
+            simulate_ops_overlap(
+                ctx,
+                ctx.prefetched(&before_order),
+                |op| costs.get(op),
+                Overlap::of(&costs.machine),
+            )
+            .makespan_ns
+        }
     };
     let (r, order) = schedule(ctx, Some(&costs));
     let (kept, reverted) = match order {
         None => (before, false),
         Some(order) => {
-            let after = simulate_ops(ctx, ctx.prefetched(&order), |op| costs.get(op)).makespan_ns;
+            let after = simulate_ops_overlap(
+                ctx,
+                ctx.prefetched(&order),
+                |op| costs.get(op),
+                Overlap::of(&costs.machine),
+            )
+            .makespan_ns;
             // A relative tolerance keeps float noise from undoing an equal-time reorder.
             if after > before * (1.0 + 1e-9) {
                 // Nothing to relink unless `verify-memory` wrote intermediate orders.

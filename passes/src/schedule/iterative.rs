@@ -146,6 +146,7 @@ pub const OPTIONS: &[OptionDef] = &[
         "Record each collective's moves, grouping, estimated exposure and limiting factor on it \
          (attribute `comm.sched.<pass>`), which --comm-report includes",
     ),
+    crate::analysis::machine::MACHINE_OPTION,
 ];
 
 /// What happened to one collective (or wait), Inductor's `ReorderInfo` / `SinkWaitInfo`.

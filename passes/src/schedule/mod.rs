@@ -16,30 +16,48 @@ pub use graph::{DepGraph, GraphOptions, NodeKind, NONE, PIN_ATTR};
 pub use memory::MemoryTracker;
 
 use crate::analysis::buffers::peak_memory;
-use crate::analysis::cost::{op_cost, OpCost, H200_NVLINK};
+use crate::analysis::cost::{op_cost, Machine, OpCost};
+use crate::analysis::machine::default_machine;
 use commlir_ir::{BlockId, Context, OpId};
 use rustc_hash::FxHashMap;
 
-/// The cost-model estimate ([`op_cost`] on [`H200_NVLINK`]) of every op of a block, computed
+/// The cost-model estimate ([`op_cost`] on a [`Machine`]) of every op of a block, computed
 /// once per pass: reordering does not change what an op costs, and a scheduling pass needs it
 /// three times (the node runtimes and the do-no-harm guard's two timeline simulations).
 pub struct CostTable {
     /// By op arena index; `Free` for ops outside the block.
     by_op: Vec<OpCost>,
+    /// The machine the costs are for (a cached table is reused only on the same machine;
+    /// the simulations take its overlap slowdown from here).
+    pub machine: Machine,
 }
 
 impl CostTable {
-    /// The costs of the ops of `block`.
+    /// The costs of the ops of `block` on the default machine.
     pub fn new(ctx: &Context, block: BlockId) -> CostTable {
-        Self::of_ops(ctx, ctx.block_ops(block))
+        Self::new_on(ctx, default_machine(), block)
     }
 
-    /// The costs of `ops`, all in one block.
+    /// The costs of the ops of `block` on `machine`.
+    pub fn new_on(ctx: &Context, machine: &Machine, block: BlockId) -> CostTable {
+        Self::of_ops_on(ctx, machine, ctx.block_ops(block))
+    }
+
+    /// The costs of `ops`, all in one block, on the default machine.
+    pub fn of_ops(ctx: &Context, ops: impl IntoIterator<Item = OpId>) -> CostTable {
+        Self::of_ops_on(ctx, default_machine(), ops)
+    }
+
+    /// The costs of `ops`, all in one block, on `machine`.
     ///
     /// An op's cost is a function of its name, operand and result types, properties and
     /// attributes (the group it names resolves the same way from anywhere in the block), so
     /// ops alike in those (a program repeating its layers is mostly such ops) are costed once.
-    pub fn of_ops(ctx: &Context, ops: impl IntoIterator<Item = OpId>) -> CostTable {
+    pub fn of_ops_on(
+        ctx: &Context,
+        machine: &Machine,
+        ops: impl IntoIterator<Item = OpId>,
+    ) -> CostTable {
         let mut by_op = vec![OpCost::Free; ctx.num_op_slots()];
         let mut seen: FxHashMap<Box<[u32]>, OpCost> = FxHashMap::default();
         let mut key: Vec<u32> = Vec::new();
@@ -57,13 +75,16 @@ impl CostTable {
             by_op[op.index()] = match seen.get(key.as_slice()) {
                 Some(&c) => c,
                 None => {
-                    let c = op_cost(ctx, &H200_NVLINK, op);
+                    let c = op_cost(ctx, machine, op);
                     seen.insert(key.as_slice().into(), c);
                     c
                 }
             };
         }
-        CostTable { by_op }
+        CostTable {
+            by_op,
+            machine: machine.clone(),
+        }
     }
 
     /// The cost of `op` (an op of the block the table was built for).
@@ -81,12 +102,18 @@ pub fn body_block(ctx: &Context, func: OpId) -> Option<BlockId> {
     }
 }
 
-/// Estimated runtime of every node (ns): the cost model, or `cost_ns` where set.
+/// Estimated runtime of every node (ns) on the default machine: the cost model, or
+/// `cost_ns` where set.
 pub fn runtimes(ctx: &Context, graph: &DepGraph) -> Vec<f64> {
+    runtimes_on(ctx, default_machine(), graph)
+}
+
+/// [`runtimes`] on `machine`.
+pub fn runtimes_on(ctx: &Context, machine: &Machine, graph: &DepGraph) -> Vec<f64> {
     graph
         .ops
         .iter()
-        .map(|&op| op_cost(ctx, &H200_NVLINK, op).ns())
+        .map(|&op| op_cost(ctx, machine, op).ns())
         .collect()
 }
 

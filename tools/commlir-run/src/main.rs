@@ -10,6 +10,9 @@ use clap::{Parser, ValueEnum};
 use commlir_ir::{parser, verify, Context, SourceFile, SourceMgr};
 use commlir_runtime::{cuda, format_results, sim, tensor_file, PrintMode};
 use std::io::Read;
+
+mod calibrate_file;
+mod profile_file;
 use std::process::ExitCode;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -101,6 +104,18 @@ struct Args {
     /// `commlir-opt --comm-timeline=FILE.json`, to open side by side in Perfetto.
     #[arg(long, value_name = "FILE.json")]
     trace: Option<String>,
+    /// Write each op's time as a profile (JSON) that `comm-apply-profile{file=FILE}` reads
+    /// back into `cost_ns`: with `--backend sim` the cost model's times on the program's
+    /// machine (its `commlir.machine`, else the default); with `--backend cuda` the per-op
+    /// pass's measured times (needs `--bench-iters N`), averaged over the ranks.
+    #[arg(long, value_name = "FILE.json")]
+    profile: Option<String>,
+    /// cuda, no program: measure the cost model's numbers on the GPUs (NCCL collectives by
+    /// size on the `--ranks` GPUs, cuBLAS GEMMs, memory bandwidth, launch overhead, the
+    /// slowdown of GEMMs and collectives run together) and write them as a machine file
+    /// (docs/cost-model.md); with `--ranks 1` the collective keys come from the base machine.
+    #[arg(long, value_name = "FILE.json")]
+    calibrate: Option<String>,
     /// cuda, no program: raw NCCL baseline of these collectives (comma-separated:
     /// all_reduce, all_gather, reduce_scatter), `--bench-iters` back-to-back bf16 calls per
     /// size after `--warmup`, CUDA events around the loop, mean over ranks.
@@ -289,6 +304,13 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
         std::fs::write(path, text)
             .map_err(|e| format!("error: cannot write the trace '{path}': {e}\n"))?;
     }
+    if let Some(path) = &args.profile {
+        let entry = entry_name.clone().unwrap_or_default();
+        let ops = cuda::op_profile::measured_ops(&run.op_times_by_rank);
+        let text = profile_file::measured(&entry, &run.info, &ops).to_json();
+        std::fs::write(path, text)
+            .map_err(|e| format!("error: cannot write the profile '{path}': {e}\n"))?;
+    }
     if let Some((name, text)) = source {
         commlir_dialects::link();
         let mut ctx = Context::new();
@@ -399,6 +421,23 @@ fn run(args: &Args) -> Result<String, String> {
             return Err("error: --trace needs --bench-iters N (the per-op pass of N calls records the times)\n".into());
         }
     }
+    if args.profile.is_some() {
+        if args.nccl_baseline.is_some() {
+            return Err("error: --profile needs a program (it records the program's ops)\n".into());
+        }
+        if args.backend == Backend::Cuda && args.bench_iters == 0 {
+            return Err("error: --profile with --backend cuda needs --bench-iters N (the per-op pass of N calls measures the times)\n".into());
+        }
+    }
+    if let Some(path) = &args.calibrate {
+        if args.backend != Backend::Cuda {
+            return Err("error: --calibrate needs --backend cuda (it measures the GPUs)\n".into());
+        }
+        if args.nccl_baseline.is_some() || args.profile.is_some() || args.trace.is_some() {
+            return Err("error: --calibrate takes no program and no --nccl-baseline, --profile or --trace\n".into());
+        }
+        return calibrate_file::run(args.ranks, path);
+    }
     if let Some(ops) = &args.nccl_baseline {
         return run_baseline(args, ops);
     }
@@ -460,6 +499,13 @@ fn run(args: &Args) -> Result<String, String> {
             .to_string();
         tensor_file::write_results(pattern, &results, &entry, args.ranks)
             .map_err(|e| format!("error: {e}\n"))?;
+    }
+    if let Some(path) = &args.profile {
+        let text = profile_file::modelled(&ctx, module, args.entry.as_deref(), |d| {
+            sources.render(&ctx, d)
+        })?;
+        std::fs::write(path, text)
+            .map_err(|e| format!("error: cannot write the profile '{path}': {e}\n"))?;
     }
     if args.check {
         let again = sim::run_with_inputs(&ctx, module, &opts, inputs)

@@ -1,0 +1,61 @@
+// The machine description the cost model uses: the `machine` pass option (a built-in name or
+// a machine file), else the module's `commlir.machine` attribute, else h200x2-nvlink. At this
+// shape (all-gather of 2048x4096 bf16 into a 4096-row matmul) fusing wins on the default
+// machine and loses on 8xH100, whose all-gather is faster (370 vs 254 GB/s busbw), so there
+// is less communication for the pipeline to hide.
+
+// RUN: commlir-opt %s --pass-pipeline="builtin.module(func.func(coll-fuse-matmul))" | FileCheck %s --check-prefix=FUSE
+// RUN: commlir-opt %s --pass-pipeline="builtin.module(func.func(coll-fuse-matmul{machine=h200x2-nvlink}))" | FileCheck %s --check-prefix=FUSE
+// RUN: commlir-opt %s --pass-pipeline="builtin.module(func.func(coll-fuse-matmul{machine=h100x8-nvlink}))" | FileCheck %s --check-prefix=KEEP
+// RUN: commlir-opt %s --pass-pipeline="builtin.module(func.func(coll-fuse-matmul{machine=%S/Inputs/slow-gather.json}))" | FileCheck %s --check-prefix=FUSE
+
+// The module attribute, and the option winning over it.
+// RUN: sed 's/^module {/module attributes {commlir.machine = "h100x8-nvlink"} {/' %s > %t.attr.mlir
+// RUN: commlir-opt %t.attr.mlir --pass-pipeline="builtin.module(func.func(coll-fuse-matmul))" | FileCheck %s --check-prefix=KEEP
+// RUN: commlir-opt %t.attr.mlir --pass-pipeline="builtin.module(func.func(coll-fuse-matmul{machine=h200x2-nvlink}))" | FileCheck %s --check-prefix=FUSE
+
+// The analyses take the same machine: --machine, else the attribute.
+// RUN: commlir-opt %s --comm-report=%t.default.json -o /dev/null
+// RUN: commlir-opt %s --machine=h100x8-nvlink --comm-report=%t.h100.json -o /dev/null
+// RUN: commlir-opt %t.attr.mlir --comm-report=%t.attr.json -o /dev/null
+// RUN: FileCheck %s --check-prefix=REPORT-H200 < %t.default.json
+// RUN: FileCheck %s --check-prefix=REPORT-H100 < %t.h100.json
+// RUN: FileCheck %s --check-prefix=REPORT-H100 < %t.attr.json
+
+// Errors: an unknown name, a file with an unknown key, an attribute naming no machine.
+// RUN: not commlir-opt %s --pass-pipeline="builtin.module(func.func(coll-fuse-matmul{machine=no-such}))" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not commlir-opt %s --pass-pipeline="builtin.module(func.func(coll-fuse-matmul{machine=%S/Inputs/bad-machine.json}))" 2>&1 | FileCheck %s --check-prefix=BADFILE
+// RUN: not commlir-opt %s --machine=%S/Inputs/bad-machine.json --comm-report=%t.bad.json 2>&1 | FileCheck %s --check-prefix=BADFILE
+// RUN: sed 's/^module {/module attributes {commlir.machine = "no-such"} {/' %s > %t.badattr.mlir
+// RUN: not commlir-opt %t.badattr.mlir --pass-pipeline="builtin.module(func.func(coll-fuse-matmul))" 2>&1 | FileCheck %s --check-prefix=BADATTR
+// RUN: commlir-opt --list-machines | FileCheck %s --check-prefix=LIST
+
+// FUSE-LABEL: func.func @ag
+// FUSE: symm.fused_all_gather_matmul
+// KEEP-LABEL: func.func @ag
+// KEEP: coll.all_gather_into_tensor
+// KEEP-NOT: symm.fused_all_gather_matmul
+
+// The all-gather of 16 MiB (output): 87.0 us on 2xH200, 66.3 us on 8xH100.
+// REPORT-H200: "op": "coll.all_gather_into_tensor"
+// REPORT-H200: "comm_ns": 87000.0
+// REPORT-H100: "op": "coll.all_gather_into_tensor"
+// REPORT-H100: "comm_ns": 66343.8
+
+// UNKNOWN: error: unknown machine 'no-such': not a built-in (h200x2-nvlink, h100x8-nvlink, h200x8-nvlink, h100x8x4-ib400)
+// BADFILE: bad-machine.json:4:3: error: unknown field `mem_bandwidth`
+// BADATTR: error: commlir.machine: unknown machine 'no-such'
+// LIST: h200x2-nvlink (default): 1 node(s) x 2 GPU(s)
+// LIST: h100x8-nvlink: 1 node(s) x 8 GPU(s)
+// LIST: h200x8-nvlink: 1 node(s) x 8 GPU(s)
+// LIST: h100x8x4-ib400: 4 node(s) x 8 GPU(s)
+
+module {
+  coll.group @tp {size = 2 : i64, symm_mem}
+  func.func @ag(%a: tensor<2048x4096xbf16>, %b: tensor<4096x8192xbf16>) -> tensor<4096x8192xbf16> {
+    %g = coll.all_gather_into_tensor %a {group = @tp} : (tensor<2048x4096xbf16>) -> tensor<4096x4096xbf16>
+    %y = coll.wait_tensor %g : tensor<4096x4096xbf16>
+    %c = compute.matmul %y, %b : (tensor<4096x4096xbf16>, tensor<4096x8192xbf16>) -> tensor<4096x8192xbf16>
+    return %c : tensor<4096x8192xbf16>
+  }
+}
