@@ -116,18 +116,31 @@ binary_op!(DIV, "compute.div", "Elementwise division");
 binary_op!(MAXIMUM, "compute.maximum", "Elementwise maximum");
 binary_op!(MINIMUM, "compute.minimum", "Elementwise minimum");
 
+/// An elementwise op on one tensor whose result has the operand's type: any element type
+/// (`unary_op!(ID, name, summary)`), or float only (`unary_op!(float ID, name, summary)`, checked
+/// by the verifier).
 macro_rules! unary_op {
     ($id:ident, $name:literal, $summary:literal) => {
+        unary_op!(@def $id, $name, $summary,
+            "Elementwise on one tensor; the result has the operand's type.",
+            verify_same_tensor_types);
+    };
+    (float $id:ident, $name:literal, $summary:literal) => {
+        unary_op!(@def $id, $name, $summary,
+            "Elementwise on one float tensor; the result has the operand's type.",
+            verify_float_unary);
+    };
+    (@def $id:ident, $name:literal, $summary:literal, $description:literal, $verify:path) => {
         register_op!(
             pub $id = OpDef {
                 name: $name,
                 summary: $summary,
-                description: "Elementwise on one tensor; the result has the operand's type.",
+                description: $description,
                 operands: &[ArgDef::one("input", T)],
                 results: &[ArgDef::one("result", T)],
                 attributes: &[COST],
                 traits: ELEMENTWISE_TRAITS,
-                verify: Some(verify_same_tensor_types),
+                verify: Some($verify),
                 example: concat!("%b = ", $name, " %a : tensor<8x16xf32>"),
                 ..OpDef::EMPTY
             }
@@ -148,34 +161,14 @@ unary_op!(TANH, "compute.tanh", "Elementwise hyperbolic tangent");
 unary_op!(SQRT, "compute.sqrt", "Elementwise square root");
 unary_op!(RSQRT, "compute.rsqrt", "Elementwise reciprocal square root");
 unary_op!(CLONE, "compute.clone", "Copy into a new buffer");
-
-macro_rules! float_unary_op {
-    ($id:ident, $name:literal, $summary:literal) => {
-        register_op!(
-            pub $id = OpDef {
-                name: $name,
-                summary: $summary,
-                description: "Elementwise on one float tensor; the result has the operand's type.",
-                operands: &[ArgDef::one("input", T)],
-                results: &[ArgDef::one("result", T)],
-                attributes: &[COST],
-                traits: ELEMENTWISE_TRAITS,
-                verify: Some(verify_float_unary),
-                example: concat!("%b = ", $name, " %a : tensor<8x16xf32>"),
-                ..OpDef::EMPTY
-            }
-        );
-    };
-}
-
-float_unary_op!(SIN, "compute.sin", "Elementwise sine");
-float_unary_op!(COS, "compute.cos", "Elementwise cosine");
-float_unary_op!(
-    SIGMOID,
+unary_op!(float SIN, "compute.sin", "Elementwise sine");
+unary_op!(float COS, "compute.cos", "Elementwise cosine");
+unary_op!(
+    float SIGMOID,
     "compute.sigmoid",
     "Elementwise logistic 1/(1+exp(-x))"
 );
-float_unary_op!(LOG, "compute.log", "Elementwise natural logarithm");
+unary_op!(float LOG, "compute.log", "Elementwise natural logarithm");
 
 fn is_float(ctx: &Context, t: Type) -> bool {
     matches!(ctx.type_kind(t), TypeKind::Float(_))

@@ -15,7 +15,7 @@
 
 use super::ffi::{cu_check, nccl_check};
 use super::profile::{self, Driver, HostProfile, Profiler};
-use super::{new_unique_id, Layout, NO_DRIVER};
+use super::new_unique_id;
 use cudarc::driver::sys as cu;
 use cudarc::nccl::sys as nccl;
 use std::ffi::c_void;
@@ -86,22 +86,7 @@ pub fn run(
             ));
         }
     }
-    if !super::ffi::driver_present() {
-        return Err(NO_DRIVER.into());
-    }
-    super::ffi::libraries_present().map_err(|e| format!("error: {e}"))?;
-    if std::env::var_os("NCCL_NVLS_ENABLE").is_none() {
-        std::env::set_var("NCCL_NVLS_ENABLE", "0");
-    }
-    let layout = Layout::from_env(ranks).map_err(|e| format!("error: {e}"))?;
-    if layout.rendezvous.is_some() || layout.local.len() != layout.world {
-        return Err(
-            "error: --nccl-baseline runs one process with a thread per GPU (unset WORLD_SIZE)"
-                .into(),
-        );
-    }
-    // SAFETY: cuInit takes flags 0.
-    cu_check("cuInit", unsafe { cu::cuInit(0) }).map_err(|e| format!("error: {e}"))?;
+    let layout = super::single_process_layout(ranks, "--nccl-baseline")?;
     let id = new_unique_id().map_err(|e| format!("error: {e}"))?;
     let n = layout.world;
     let barrier = Arc::new(Barrier::new(n));

@@ -24,7 +24,7 @@
 //! The fitting and the file writing are pure functions, tested without a GPU.
 
 use super::ffi::{cu_check, cublas_check, nccl_check};
-use super::{new_unique_id, Layout, NO_DRIVER};
+use super::new_unique_id;
 use cudarc::cublas::sys as cublas;
 use cudarc::driver::sys as cu;
 use cudarc::nccl::sys as nccl;
@@ -500,21 +500,7 @@ pub fn run(
     progress: fn(&str),
     timeout: std::time::Duration,
 ) -> Result<Calibration, String> {
-    if !super::ffi::driver_present() {
-        return Err(NO_DRIVER.into());
-    }
-    super::ffi::libraries_present().map_err(|e| format!("error: {e}"))?;
-    if std::env::var_os("NCCL_NVLS_ENABLE").is_none() {
-        std::env::set_var("NCCL_NVLS_ENABLE", "0");
-    }
-    let layout = Layout::from_env(ranks).map_err(|e| format!("error: {e}"))?;
-    if layout.rendezvous.is_some() || layout.local.len() != layout.world {
-        return Err(
-            "error: --calibrate runs one process with a thread per GPU (unset WORLD_SIZE)".into(),
-        );
-    }
-    // SAFETY: cuInit takes flags 0.
-    cu_check("cuInit", unsafe { cu::cuInit(0) }).map_err(|e| format!("error: {e}"))?;
+    let layout = super::single_process_layout(ranks, "--calibrate")?;
     let n = layout.world;
     let id = if n > 1 {
         Some(new_unique_id().map_err(|e| format!("error: {e}"))?)

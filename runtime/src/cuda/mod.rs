@@ -124,6 +124,11 @@ pub struct CudaRun {
     pub host_profile: Option<profile::HostProfile>,
     /// Slots used: (arguments placed in pool slots, results taken from pool slots).
     pub slots_used: (usize, usize),
+    /// With `bench_iters` (not with graphs): the device memory of the rank of this process
+    /// that used the most, as (stream-ordered peak, held for the run) bytes; their sum is the
+    /// program's device memory peak, comparable with PyTorch's `max_memory_allocated` (neither
+    /// counts the CUDA context, NCCL's internal buffers or cuBLAS's workspace).
+    pub device_memory: Option<(u64, u64)>,
     /// Per-op mean device times (with `bench_iters`: a second pass of as many calls, events
     /// around every op, streams synchronized after each call), averaged over this process's
     /// ranks (nccl-tests' default), in program order.
@@ -520,6 +525,11 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
                             ev_times.push(ev);
                             enq_times.push(enq);
                         }
+                        if let Some(m) = t.memory {
+                            if out.device_memory.is_none_or(|o| o.0 + o.1 < m.0 + m.1) {
+                                out.device_memory = Some(m);
+                            }
+                        }
                         if let Some(p) = t.profile {
                             out.host_profile
                                 .get_or_insert_with(Default::default)
@@ -605,6 +615,9 @@ struct RankTimes {
     ops: Vec<rank::OpTime>,
     /// The timed loop's host-time breakdown (`COMMLIR_HOST_PROFILE`).
     profile: Option<profile::HostProfile>,
+    /// Device memory over the timed calls: (high-water mark of the stream-ordered allocator's
+    /// pool, bytes held for the whole run: comm pools and arguments). None with graphs.
+    memory: Option<(u64, u64)>,
 }
 type RankOutcome = (RankResults, RankTimes, Vec<String>);
 
@@ -827,6 +840,7 @@ fn rank_body(
                 _ => {
                     cu_check("cuMemAlloc", cu::cuMemAlloc_v2(&mut p, bytes.len().max(1)))?;
                     arg_ptrs.push(p);
+                    st.arg_bytes += bytes.len().max(1) as u64;
                 }
             }
             cu_check(
@@ -925,6 +939,62 @@ fn register_comm(sh: &Shared, c: nccl::ncclComm_t) {
 /// # Safety
 /// The rank's context is current; `args` are device buffers of the argument types; `uploads`
 /// are the arguments' buffers and bytes (with `--cuda-graph`).
+/// The start of the runner's single-process modes (`--nccl-baseline`, `--calibrate`, named by
+/// `what`): the driver and libraries present, NVLink multicast off unless asked for, one
+/// process with a thread per GPU, `cuInit` done. Returns the layout of the ranks.
+pub(crate) fn single_process_layout(ranks: usize, what: &str) -> Result<Layout, String> {
+    if !ffi::driver_present() {
+        return Err(NO_DRIVER.into());
+    }
+    ffi::libraries_present().map_err(|e| format!("error: {e}"))?;
+    if std::env::var_os("NCCL_NVLS_ENABLE").is_none() {
+        std::env::set_var("NCCL_NVLS_ENABLE", "0");
+    }
+    let layout = Layout::from_env(ranks).map_err(|e| format!("error: {e}"))?;
+    if layout.rendezvous.is_some() || layout.local.len() != layout.world {
+        return Err(format!(
+            "error: {what} runs one process with a thread per GPU (unset WORLD_SIZE)"
+        ));
+    }
+    // SAFETY: cuInit takes flags 0.
+    cu_check("cuInit", unsafe { cu::cuInit(0) }).map_err(|e| format!("error: {e}"))?;
+    Ok(layout)
+}
+
+/// The device's current memory pool (the one `cuMemAllocAsync` takes from), with its
+/// used-memory high-water mark reset to what is in use now.
+unsafe fn mempool_high_reset(device: i32) -> Result<cu::CUmemoryPool, String> {
+    let mut d: cu::CUdevice = 0;
+    cu_check("cuDeviceGet", cu::cuDeviceGet(&mut d, device))?;
+    let mut pool: cu::CUmemoryPool = std::ptr::null_mut();
+    cu_check("cuDeviceGetMemPool", cu::cuDeviceGetMemPool(&mut pool, d))?;
+    // Only 0 may be written: it resets the mark to the current use.
+    let mut zero: u64 = 0;
+    cu_check(
+        "cuMemPoolSetAttribute",
+        cu::cuMemPoolSetAttribute(
+            pool,
+            cu::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+            (&mut zero as *mut u64).cast(),
+        ),
+    )?;
+    Ok(pool)
+}
+
+/// The pool's used-memory high-water mark since [`mempool_high_reset`], bytes.
+unsafe fn mempool_high(pool: cu::CUmemoryPool) -> Result<u64, String> {
+    let mut v: u64 = 0;
+    cu_check(
+        "cuMemPoolGetAttribute",
+        cu::cuMemPoolGetAttribute(
+            pool,
+            cu::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+            (&mut v as *mut u64).cast(),
+        ),
+    )?;
+    Ok(v)
+}
+
 unsafe fn run_calls(
     sh: &Shared,
     st: &mut RankState,
@@ -1011,6 +1081,7 @@ unsafe fn run_calls(
                 "cuStreamWaitEvent",
                 cu::cuStreamWaitEvent(st.streams[1], e0, 0),
             )?;
+            let pool = mempool_high_reset(st.device)?;
             t0 = Instant::now();
             for _ in 0..sh.opts.bench_iters {
                 caller.call_and_release(st)?;
@@ -1018,6 +1089,8 @@ unsafe fn run_calls(
             enqueued = t0.elapsed();
             times.profile = st.prof.stop(sh.opts.bench_iters, enqueued);
             st.join_streams()?;
+            st.synchronize()?;
+            times.memory = Some((mempool_high(pool)?, st.pool_bytes() + st.arg_bytes));
         }
         // Compute's wait for the loop's collectives is still deferred (`order.rs`, *Lazy
         // waits*): issue it before the end event, so that the timed interval contains all

@@ -135,6 +135,8 @@ struct Mark {
 pub struct RankState {
     pub rank: usize,
     pub device: i32,
+    /// Bytes of the arguments the runner allocated outside the pools (device memory report).
+    pub arg_bytes: u64,
     pub ctx: cu::CUcontext,
     /// `[compute, comm]`, indexed by the ABI's stream numbers.
     pub streams: [cu::CUstream; 2],
@@ -209,6 +211,7 @@ impl RankState {
         RankState {
             rank,
             device,
+            arg_bytes: 0,
             ctx: std::ptr::null_mut(),
             streams: [std::ptr::null_mut(); 2],
             events: Vec::new(),
@@ -796,6 +799,12 @@ impl RankState {
     }
 
     /// Records a new live pool (findable by its base).
+    /// Bytes of every comm pool this rank allocated: a freed pool stays allocated for reuse
+    /// (`free_pools`), so this is the pools' device footprint.
+    pub(crate) fn pool_bytes(&self) -> u64 {
+        self.pools.iter().map(|p| p.bytes).sum()
+    }
+
     fn record_pool(&mut self, pool: Pool) {
         self.pool_index.insert(pool.base, self.pools.len());
         self.pools.push(pool);

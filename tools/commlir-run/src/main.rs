@@ -288,6 +288,15 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
                 run.slots_used.1
             ));
         }
+        if let Some((stream_ordered, held)) = run.device_memory {
+            let mib = |b: u64| b as f64 / 1048576.0;
+            out.push_str(&format!(
+                "device memory: peak {:.1} MiB (rank using the most): {:.1} MiB stream-ordered allocations at their high-water mark over the timed calls + {:.1} MiB comm pools and arguments\n",
+                mib(stream_ordered + held),
+                mib(stream_ordered),
+                mib(held)
+            ));
+        }
         if let Some(p) = &run.host_profile {
             out.push_str(&p.line());
             out.push('\n');
