@@ -1,0 +1,187 @@
+"""Reference models for the exporter's tests and docs: a two-layer MLP and a Llama-style
+transformer block (RMSNorm, rotary embedding, causal attention, SwiGLU MLP).
+
+Each model exposes what the exporter and the reference harness need besides ``forward``:
+
+* ``example_inputs()``: a tuple of input tensors (drawn from the global RNG, so that the
+  caller chooses the data by seeding it);
+* ``tp_plan(sp)``: the ``parallelize_module`` plan for tensor parallelism, with sequence
+  parallelism when ``sp`` is true;
+* ``fsdp_units()``: the submodules ``fully_shard`` wraps before the root (FSDP2).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.distributed.tensor import Placement, Replicate, Shard
+from torch.distributed.tensor.parallel import (
+    ColwiseParallel,
+    ParallelStyle,
+    PrepareModuleInput,
+    RowwiseParallel,
+    SequenceParallel,
+)
+
+
+class MLP(nn.Module):
+    """``w2(gelu(w1(x)))``: the Megatron MLP, column- then row-parallel under TP."""
+
+    def __init__(self, dim: int = 64, hidden: int = 256, tokens: int = 16) -> None:
+        super().__init__()
+        self.dim, self.tokens = dim, tokens
+        self.w1 = nn.Linear(dim, hidden)
+        self.w2 = nn.Linear(hidden, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.gelu(self.w1(x), approximate="tanh"))
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        return (torch.randn(self.tokens, self.dim, dtype=self.w1.weight.dtype),)
+
+    def tp_plan(self, sp: bool = False) -> dict[str, ParallelStyle]:
+        if sp:
+            return {
+                "w1": ColwiseParallel(input_layouts=Shard(0)),
+                "w2": RowwiseParallel(output_layouts=Shard(0)),
+            }
+        return {"w1": ColwiseParallel(), "w2": RowwiseParallel()}
+
+    def tp_input_layouts(self, sp: bool = False) -> tuple[Placement, ...]:
+        return (Shard(0),) if sp else (Replicate(),)
+
+    def fsdp_units(self) -> list[nn.Module]:
+        return [self.w1, self.w2]
+
+
+class RMSNorm(nn.Module):
+    """Root-mean-square layer norm with a learned scale."""
+
+    def __init__(self, dim: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xf = x.float()
+        y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return y.type_as(x) * self.weight
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """The rotary embedding's pairing of the two halves of the head dimension."""
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class Attention(nn.Module):
+    """Causal multi-head attention with rotary position embeddings. Heads are inferred from
+    the projection's (possibly tensor-parallel) width, so the same code runs on local heads."""
+
+    def __init__(self, dim: int, n_heads: int) -> None:
+        super().__init__()
+        self.head_dim = dim // n_heads
+        self.wq = nn.Linear(dim, dim, bias=False)
+        self.wk = nn.Linear(dim, dim, bias=False)
+        self.wv = nn.Linear(dim, dim, bias=False)
+        self.wo = nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        b, s, _ = x.shape
+        q = self.wq(x).view(b, s, -1, self.head_dim).transpose(1, 2)
+        k = self.wk(x).view(b, s, -1, self.head_dim).transpose(1, 2)
+        v = self.wv(x).view(b, s, -1, self.head_dim).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.wo(o.transpose(1, 2).reshape(b, s, -1))
+
+
+class FeedForward(nn.Module):
+    """SwiGLU: ``w2(silu(w1(x)) * w3(x))``."""
+
+    def __init__(self, dim: int, hidden: int) -> None:
+        super().__init__()
+        self.w1 = nn.Linear(dim, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, dim, bias=False)
+        self.w3 = nn.Linear(dim, hidden, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class LlamaBlock(nn.Module):
+    """One pre-norm Llama transformer block over ``(batch, seq, dim)`` activations."""
+
+    def __init__(
+        self,
+        dim: int = 64,
+        n_heads: int = 4,
+        hidden: int = 128,
+        seq: int = 16,
+        batch: int = 2,
+        rope_theta: float = 10000.0,
+    ) -> None:
+        super().__init__()
+        self.dim, self.seq, self.batch = dim, seq, batch
+        self.attention_norm = RMSNorm(dim)
+        self.attention = Attention(dim, n_heads)
+        self.ffn_norm = RMSNorm(dim)
+        self.feed_forward = FeedForward(dim, hidden)
+        head_dim = dim // n_heads
+        inv_freq = 1.0 / rope_theta ** (torch.arange(0, head_dim, 2).float() / head_dim)
+        angles = torch.outer(torch.arange(seq).float(), inv_freq)
+        angles = torch.cat((angles, angles), dim=-1)
+        self.register_buffer("rope_cos", angles.cos(), persistent=False)
+        self.register_buffer("rope_sin", angles.sin(), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        cos, sin = self.rope_cos.to(x.dtype), self.rope_sin.to(x.dtype)
+        h = x + self.attention(self.attention_norm(x), cos, sin)
+        return h + self.feed_forward(self.ffn_norm(h))
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        dtype = self.attention.wq.weight.dtype
+        return (torch.randn(self.batch, self.seq, self.dim, dtype=dtype),)
+
+    def tp_plan(self, sp: bool = False) -> dict[str, ParallelStyle]:
+        # torchtitan's plan: norms sequence-parallel (on Shard(1)) under SP; the attention and
+        # feed-forward inputs gathered to Replicate before the column-parallel projections.
+        seq_layout = Shard(1) if sp else Replicate()
+        plan: dict[str, ParallelStyle] = {
+            "attention": PrepareModuleInput(
+                input_layouts=(seq_layout, None, None),
+                desired_input_layouts=(Replicate(), None, None),
+            ),
+            "attention.wq": ColwiseParallel(),
+            "attention.wk": ColwiseParallel(),
+            "attention.wv": ColwiseParallel(),
+            "attention.wo": RowwiseParallel(output_layouts=seq_layout),
+            "feed_forward": PrepareModuleInput(
+                input_layouts=(seq_layout,), desired_input_layouts=(Replicate(),)
+            ),
+            "feed_forward.w1": ColwiseParallel(),
+            "feed_forward.w3": ColwiseParallel(),
+            "feed_forward.w2": RowwiseParallel(output_layouts=seq_layout),
+        }
+        if sp:
+            plan["attention_norm"] = SequenceParallel()
+            plan["ffn_norm"] = SequenceParallel()
+        return plan
+
+    def tp_input_layouts(self, sp: bool = False) -> tuple[Placement, ...]:
+        return (Shard(1),) if sp else (Replicate(),)
+
+    def fsdp_units(self) -> list[nn.Module]:
+        return [self.attention, self.feed_forward]
+
+
+def make_mlp() -> MLP:
+    """The MLP with its default (test-sized) shapes."""
+    return MLP()
+
+
+def make_llama_block() -> LlamaBlock:
+    """The Llama block with its default (test-sized) shapes."""
+    return LlamaBlock()

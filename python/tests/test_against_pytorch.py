@@ -1,0 +1,87 @@
+"""Exported programs against PyTorch itself: each model runs eagerly on CPU with gloo (one
+process per rank, DTensor tensor parallelism, FSDP2 ``fully_shard``) and, exported, on
+commlir's sim backend on the same inputs; results must agree within the tolerance of their
+element type. Each program then goes through commlir's pipeline (lowering, scheduling, pool
+planning), whose sim results must be bit-identical to the unoptimized program's.
+
+Needs the commlir binaries: $COMMLIR_OPT and $COMMLIR_RUN (`make test` points them at the
+debug build), else target/release or target/debug of this repository."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import unittest
+
+import torch
+
+from commlir_torch.check import DEFAULT_PIPELINE, check
+from commlir_torch.models import make_llama_block, make_mlp
+from commlir_torch.program import export
+from commlir_torch.trace import Factory, Parallelism, load_factory
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The recommended scheduling pipeline of the Makefile's demo, checked on one program too.
+DEMO_SCHEDULE = (
+    "builtin.module(func.func(coll-to-comm{one-shot-threshold=0},comm-reorder-peak-memory,"
+    "comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools))"
+)
+
+
+class AgainstPyTorch(unittest.TestCase):
+    tmp: tempfile.TemporaryDirectory[str]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.tmp = tempfile.TemporaryDirectory(prefix="commlir-torch-")
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.tmp.cleanup()
+
+    def check_model(
+        self,
+        factory: Factory,
+        par: Parallelism,
+        *,
+        backward: bool = False,
+        dtype: torch.dtype | None = None,
+        pipeline: str = DEFAULT_PIPELINE,
+        spec: str = "",
+    ) -> None:
+        prog = export(factory, par, backward=backward, dtype=dtype, model_spec=spec)
+        workdir = os.path.join(self.tmp.name, self.id().rsplit(".", 1)[-1])
+        report = check(prog, workdir, pipeline=pipeline)
+        self.assertTrue(report.errors, "nothing was compared")
+        self.assertTrue(report.ok, "\n" + report.summary())
+        self.assertTrue(report.pipeline_identical)
+
+    def test_mlp_tp2(self) -> None:
+        self.check_model(make_mlp, Parallelism(tp=2))
+
+    def test_mlp_tp4(self) -> None:
+        self.check_model(make_mlp, Parallelism(tp=4), pipeline=DEMO_SCHEDULE)
+
+    def test_mlp_tp2_bf16(self) -> None:
+        self.check_model(make_mlp, Parallelism(tp=2), dtype=torch.bfloat16)
+
+    def test_llama_tp2(self) -> None:
+        self.check_model(make_llama_block, Parallelism(tp=2))
+
+    def test_llama_sp2(self) -> None:
+        self.check_model(make_llama_block, Parallelism(tp=2, sp=True))
+
+    def test_llama_fsdp2_forward_backward(self) -> None:
+        self.check_model(make_llama_block, Parallelism(fsdp=2), backward=True)
+
+    def test_llama_2d_tp2_fsdp2_forward_backward(self) -> None:
+        self.check_model(make_llama_block, Parallelism(tp=2, fsdp=2, sp=True), backward=True)
+
+    def test_every_collective(self) -> None:
+        spec = os.path.join(HERE, "collective_models.py") + ":make_collectives"
+        self.check_model(load_factory(spec), Parallelism(tp=4), spec=spec)
+
+
+if __name__ == "__main__":
+    unittest.main()
