@@ -685,3 +685,41 @@ def _select_scatter(cx: Lowering, node: fx.Node) -> Result:
     shape[dim] = 1
     src = reshape(cx, cast(cx, cx.value(node.args[1]), ty.dtype), shape)
     return _scatter_along(cx, node, base, src, dim, idx)
+
+
+def _var_mean_values(cx: Lowering, node: fx.Node) -> tuple[Value, Value, TensorType]:
+    """The variance and mean of ``var``/``var_mean`` (``correction`` as Bessel's), in the
+    result's shape."""
+    x = cx.value(node.args[0])
+    types = node_types(node)
+    ty = types[0]
+    x = cast(cx, x, ty.dtype)
+    dims = _dims(node, x.type.rank)
+    correction = node.kwargs.get("correction", 1)
+    correction = 1 if correction is None else float(correction)
+    count = math.prod(x.type.shape[d] for d in dims)
+    kept = tuple(1 if d in dims else s for d, s in enumerate(x.type.shape))
+    s = x
+    for d in dims:
+        s = cx.em.op("compute.reduce_sum", [s], s.type.with_shape(s.type.shape[:d] + s.type.shape[d + 1 :]),
+                     {"dim": fmt_int(d)}, hint=f"{node.name}_sum")
+    mean = scale(cx, s, 1.0 / count, f"{node.name}_mean")
+    centered = cx.em.op("compute.sub", [x, broadcast(cx, reshape(cx, mean, kept), x.type.shape)], x.type, hint=f"{node.name}_c")
+    sq = cx.em.op("compute.mul", [centered, centered], x.type, hint=f"{node.name}_sq")
+    for d in dims:
+        sq = cx.em.op("compute.reduce_sum", [sq], sq.type.with_shape(sq.type.shape[:d] + sq.type.shape[d + 1 :]),
+                      {"dim": fmt_int(d)}, hint=f"{node.name}_ss")
+    var = scale(cx, sq, 1.0 / max(count - correction, 0) if count > correction else float("inf"), f"{node.name}_var")
+    return reshape(cx, var, ty.shape), reshape(cx, mean, ty.shape), ty
+
+
+@register(aten.var_mean.correction)
+def _var_mean(cx: Lowering, node: fx.Node) -> Result:
+    var, mean, _ = _var_mean_values(cx, node)
+    return [var, mean]
+
+
+@register(aten.var.correction)
+def _var(cx: Lowering, node: fx.Node) -> Result:
+    var, _, _ = _var_mean_values(cx, node)
+    return var

@@ -23,7 +23,6 @@ from typing import Any
 
 import torch.distributed as dist
 import torch.fx as fx
-from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 from torch.distributed.device_mesh import DeviceMesh
@@ -31,6 +30,7 @@ from torch.distributed.device_mesh import DeviceMesh
 from .export import Arg, Out, lower_graph
 from .groups import GroupTable
 from .ir import TensorType, sanitize
+from .trace import decompositions
 
 _DYNAMO_PREFIX = re.compile(r"^l_(self_)?", re.IGNORECASE)
 
@@ -61,7 +61,7 @@ class CommlirBackend:
             self.modules.append(self._lower(fgm, names))
             return make_boxed_func(fgm.forward)
 
-        return aot_autograd(fw_compiler=fw_compiler, decompositions=core_aten_decompositions())(gm, example_inputs)
+        return aot_autograd(fw_compiler=fw_compiler, decompositions=decompositions())(gm, example_inputs)
 
     def _lower(self, fgm: fx.GraphModule, names: list[str]) -> str:
         groups = GroupTable(self.world, dict(self.groups.by_name), dict(self.groups.used))

@@ -12,6 +12,8 @@ Each model exposes what the exporter and the reference harness need besides ``fo
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -175,6 +177,44 @@ class LlamaBlock(nn.Module):
 
     def fsdp_units(self) -> list[nn.Module]:
         return [self.attention, self.feed_forward]
+
+
+class GPTBlock(nn.Module):
+    """A GPT-2 style block: LayerNorm, a fused QKV projection with biases, attention written
+    out (scores, a causal ``masked_fill`` and softmax), a tanh-GELU MLP. Data-parallel only
+    (the fused projection's split needs the whole width)."""
+
+    def __init__(self, dim: int = 64, n_heads: int = 4, seq: int = 16, batch: int = 2) -> None:
+        super().__init__()
+        self.n_heads, self.dim, self.seq, self.batch = n_heads, dim, seq, batch
+        self.ln1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, 4 * dim)
+        self.out = nn.Linear(4 * dim, dim)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).bool(), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.n_heads, -1).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))
+        att = F.softmax(att.masked_fill(~self.mask[:t, :t], float("-inf")), dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, d)
+        x = x + self.proj(y)
+        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        return (torch.randn(self.batch, self.seq, self.dim, dtype=self.qkv.weight.dtype),)
+
+    def fsdp_units(self) -> list[nn.Module]:
+        return [self.qkv, self.proj, self.fc, self.out]
+
+
+def make_gpt_block() -> GPTBlock:
+    """The GPT block with its default (test-sized) shapes."""
+    return GPTBlock()
 
 
 def make_mlp() -> MLP:

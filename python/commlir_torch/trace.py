@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
 import torch.nn as nn
-from torch._decomp import core_aten_decompositions
+from torch._decomp import core_aten_decompositions, get_decompositions
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor, Placement, Replicate, Shard
 from torch.distributed.tensor.parallel import parallelize_module
@@ -78,6 +78,14 @@ class Parallelism:
         if name not in names:
             return None
         return mesh[name] if mesh.ndim > 1 else mesh
+
+
+def decompositions() -> dict[Any, Any]:
+    """The core-aten decompositions, plus those of ops that are core aten but have no single
+    commlir op (layer norm becomes means, a variance and rsqrt)."""
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions([torch.ops.aten.native_layer_norm]))
+    return table
 
 
 def load_factory(spec: str) -> Factory:
@@ -345,7 +353,7 @@ def trace_rank(
 
         gm = make_fx(
             step,
-            decomposition_table=core_aten_decompositions(),
+            decomposition_table=decompositions(),
             tracing_mode="fake",
             record_stack_traces=True,
         )(*flat)
