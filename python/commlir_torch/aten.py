@@ -108,10 +108,6 @@ def operand(cx: Lowering, a: Any, ty: TensorType) -> Value:
     return broadcast(cx, cast(cx, v, ty.dtype), ty.shape)
 
 
-def unary_op(cx: Lowering, opname: str, v: Value, hint: str, **attrs: str) -> Value:
-    return cx.em.op(opname, [v], v.type, attrs or None, hint=hint)
-
-
 # ----------------------------------------------------------------------- elementwise
 
 

@@ -26,6 +26,8 @@ def _parallel_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sp", action="store_true", help="sequence parallelism with --tp (tp_plan(sp=True))")
     p.add_argument("--fsdp", type=int, default=1, help="FSDP degree: parameters sharded on dim 0 over the dp group")
     p.add_argument("--mesh", metavar="DPxTP", help="a 2-D mesh, e.g. 2x2: the same as --fsdp DP --tp TP")
+    p.add_argument("--symm-mem", action="store_true",
+                   help="declare the groups with symmetric memory (one-shot all-reduce, fused matmul kernels)")
     p.add_argument("--backward", action="store_true",
                    help="export the training step: loss (the output, or its sum) and every gradient shard")
     p.add_argument("--dtype", choices=sorted(DTYPE_NAMES), help="cast the model (and inputs) to this type")
@@ -40,7 +42,7 @@ def _parallelism(ns: argparse.Namespace) -> Parallelism:
             fsdp, tp = int(dp_s), int(tp_s)
         except ValueError:
             raise ExportError(f"--mesh '{ns.mesh}' is not DPxTP (e.g. 2x4)") from None
-    return Parallelism(tp=tp, fsdp=fsdp, sp=ns.sp)
+    return Parallelism(tp=tp, fsdp=fsdp, sp=ns.sp, symm_mem=ns.symm_mem)
 
 
 def _export(ns: argparse.Namespace) -> Program:

@@ -9,7 +9,7 @@ import torch
 import torch.fx as fx
 
 from .aten import Handler, Result, node_type, node_types
-from .ir import ExportError, TensorType, fmt_int, fmt_str
+from .ir import ExportError, TensorType, fmt_array, fmt_int, fmt_str
 
 if TYPE_CHECKING:
     from .export import Lowering
@@ -112,13 +112,9 @@ def _all_to_all(cx: Lowering, node: fx.Node) -> Result:
         if table is None:
             # Filled in when every rank has been traced (trace.py); this rank's view only.
             table = ([ins or []], [outs or []])
-        attrs["input_split_sizes"] = "[" + ", ".join(_arr(r) for r in table[0]) + "]"
-        attrs["output_split_sizes"] = "[" + ", ".join(_arr(r) for r in table[1]) + "]"
+        attrs["input_split_sizes"] = "[" + ", ".join(fmt_array(r) for r in table[0]) + "]"
+        attrs["output_split_sizes"] = "[" + ", ".join(fmt_array(r) for r in table[1]) + "]"
     return cx.em.op("coll.all_to_all_single", [xv], ty, attrs, hint=node.name)
-
-
-def _arr(xs: list[int]) -> str:
-    return "array<i64" + (": " + ", ".join(str(x) for x in xs) if xs else "") + ">"
 
 
 def _broadcast(cx: Lowering, node: fx.Node) -> Result:

@@ -23,6 +23,7 @@ class Group:
     symbol: str
     size: int
     ranks: tuple[tuple[int, ...], ...]
+    symm_mem: bool = False
 
     def declaration(self, world_size: int) -> str:
         attrs = [f"size = {self.size} : i64"]
@@ -36,6 +37,8 @@ class Group:
                 attrs.append(f"ranks = {fmt_array(self.ranks[0])}")
             else:
                 attrs.append("ranks = [" + ", ".join(fmt_array(r) for r in self.ranks) + "]")
+        if self.symm_mem:
+            attrs.append("symm_mem")
         return f"  coll.group @{self.symbol} {{{', '.join(attrs)}}}"
 
 
@@ -48,7 +51,7 @@ class GroupTable:
     used: dict[str, Group] = field(default_factory=dict)
 
     @classmethod
-    def from_mesh(cls, mesh: DeviceMesh | None, world_size: int) -> GroupTable:
+    def from_mesh(cls, mesh: DeviceMesh | None, world_size: int, symm_mem: bool = False) -> GroupTable:
         table = cls(world_size)
         if mesh is not None:
             names = mesh.mesh_dim_names or tuple(f"mesh{d}" for d in range(mesh.ndim))
@@ -56,7 +59,8 @@ class GroupTable:
                 pg = mesh.get_group(d)
                 size = mesh.mesh.shape[d]
                 family = mesh.mesh.movedim(d, -1).reshape(-1, size).tolist()
-                group = Group(sanitize(dim_name), size, tuple(tuple(int(r) for r in g) for g in family))
+                ranks = tuple(tuple(int(r) for r in g) for g in family)
+                group = Group(sanitize(dim_name), size, ranks, symm_mem)
                 # Declared even when unused: arguments may name it in `coll.replicated`.
                 table.by_name[pg.group_name] = group
                 table.used[group.symbol] = group

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 from safetensors.torch import save_file
+from torch.distributed.tensor import Shard
 
 from .export import Arg, Out
 from .ir import ExportError
@@ -66,6 +67,7 @@ class Program:
             "tp": self.par.tp,
             "sp": self.par.sp,
             "fsdp": self.par.fsdp,
+            "symm_mem": self.par.symm_mem,
             "backward": self.backward,
             "dtype": str(self.dtype).removeprefix("torch.") if self.dtype else None,
             "seed": self.seed,

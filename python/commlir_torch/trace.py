@@ -48,6 +48,9 @@ class Parallelism:
     tp: int = 1
     fsdp: int = 1
     sp: bool = False
+    # Declare the groups with symmetric memory (`symm_mem`), which lets commlir use its
+    # one-shot/two-shot all-reduces and fused all-gather-matmul kernels.
+    symm_mem: bool = False
 
     def __post_init__(self) -> None:
         if self.tp < 1 or self.fsdp < 1:
@@ -252,7 +255,9 @@ def _reset_dtensor_caches() -> None:
     from torch.distributed.tensor import _redistribute
     from torch.distributed.tensor._sharding_prop import ShardingPropagator
 
-    _redistribute._gen_transform_infos.cache_clear()
+    transform = getattr(_redistribute, "_gen_transform_infos", None)
+    if transform is not None and hasattr(transform, "cache_clear"):
+        transform.cache_clear()
     prop = DTensor._op_dispatcher.sharding_propagator
     for name in ("propagate_op_sharding",):
         cached = getattr(prop, name, None)
@@ -289,7 +294,7 @@ def trace_rank(
         dp_index, tp_index = par.coords(rank)
         inputs = example_inputs(inst, seed, dp_index)
         apply_tp(model, par, tp_mesh)
-        groups = GroupTable.from_mesh(mesh, par.world_size)
+        groups = GroupTable.from_mesh(mesh, par.world_size, par.symm_mem)
         tp_sym = "tp" if par.tp > 1 else None
 
         params: list[ParamInfo] = []

@@ -29,6 +29,13 @@ DEMO_SCHEDULE = (
 )
 
 
+# Symmetric-memory lowering: fused all-gather-matmul, one-shot all-reduces.
+FUSED_PIPELINE = (
+    "builtin.module(func.func(coll-fuse-matmul{ignore-cost=true},coll-to-comm{one-shot-threshold=1048576},"
+    "comm-overlap-schedule,comm-plan-pools))"
+)
+
+
 class AgainstPyTorch(unittest.TestCase):
     tmp: tempfile.TemporaryDirectory[str]
 
@@ -49,16 +56,25 @@ class AgainstPyTorch(unittest.TestCase):
         dtype: torch.dtype | None = None,
         pipeline: str = DEFAULT_PIPELINE,
         spec: str = "",
-    ) -> None:
+    ) -> str:
+        """Checks the model; returns the optimized program's text."""
         prog = export(factory, par, backward=backward, dtype=dtype, model_spec=spec)
         workdir = os.path.join(self.tmp.name, self.id().rsplit(".", 1)[-1])
         report = check(prog, workdir, pipeline=pipeline)
         self.assertTrue(report.errors, "nothing was compared")
         self.assertTrue(report.ok, "\n" + report.summary())
         self.assertTrue(report.pipeline_identical)
+        with open(os.path.join(workdir, "model.opt.mlir")) as f:
+            return f.read()
 
     def test_mlp_tp2(self) -> None:
         self.check_model(make_mlp, Parallelism(tp=2))
+
+    def test_mlp_sp2_symm_mem_fused(self) -> None:
+        # Sequence-parallel with symmetric memory: coll-fuse-matmul turns the all-gather and
+        # the first matmul into symm.fused_all_gather_matmul, and the results stay bit-identical.
+        opt = self.check_model(make_mlp, Parallelism(tp=2, sp=True, symm_mem=True), pipeline=FUSED_PIPELINE)
+        self.assertIn("symm.fused_all_gather_matmul", opt)
 
     def test_mlp_tp4(self) -> None:
         self.check_model(make_mlp, Parallelism(tp=4), pipeline=DEMO_SCHEDULE)
