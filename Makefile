@@ -45,6 +45,14 @@ PYTHON_PACKAGES := torch==2.11.0 numpy safetensors
 # The Python tests run the exporter's programs on these binaries (the debug build of `cargo
 # test`).
 PY_TEST_BIN ?= $(CURDIR)/target/debug
+# One shell command (no recursive make, so that `make -n test` runs nothing): fails when the
+# environment or the binaries are missing.
+PY_TEST = echo "==> $(VENV)/bin/python -m unittest discover -s python/tests (binaries: $(PY_TEST_BIN))"; \
+	{ [ -x $(VENV)/bin/python ] || { echo "Python tests: $(VENV)/bin/python missing (make setup-python)"; false; }; } && \
+	{ [ -x $(PY_TEST_BIN)/commlir-run ] && [ -x $(PY_TEST_BIN)/commlir-opt ] || \
+	  { echo "Python tests: no commlir-opt/commlir-run in $(PY_TEST_BIN)"; false; }; } && \
+	( cd python && COMMLIR_OPT=$(PY_TEST_BIN)/commlir-opt COMMLIR_RUN=$(PY_TEST_BIN)/commlir-run \
+	  $(abspath $(VENV))/bin/python -m unittest discover -s tests -t . -v )
 
 FUZZ_SECONDS ?= 600
 FUZZ_TARGET ?= roundtrip
@@ -148,21 +156,17 @@ test: setup
 	$(CARGO) clippy --workspace --all-targets --keep-going -- -D warnings || { status=1; echo "make test: FAILED: clippy"; }; \
 	echo "==> cargo test --workspace --no-fail-fast"; \
 	$(CARGO) test --workspace --no-fail-fast || { status=1; echo "make test: FAILED: cargo test"; }; \
-	$(MAKE) --no-print-directory test-python-run || { status=1; echo "make test: FAILED: Python tests"; }; \
+	$(PY_TEST) || { status=1; echo "make test: FAILED: Python tests"; }; \
 	exit $$status
 
 # The Python tests alone (builds the debug binaries they run).
 test-python: setup-python
 	$(CARGO) build -p commlir-opt -p commlir-run
-	@$(MAKE) --no-print-directory test-python-run
+	@$(PY_TEST)
 
+# The Python tests on the binaries already built in $(PY_TEST_BIN).
 test-python-run:
-	@echo "==> $(VENV)/bin/python -m unittest discover -s python/tests -t python (binaries: $(PY_TEST_BIN))"
-	@[ -x $(VENV)/bin/python ] || { echo "test-python: $(VENV)/bin/python missing (make setup-python)"; exit 1; }
-	@[ -x $(PY_TEST_BIN)/commlir-run ] && [ -x $(PY_TEST_BIN)/commlir-opt ] || \
-	  { echo "test-python: no commlir-opt/commlir-run in $(PY_TEST_BIN)"; exit 1; }
-	cd python && COMMLIR_OPT=$(PY_TEST_BIN)/commlir-opt COMMLIR_RUN=$(PY_TEST_BIN)/commlir-run \
-	  $(abspath $(VENV))/bin/python -m unittest discover -s tests -t . -v
+	@$(PY_TEST)
 
 fmt:
 	$(CARGO) fmt --all
