@@ -295,6 +295,15 @@ def _not(cx: Lowering, node: fx.Node) -> Result:
     return cx.em.op("compute.compare", [x, fill(cx, False, ty)], ty, {"predicate": fmt_str("eq")}, hint=node.name)
 
 
+@register(aten.logical_or.default, aten.bitwise_or.Tensor)
+def _or(cx: Lowering, node: fx.Node) -> Result:
+    ty = node_type(node)
+    if ty.dtype != torch.bool:
+        raise ExportError("bitwise or of non-bool tensors")
+    a, b = operand(cx, node.args[0], ty), operand(cx, node.args[1], ty)
+    return cx.em.op("compute.select", [a, fill(cx, True, ty), b], ty, hint=node.name)
+
+
 @register(aten.logical_and.default, aten.bitwise_and.Tensor)
 def _and(cx: Lowering, node: fx.Node) -> Result:
     ty = node_type(node)
@@ -719,3 +728,142 @@ def _var_mean(cx: Lowering, node: fx.Node) -> Result:
 def _var(cx: Lowering, node: fx.Node) -> Result:
     var, _, _ = _var_mean_values(cx, node)
     return var
+
+
+# ------------------------------------------------------- lookups as one-hot matmuls
+
+
+def one_hot(cx: Lowering, indices: Value, classes: int, dtype: torch.dtype, hint: str) -> Value:
+    """``[N]`` integer indices → ``[N, classes]`` one-hot rows of ``dtype`` (an index outside
+    ``[0, classes)`` gives a row of zeros)."""
+    (n,) = indices.type.shape
+    idx = cast(cx, indices, torch.int64)
+    grid = TensorType((n, classes), torch.int64)
+    iota = cx.em.op("compute.iota", [], grid, {"dim": fmt_int(1)}, hint=f"{hint}_iota")
+    col = broadcast(cx, reshape(cx, idx, (n, 1)), grid.shape)
+    hit = cx.em.op("compute.compare", [iota, col], grid.with_dtype(torch.bool), {"predicate": fmt_str("eq")}, hint=f"{hint}_eq")
+    return cast(cx, hit, dtype)
+
+
+@register(aten.embedding.default)
+def _embedding(cx: Lowering, node: fx.Node) -> Result:
+    """``weight[indices]`` as ``one_hot(indices) @ weight``: each output row is one weight row
+    times one plus zeros, so the lookup is exact."""
+    ty = node_type(node)
+    weight, indices = cx.value(node.args[0]), cx.value(node.args[1])
+    vocab, dim = weight.type.shape
+    n = math.prod(indices.type.shape)
+    oh = one_hot(cx, reshape(cx, indices, (n,)), vocab, weight.type.dtype, node.name)
+    rows = cx.em.op("compute.matmul", [oh, weight], weight.type.with_shape((n, dim)), hint=f"{node.name}_mm")
+    return reshape(cx, rows, ty.shape)
+
+
+@register(aten.embedding_dense_backward.default)
+def _embedding_backward(cx: Lowering, node: fx.Node) -> Result:
+    """The weight gradient ``one_hot(indices)ᵀ @ grad`` (rows of ``padding_idx`` stay zero)."""
+    ty = node_type(node)
+    grad, indices = cx.value(node.args[0]), cx.value(node.args[1])
+    vocab, padding_idx, by_freq = int(node.args[2]), int(node.args[3]), bool(node.args[4])
+    if by_freq:
+        raise ExportError("scale_grad_by_freq=True (gradients scaled by index counts)")
+    dim = ty.shape[1]
+    n = math.prod(indices.type.shape)
+    flat = reshape(cx, indices, (n,))
+    oh = one_hot(cx, flat, vocab, ty.dtype, node.name)
+    if padding_idx >= 0:
+        keep = cx.em.op(
+            "compute.compare", [cast(cx, flat, torch.int64), fill(cx, padding_idx, TensorType((n,), torch.int64))],
+            TensorType((n,), torch.bool), {"predicate": fmt_str("ne")}, hint=f"{node.name}_keep",
+        )
+        oh = cx.em.op("compute.mul", [oh, broadcast(cx, reshape(cx, cast(cx, keep, ty.dtype), (n, 1)), oh.type.shape)],
+                      oh.type, hint=f"{node.name}_pad")
+    oht = permute(cx, oh, [1, 0], f"{node.name}_t")
+    g = reshape(cx, cast(cx, grad, ty.dtype), (n, dim))
+    return cx.em.op("compute.matmul", [oht, g], ty, hint=node.name)
+
+
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _nll_parts(cx: Lowering, node: fx.Node, x: Value, target: Value, weight: Any, ignore_index: int) -> tuple[Value, Value]:
+    """The one-hot of the targets (``[N, C]``, zero rows where ignored) and the kept-row mask
+    (``[N]``), both of ``x``'s type."""
+    if weight is not None:
+        raise ExportError("nll_loss with class weights")
+    if x.type.rank != 2:
+        raise ExportError(f"nll_loss on {x.type} (only [N, C] inputs)")
+    n, c = x.type.shape
+    t = cast(cx, target, torch.int64)
+    keep = cx.em.op(
+        "compute.compare", [t, fill(cx, ignore_index, t.type)], t.type.with_dtype(torch.bool),
+        {"predicate": fmt_str("ne")}, hint=f"{node.name}_keep",
+    )
+    mask = cast(cx, keep, x.type.dtype)
+    oh = one_hot(cx, t, c, x.type.dtype, node.name)
+    oh = cx.em.op("compute.mul", [oh, broadcast(cx, reshape(cx, mask, (n, 1)), (n, c))], oh.type, hint=f"{node.name}_oh")
+    return oh, mask
+
+
+@register(aten.nll_loss_forward.default)
+def _nll_loss(cx: Lowering, node: fx.Node) -> Result:
+    """``-x[i, target[i]]`` per row (one-hot products summed), reduced by ``reduction``; the
+    second result is the number of rows not ignored."""
+    out_t, total_t = node_types(node)
+    x, target = cx.value(node.args[0]), cx.value(node.args[1])
+    weight, reduction, ignore_index = node.args[2], int(node.args[3]), int(node.args[4])
+    oh, mask = _nll_parts(cx, node, x, target, weight, ignore_index)
+    picked = cx.em.op("compute.mul", [x, oh], x.type, hint=f"{node.name}_pick")
+    rows = cx.em.op("compute.reduce_sum", [picked], mask.type, {"dim": fmt_int(1)}, hint=f"{node.name}_rows")
+    rows = cx.em.op("compute.neg", [rows], rows.type, hint=f"{node.name}_neg")
+    scalar = TensorType((), x.type.dtype)
+    total = cx.em.op("compute.reduce_sum", [mask], scalar, {"dim": fmt_int(0)}, hint=f"{node.name}_total")
+    kind = _REDUCTIONS.get(reduction)
+    if kind == "none":
+        return [reshape(cx, rows, out_t.shape), total]
+    s = cx.em.op("compute.reduce_sum", [rows], scalar, {"dim": fmt_int(0)}, hint=f"{node.name}_sum")
+    if kind == "sum":
+        return [s, total]
+    if kind == "mean":
+        return [cx.em.op("compute.div", [s, total], scalar, hint=node.name), total]
+    raise ExportError(f"reduction {reduction}")
+
+
+@register(aten.nll_loss_backward.default)
+def _nll_loss_backward(cx: Lowering, node: fx.Node) -> Result:
+    """``-one_hot(target) · grad`` (divided by the kept-row count for ``mean``)."""
+    ty = node_type(node)
+    grad, x, target = cx.value(node.args[0]), cx.value(node.args[1]), cx.value(node.args[2])
+    weight, reduction, ignore_index = node.args[3], int(node.args[4]), int(node.args[5])
+    total = cx.value(node.args[6])
+    oh, _ = _nll_parts(cx, node, x, target, weight, ignore_index)
+    g = cast(cx, grad, ty.dtype)
+    kind = _REDUCTIONS.get(reduction)
+    if kind == "mean":
+        g = cx.em.op("compute.div", [g, cast(cx, total, ty.dtype)], g.type, hint=f"{node.name}_mean")
+    if kind == "none":
+        g = broadcast(cx, reshape(cx, g, (ty.shape[0], 1)), ty.shape)
+    else:
+        g = broadcast(cx, g, ty.shape)
+    neg = cx.em.op("compute.neg", [oh], ty, hint=f"{node.name}_neg")
+    return cx.em.op("compute.mul", [neg, g], ty, hint=node.name)
+
+
+@register(aten.index_put.default)
+def _index_put(cx: Lowering, node: fx.Node) -> Result:
+    """``x[mask] = v`` with one boolean mask over ``x``'s leading dimensions and a scalar (or
+    full-shape) ``v``: a select."""
+    ty = node_type(node)
+    x, indices, values = node.args[0], node.args[1], node.args[2]
+    accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
+    if accumulate or len(indices) != 1 or not isinstance(indices[0], fx.Node):
+        raise ExportError("index_put other than x[mask] = v (one boolean mask, no accumulate)")
+    mask = cx.value(indices[0])
+    k = mask.type.rank
+    if mask.type.dtype != torch.bool or mask.type.shape != ty.shape[:k]:
+        raise ExportError(f"index_put with index {mask.type} (only a boolean mask of leading dims of {list(ty.shape)})")
+    mask = broadcast(cx, reshape(cx, mask, mask.type.shape + (1,) * (ty.rank - k)), ty.shape)
+    vt = values.meta.get("val") if isinstance(values, fx.Node) else None
+    if isinstance(vt, torch.Tensor) and vt.dim() > 0 and tuple(vt.shape) != ty.shape:
+        raise ExportError(f"index_put of values {list(vt.shape)} (only a scalar or the full shape)")
+    v = operand(cx, values, ty)
+    return cx.em.op("compute.select", [mask, v, operand(cx, x, ty)], ty, hint=node.name)

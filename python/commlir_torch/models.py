@@ -179,6 +179,54 @@ class LlamaBlock(nn.Module):
         return [self.attention, self.feed_forward]
 
 
+class LlamaLM(nn.Module):
+    """A small Llama language model: token embedding, ``n_layers`` Llama blocks, a final
+    RMSNorm, the output projection and the cross-entropy loss against the next tokens. Its
+    forward returns the loss, so ``--backward`` differentiates that."""
+
+    def __init__(self, vocab: int = 128, dim: int = 64, n_layers: int = 2, n_heads: int = 4,
+                 hidden: int = 128, seq: int = 16, batch: int = 2) -> None:
+        super().__init__()
+        self.vocab, self.seq, self.batch = vocab, seq, batch
+        self.tok_embeddings = nn.Embedding(vocab, dim)
+        self.layers = nn.ModuleList(LlamaBlock(dim, n_heads, hidden, seq, batch) for _ in range(n_layers))
+        self.norm = RMSNorm(dim)
+        self.output = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        h = self.tok_embeddings(tokens)
+        for layer in self.layers:
+            h = layer(h)
+        logits = self.output(self.norm(h))
+        return F.cross_entropy(logits.reshape(-1, self.vocab).float(), targets.reshape(-1))
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        tokens = torch.randint(0, self.vocab, (self.batch, self.seq + 1))
+        return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+
+    def tp_plan(self, sp: bool = False) -> dict[str, ParallelStyle]:
+        # The vocabulary-parallel embedding and a column-parallel output gathered back to
+        # the whole vocabulary (the loss sees every logit); the blocks as LlamaBlock plans them.
+        seq_layout = Shard(1) if sp else Replicate()
+        plan: dict[str, ParallelStyle] = {
+            "tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=seq_layout),
+            "output": ColwiseParallel(input_layouts=seq_layout, output_layouts=Replicate()),
+        }
+        if sp:
+            plan["norm"] = SequenceParallel()
+        for i, layer in enumerate(self.layers):
+            plan.update({f"layers.{i}.{k}": v for k, v in layer.tp_plan(sp).items()})
+        return plan
+
+    def fsdp_units(self) -> list[nn.Module]:
+        return list(self.layers)
+
+
+def make_llama_lm() -> LlamaLM:
+    """The small Llama language model with its default (test-sized) shapes."""
+    return LlamaLM()
+
+
 class GPTBlock(nn.Module):
     """A GPT-2 style block: LayerNorm, a fused QKV projection with biases, attention written
     out (scores, a causal ``masked_fill`` and softmax), a tanh-GELU MLP. Data-parallel only

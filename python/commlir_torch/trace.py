@@ -85,9 +85,15 @@ class Parallelism:
 
 def decompositions() -> dict[Any, Any]:
     """The core-aten decompositions, plus those of ops that are core aten but have no single
-    commlir op (layer norm becomes means, a variance and rsqrt)."""
+    commlir op (layer norm becomes means, a variance and rsqrt), minus those of the lookups
+    aten.py lowers whole (embedding gradients, the negative log-likelihood)."""
+    aten = torch.ops.aten
     table = dict(core_aten_decompositions())
-    table.update(get_decompositions([torch.ops.aten.native_layer_norm]))
+    table.update(get_decompositions([aten.native_layer_norm]))
+    # Lowered as one-hot matmuls (aten.py) rather than through gather/scatter decompositions.
+    for packet in (aten.embedding_dense_backward, aten.nll_loss_forward, aten.nll_loss_backward):
+        for overload in packet.overloads():
+            table.pop(getattr(packet, overload), None)
     return table
 
 

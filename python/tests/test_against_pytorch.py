@@ -16,7 +16,7 @@ import unittest
 import torch
 
 from commlir_torch.check import DEFAULT_PIPELINE, check
-from commlir_torch.models import make_gpt_block, make_llama_block, make_mlp
+from commlir_torch.models import make_gpt_block, make_llama_block, make_llama_lm, make_mlp
 from commlir_torch.program import export
 from commlir_torch.trace import Factory, Parallelism, load_factory
 
@@ -93,6 +93,10 @@ class AgainstPyTorch(unittest.TestCase):
 
     def test_llama_2d_tp2_fsdp2_forward_backward(self) -> None:
         self.check_model(make_llama_block, Parallelism(tp=2, fsdp=2, sp=True), backward=True)
+
+    def test_llama_lm_fsdp2_forward_backward(self) -> None:
+        # Embedding and cross-entropy (one-hot matmuls) around two blocks; the loss is the output.
+        self.check_model(make_llama_lm, Parallelism(fsdp=2), backward=True)
 
     def test_gpt_fsdp2_forward_backward(self) -> None:
         self.check_model(make_gpt_block, Parallelism(fsdp=2), backward=True)
