@@ -93,7 +93,20 @@ def broadcast(cx: Lowering, v: Value, shape: Sequence[int]) -> Value:
 
 
 def fill(cx: Lowering, value: float | bool, ty: TensorType) -> Value:
-    return cx.em.op("compute.fill", [], ty, {"value": fmt_float(float(value))}, hint="cst")
+    """A constant tensor. A fill whose value differs between ranks (``cx.tables.fills``) is
+    each rank's element of a table of every rank's value, taken by ``coll.all_slice`` over the
+    world group: the same program on every rank."""
+    index = len(cx.fill_values)
+    cx.fill_values.append(float(value))
+    per_rank = cx.tables.fills.get(index)
+    if per_rank is None:
+        return cx.em.op("compute.fill", [], ty, {"value": fmt_float(float(value))}, hint="cst")
+    one = TensorType((1,), ty.dtype)
+    parts = [cx.em.op("compute.fill", [], one, {"value": fmt_float(v)}, hint=f"rank{r}_cst") for r, v in enumerate(per_rank)]
+    table = cx.em.op("compute.concat", parts, TensorType((len(per_rank),), ty.dtype), {"dim": fmt_int(0)}, hint="per_rank_cst")
+    world = cx.groups.world()
+    mine = cx.em.op("coll.all_slice", [table], one, {"dim": fmt_int(0), "group": f"@{world.symbol}"}, hint="rank_cst")
+    return broadcast(cx, reshape(cx, mine, (1,) * ty.rank), ty.shape)
 
 
 def is_scalar(a: Any) -> bool:
@@ -500,6 +513,7 @@ def _split(cx: Lowering, node: fx.Node) -> Result:
     if node.target == aten.unbind.int:
         dim_arg = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
     dim = norm_dim(int(dim_arg), x.type.rank)
+    cx.splits[node] = (x, dim)
     out, start = [], 0
     for i, t in enumerate(types):
         size = t.shape[dim] if node.target != aten.unbind.int else 1

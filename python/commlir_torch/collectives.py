@@ -108,7 +108,7 @@ def _all_to_all(cx: Lowering, node: fx.Node) -> Result:
     index = len(cx.a2a_local)
     cx.a2a_local.append((ins or [], outs or []))
     if ins is not None or outs is not None:
-        table = cx.a2a_table[index] if cx.a2a_table is not None else None
+        table = cx.tables.a2a[index] if cx.tables.a2a is not None else None
         if table is None:
             # Filled in when every rank has been traced (trace.py); this rank's view only.
             table = ([ins or []], [outs or []])

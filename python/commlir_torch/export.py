@@ -48,6 +48,20 @@ class Out:
 
 
 @dataclass
+class RankTables:
+    """What differs between ranks, gathered by tracing each of them (program.py): the split
+    sizes of every all-to-all (rank-major, ``None`` for one without splits), and the values of
+    the ``compute.fill`` ops whose constant depends on the rank (by the fill's index in the
+    order of emission, one value per global rank)."""
+
+    a2a: list[tuple[list[list[int]], list[list[int]]] | None] | None = None
+    fills: dict[int, list[float]] = field(default_factory=dict)
+    # The element of a split each rank takes (by the getitem's index among getitems of
+    # splits): DTensor's Replicate → Shard keeps "my chunk", a coll.all_slice.
+    picks: dict[int, list[int]] = field(default_factory=dict)
+
+
+@dataclass
 class Lowering:
     """The state of one graph's lowering: values by node, the emitter, the groups."""
 
@@ -57,7 +71,10 @@ class Lowering:
     view_nodes: set[fx.Node] = field(default_factory=set)
     consts: dict[str, torch.Tensor] = field(default_factory=dict)
     a2a_local: list[tuple[list[int], list[int]]] = field(default_factory=list)
-    a2a_table: list[tuple[list[list[int]], list[list[int]]] | None] | None = None
+    fill_values: list[float] = field(default_factory=list)
+    pick_values: list[int] = field(default_factory=list)
+    splits: dict[fx.Node, tuple[Value, int]] = field(default_factory=dict)
+    tables: RankTables = field(default_factory=RankTables)
 
     def value(self, a: Any) -> Value:
         if not isinstance(a, fx.Node):
@@ -123,7 +140,10 @@ def _lower_node(cx: Lowering, node: fx.Node) -> None:
     target = node.target
     if target is aten_table.GETITEM:
         seq, idx = node.args
-        cx.env[node] = cx.env[seq][idx]
+        if seq in cx.splits:
+            cx.env[node] = _pick(cx, node, seq, int(idx))
+        else:
+            cx.env[node] = cx.env[seq][idx]
         return
     if target in aten_table.ASSERTS:
         cx.env[node] = None
@@ -144,6 +164,28 @@ def _lower_node(cx: Lowering, node: fx.Node) -> None:
         cx.env[mutated] = result
     if isinstance(target, torch._ops.OpOverload) and target._schema.name.split("::")[-1] in _VIEW_OPS:
         cx.view_nodes.add(node)
+
+
+def _pick(cx: Lowering, node: fx.Node, split: fx.Node, idx: int) -> Value:
+    """Element ``idx`` of a split; where each rank takes another element (``cx.tables.picks``)
+    and rank r takes chunk r of a group, that group's ``coll.all_slice`` of the split input."""
+    index = len(cx.pick_values)
+    cx.pick_values.append(idx)
+    per_rank = cx.tables.picks.get(index)
+    if per_rank is None:
+        return cx.env[split][idx]
+    x, dim = cx.splits[split]
+    chunks = cx.env[split]
+    if any(c.type.shape[dim] != chunks[0].type.shape[dim] for c in chunks):
+        raise ExportError("each rank takes another chunk of an uneven split")
+    group = cx.groups.group_of_positions(per_rank, len(chunks))
+    if group is None:
+        raise ExportError(f"each rank takes another chunk of a split (chunks {per_rank} by rank), not by its place in a group")
+    shape = list(x.type.shape)
+    shape[dim] = chunks[0].type.shape[dim]
+    attrs = {"dim": f"{dim} : i64", "group": f"@{group.symbol}"}
+    mine = cx.em.op("coll.all_slice", [x], x.type.with_shape(shape), attrs, hint=node.name)
+    return aten_table.reshape(cx, mine, chunks[idx].type.shape)
 
 
 def _flatten(x: Any) -> list[Any]:
@@ -174,12 +216,12 @@ def lower_graph(
     outs: list[Out],
     groups: GroupTable,
     func_name: str = "forward",
-    a2a_table: list[tuple[list[list[int]], list[list[int]]] | None] | None = None,
+    tables: RankTables | None = None,
 ) -> tuple[str, Lowering]:
     """The module text of ``gm`` as function ``func_name``. ``args`` describe the
     placeholders in order (lifted constants are appended to it); ``outs`` the flattened
     outputs. Errors are :class:`ExportError` naming the node and its op."""
-    cx = Lowering(groups, a2a_table=a2a_table)
+    cx = Lowering(groups, tables=tables or RankTables())
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(args):
         raise ExportError(f"the graph has {len(placeholders)} inputs, {len(args)} were described")

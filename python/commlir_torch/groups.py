@@ -87,5 +87,34 @@ class GroupTable:
             return Group("world", len(ranks), (tuple(range(self.world_size)),))
         return Group(sanitize(f"pg{group_name}"), len(ranks), (ranks,))
 
+    def group_of_positions(self, positions: list[int], size: int) -> Group | None:
+        """The group of ``size`` ranks in which every global rank r is at place
+        ``positions[r]`` of its subgroup, if there is one."""
+        candidates = list(self.by_name.values())
+        if size == self.world_size:
+            candidates.append(Group("world", self.world_size, (tuple(range(self.world_size)),)))
+        for g in candidates:
+            if g.size != size or sum(len(sub) for sub in g.ranks) != self.world_size:
+                continue
+            place = {r: i for sub in g.ranks for i, r in enumerate(sub)}
+            if all(place.get(r) == p for r, p in enumerate(positions)):
+                if g.symbol == "world" and g not in self.by_name.values():
+                    return self.world()
+                self.used[g.symbol] = g
+                return g
+        return None
+
+    def world(self) -> Group:
+        """The group of every rank (declared on first use)."""
+        ranks = (tuple(range(self.world_size)),)
+        for g in self.by_name.values():
+            if g.ranks == ranks:
+                self.used[g.symbol] = g
+                return g
+        group = Group("world", self.world_size, ranks)
+        self.by_name["<world>"] = group
+        self.used[group.symbol] = group
+        return group
+
     def declarations(self) -> list[str]:
         return [g.declaration(self.world_size) for g in sorted(self.used.values(), key=lambda g: g.symbol)]

@@ -18,7 +18,7 @@ import torch
 from safetensors.torch import save_file
 from torch.distributed.tensor import Shard
 
-from .export import Arg, Out
+from .export import Arg, Out, RankTables
 from .ir import ExportError
 from .trace import (
     Factory,
@@ -186,18 +186,38 @@ def export(
 def _check_ranks(
     factory: Factory, par: Parallelism, backward: bool, dtype: torch.dtype | None, seed: int, first: Traced
 ) -> Traced:
+    """Rank 0's program, made the same on every rank: rank-dependent all-to-all splits,
+    constants and chunk choices go into rank tables (export.RankTables) when every rank's
+    trace has the same shape; anything else that differs is an error showing the first
+    differing line."""
+    n = par.world_size
     has_splits = any(ins or outs for ins, outs in first.a2a)
-    ranks = range(1, par.world_size) if has_splits else [par.world_size - 1]
     traces = {0: first}
-    for r in ranks:
+    for r in range(1, n) if has_splits else [n - 1]:
         traces[r] = trace_rank(factory, par, r, backward, dtype, seed)
-    if has_splits:
-        table = []
-        for i in range(len(first.a2a)):
-            ins = [traces[r].a2a[i][0] for r in range(par.world_size)]
-            outs = [traces[r].a2a[i][1] for r in range(par.world_size)]
-            table.append((ins, outs) if any(ins) or any(outs) else None)
-        traces = {r: trace_rank(factory, par, r, backward, dtype, seed, table) for r in range(par.world_size)}
+    differs = any(_canonical(t.text) != _canonical(first.text) for t in traces.values())
+    if has_splits or differs:
+        for r in range(1, n):
+            if r not in traces:
+                traces[r] = trace_rank(factory, par, r, backward, dtype, seed)
+        tables = RankTables()
+        if has_splits:
+            tables.a2a = []
+            for i in range(len(first.a2a)):
+                ins = [traces[r].a2a[i][0] for r in range(n)]
+                outs = [traces[r].a2a[i][1] for r in range(n)]
+                tables.a2a.append((ins, outs) if any(ins) or any(outs) else None)
+        if all(len(t.fills) == len(first.fills) for t in traces.values()):
+            for i in range(len(first.fills)):
+                values = [traces[r].fills[i] for r in range(n)]
+                if len(set(values)) > 1:
+                    tables.fills[i] = values
+        if all(len(t.picks) == len(first.picks) for t in traces.values()):
+            for i in range(len(first.picks)):
+                chosen = [traces[r].picks[i] for r in range(n)]
+                if len(set(chosen)) > 1:
+                    tables.picks[i] = chosen
+        traces = {r: trace_rank(factory, par, r, backward, dtype, seed, tables) for r in range(n)}
         first = traces[0]
     for r, t in traces.items():
         if _canonical(t.text) != _canonical(first.text):

@@ -34,7 +34,7 @@ from torch.distributed.tensor.parallel import parallelize_module
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from .export import Arg, Out, lower_graph
+from .export import Arg, Out, RankTables, lower_graph
 from .groups import GroupTable
 from .ir import ExportError, TensorType, sanitize
 
@@ -236,6 +236,8 @@ class Traced:
     outs: list[Out]
     consts: dict[str, torch.Tensor]
     a2a: list[tuple[list[int], list[int]]]
+    fills: list[float]
+    picks: list[int]
     params: list[ParamInfo] = field(default_factory=list)
 
 
@@ -282,7 +284,7 @@ def trace_rank(
     backward: bool,
     dtype: torch.dtype | None,
     seed: int,
-    a2a_table: Any = None,
+    tables: RankTables | None = None,
 ) -> Traced:
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
@@ -378,8 +380,8 @@ def trace_rank(
             ]
         else:
             outs = [Out("output", str(i)) for i in range(n_out)]
-        text, cx = lower_graph(gm, args, outs, groups, "train_step" if backward else "forward", a2a_table)
-        return Traced(text, args, outs, cx.consts, cx.a2a_local, params)
+        text, cx = lower_graph(gm, args, outs, groups, "train_step" if backward else "forward", tables)
+        return Traced(text, args, outs, cx.consts, cx.a2a_local, cx.fill_values, cx.pick_values, params)
     finally:
         dist.destroy_process_group()
         sys.excepthook = hook

@@ -91,12 +91,12 @@ class AgainstPyTorch(unittest.TestCase):
     def test_llama_fsdp2_forward_backward(self) -> None:
         self.check_model(make_llama_block, Parallelism(fsdp=2), backward=True)
 
-    def test_llama_2d_tp2_fsdp2_forward_backward(self) -> None:
-        self.check_model(make_llama_block, Parallelism(tp=2, fsdp=2, sp=True), backward=True)
-
-    def test_llama_lm_fsdp2_forward_backward(self) -> None:
-        # Embedding and cross-entropy (one-hot matmuls) around two blocks; the loss is the output.
-        self.check_model(make_llama_lm, Parallelism(fsdp=2), backward=True)
+    def test_llama_lm_2d_tp2_sp_fsdp2_forward_backward(self) -> None:
+        # Two blocks between a vocabulary-parallel embedding (each rank's vocabulary offset, a
+        # rank-dependent constant, becomes a coll.all_slice of every rank's value) and an
+        # output gathered for the cross-entropy (whose backward keeps each rank's chunk).
+        opt = self.check_model(make_llama_lm, Parallelism(tp=2, fsdp=2, sp=True), backward=True)
+        self.assertIn("coll.all_slice", opt)
 
     def test_gpt_fsdp2_forward_backward(self) -> None:
         self.check_model(make_gpt_block, Parallelism(fsdp=2), backward=True)

@@ -8,7 +8,7 @@ import re
 import unittest
 
 from commlir_torch.ir import ExportError
-from commlir_torch.models import make_llama_block, make_mlp
+from commlir_torch.models import make_llama_block, make_llama_lm, make_mlp
 from commlir_torch.program import export
 from commlir_torch.trace import Parallelism, load_factory
 
@@ -101,6 +101,12 @@ class Refusals(unittest.TestCase):
             "array<i64: 1, 2, 2, 3>, array<i64: 3, 1, 2, 2>]",
             text,
         )
+
+    def test_rank_dependent_constants_become_all_slices(self) -> None:
+        # The vocabulary-parallel embedding subtracts each rank's vocabulary offset.
+        text = export(make_llama_lm, Parallelism(tp=2)).text
+        self.assertRegex(text, r"compute\.concat %rank0_cst, %rank1_cst \{dim = 0 : i64\}")
+        self.assertRegex(text, r"coll\.all_slice %per_rank_cst \{dim = 0 : i64, group = @tp\}")
 
     def test_sp_without_tp(self) -> None:
         with self.assertRaises(ExportError):
