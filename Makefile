@@ -1,10 +1,12 @@
 # commlir: the few commands a newcomer needs.
 #
-#   make setup   install what is missing (LLVM/MLIR 22, lit/FileCheck, rustfmt, clippy)
+#   make setup   install what is missing (LLVM/MLIR 22, lit/FileCheck, rustfmt, clippy, the
+#                Python environment .venv with PyTorch for python/commlir_torch)
 #   make build   cargo build --release of the tools (target/release/commlir-*)
 #   make dist    dist/commlir-run: the runner for GPU nodes (< 20 MB, no LLVM/MLIR), checked
 #   make demo    run commlir-opt with a real pipeline on an example and show input and result
-#   make test    the one test command: fmt, clippy, cargo tests (incl. lit and docs freshness)
+#   make test    the one test command: fmt, clippy, cargo tests (incl. lit and docs freshness),
+#                the Python tests of commlir_torch against PyTorch on gloo
 #   make bench   commlir-opt vs mlir-opt on a generated 200k-op file (ratio, same run)
 #   make fuzz    the cargo-fuzz target `roundtrip` for FUZZ_SECONDS (default 600)
 
@@ -35,16 +37,33 @@ DEMO_FLAGS ?=
 # on the sim backend and compared with the input's results.
 DEMO_SCHEDULE ?= builtin.module(func.func(coll-to-comm{one-shot-threshold=0},comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools))
 
+# The Python environment of python/commlir_torch (the PyTorch exporter): made by `make setup`
+# once, reused after. Packages from PyPI, torch pinned.
+VENV ?= .venv
+PYTHON ?= python3
+PYTHON_PACKAGES := torch==2.11.0 numpy safetensors
+# The Python tests run the exporter's programs on these binaries (the debug build of `cargo
+# test`).
+PY_TEST_BIN ?= $(CURDIR)/target/debug
+# One shell command (no recursive make, so that `make -n test` runs nothing): fails when the
+# environment or the binaries are missing.
+PY_TEST = echo "==> $(VENV)/bin/python -m unittest discover -s python/tests (binaries: $(PY_TEST_BIN))"; \
+	{ [ -x $(VENV)/bin/python ] || { echo "Python tests: $(VENV)/bin/python missing (make setup-python)"; false; }; } && \
+	{ [ -x $(PY_TEST_BIN)/commlir-run ] && [ -x $(PY_TEST_BIN)/commlir-opt ] || \
+	  { echo "Python tests: no commlir-opt/commlir-run in $(PY_TEST_BIN)"; false; }; } && \
+	( cd python && COMMLIR_OPT=$(PY_TEST_BIN)/commlir-opt COMMLIR_RUN=$(PY_TEST_BIN)/commlir-run \
+	  $(abspath $(VENV))/bin/python -m unittest discover -s tests -t . -v )
+
 FUZZ_SECONDS ?= 600
 FUZZ_TARGET ?= roundtrip
 
-.PHONY: help setup setup-apt setup-rust setup-bench setup-fuzz build dist demo test fmt clippy \
-        cargo-test lit bench fuzz clean
+.PHONY: help setup setup-apt setup-rust setup-python setup-bench setup-fuzz build dist demo test \
+        test-python test-python-run fmt clippy cargo-test lit bench fuzz clean
 
 help:
 	@sed -n '3,10p' Makefile | sed 's/^# *//'
 
-setup: setup-apt setup-rust
+setup: setup-apt setup-rust setup-python
 
 # Installs only what is missing; `apt-get update` only when something is.
 setup-apt:
@@ -60,6 +79,18 @@ setup-rust:
 	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
 	@echo "setup: rustfmt and clippy present"
+
+# Idempotent: nothing happens when the environment already imports torch.
+setup-python:
+	@if [ -x $(VENV)/bin/python ] && $(VENV)/bin/python -c "import torch, numpy, safetensors" 2>/dev/null; then \
+	  echo "setup: Python environment $(VENV) present (torch $$($(VENV)/bin/python -c 'import torch; print(torch.__version__)'))"; \
+	else \
+	  echo "setup: creating $(VENV) with $(PYTHON_PACKAGES)"; \
+	  { [ -x $(VENV)/bin/python ] || $(PYTHON) -m venv $(VENV) || \
+	    { echo "setup: '$(PYTHON) -m venv' failed (Debian: apt-get install python3-venv)"; exit 1; }; } && \
+	  $(VENV)/bin/python -m pip install --upgrade pip && \
+	  $(VENV)/bin/python -m pip install $(PYTHON_PACKAGES); \
+	fi
 
 # hyperfine makes the benchmark's statistics nicer; bench/run.sh works without it.
 setup-bench:
@@ -114,7 +145,9 @@ demo: setup build
 # The docs freshness check (docs/dialects/*.md generated from the op definitions) is the
 # cargo test dialects/tests/docs_fresh.rs, and lit runs from tools/commlir-opt/tests/lit.rs:
 # both are part of `cargo test --workspace`.
-# All three steps run even if one fails, so that one run shows every problem.
+# The Python tests (python/tests) run after cargo test, on its debug binaries; a missing
+# environment is a failure, not a skip.
+# All four steps run even if one fails, so that one run shows every problem.
 test: setup
 	@status=0; \
 	echo "==> cargo fmt --all --check"; \
@@ -123,7 +156,17 @@ test: setup
 	$(CARGO) clippy --workspace --all-targets --keep-going -- -D warnings || { status=1; echo "make test: FAILED: clippy"; }; \
 	echo "==> cargo test --workspace --no-fail-fast"; \
 	$(CARGO) test --workspace --no-fail-fast || { status=1; echo "make test: FAILED: cargo test"; }; \
+	$(PY_TEST) || { status=1; echo "make test: FAILED: Python tests"; }; \
 	exit $$status
+
+# The Python tests alone (builds the debug binaries they run).
+test-python: setup-python
+	$(CARGO) build -p commlir-opt -p commlir-run
+	@$(PY_TEST)
+
+# The Python tests on the binaries already built in $(PY_TEST_BIN).
+test-python-run:
+	@$(PY_TEST)
 
 fmt:
 	$(CARGO) fmt --all

@@ -1,0 +1,1 @@
+"""commlir_torch: PyTorch FX graphs (DTensor, FSDP, functional collectives) → commlir IR."""
