@@ -394,6 +394,10 @@ struct Lowering {
     /// orders the compute stream after *all* comm work so far (one stream runs in order), so
     /// no further comm → compute pair is needed before a pool release or the return.
     last_comm_event: Option<Value>,
+    /// Transposes that only feed GEMMs: each GEMM reads the transpose's input with cuBLAS's
+    /// transposed operand instead, and the transpose emits nothing
+    /// ([`gemm_operand_transposes`]).
+    gemm_transposed: HashSet<OpId>,
 }
 
 fn err(ctx: &Context, op: OpId, msg: impl std::fmt::Display) -> Diagnostic {
@@ -432,6 +436,7 @@ fn lower_function(
         compute_dirty: true,
         comm_dirty: false,
         last_comm_event: None,
+        gemm_transposed: gemm_operand_transposes(ctx, &ops, &plan),
     };
     // Arguments become the caller's buffers.
     for &a in ctx.block_args(block).to_vec().iter() {
@@ -662,6 +667,9 @@ fn lower_op(
     if plan.absorbed.contains_key(&op) || plan.fused_into.contains_key(&op) {
         return Ok(()); // computed by a later kernel, or by its all-reduce's epilogue
     }
+    if st.gemm_transposed.contains(&op) {
+        return Ok(()); // read transposed by the GEMMs that use it
+    }
     if let Some(&g) = plan.root_group.get(&op) {
         let group = &plan.groups[g];
         let sym = kernel_symbol(ctx, module, func, group, kernels)?;
@@ -880,6 +888,59 @@ fn launch_items(ctx: &Context, op: OpId) -> i64 {
     }
 }
 
+/// The transposes of `ops` that cuBLAS can apply instead: a `compute.transpose`, or a
+/// `compute.permute` swapping the last two dimensions of a rank-2 or rank-3 tensor, whose
+/// every use is an operand of a `compute.matmul` of the same rank, reading a plain tensor (not
+/// a comm buffer) and writing its result to no pool slot. A GEMM reads the input with its
+/// operand transposed (`transa`/`transb`), so the transpose's kernel and buffer disappear:
+/// `x @ W.T` of an `nn.Linear` exported from PyTorch costs one GEMM, not a copy of the weight
+/// and a GEMM.
+fn gemm_operand_transposes(ctx: &Context, ops: &[OpId], plan: &FusionPlan) -> HashSet<OpId> {
+    let swaps_last_two = |op: OpId| -> Option<usize> {
+        let name = ctx.op_name(op);
+        if name != "compute.transpose" && name != "compute.permute" {
+            return None;
+        }
+        let rank = value_tensor(ctx, ctx.result(op, 0))?.shape.len();
+        match name {
+            "compute.transpose" if rank == 2 => Some(2),
+            "compute.permute" => {
+                let perm = ctx.attr_as_i64_array(ctx.inherent_attr(op, "perm")?)?;
+                match perm.as_slice() {
+                    [1, 0] => Some(2),
+                    [0, 2, 1] => Some(3),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    };
+    ops.iter()
+        .copied()
+        .filter(|&op| {
+            let Some(rank) = swaps_last_two(op) else {
+                return false;
+            };
+            if plan.absorbed.contains_key(&op)
+                || ctx
+                    .get_attr(op, commlir_dialects::comm::SLOT_ATTR)
+                    .is_some()
+                || buffer_encoding(ctx, ctx.value_type(ctx.operand(op, 0))).is_some()
+                || buffer_encoding(ctx, ctx.value_type(ctx.result(op, 0))).is_some()
+            {
+                return false;
+            }
+            let uses = ctx.uses(ctx.result(op, 0));
+            !uses.is_empty()
+                && uses.iter().all(|u| {
+                    ctx.op_name(u.op) == "compute.matmul"
+                        && value_tensor(ctx, ctx.result(u.op, 0))
+                            .is_some_and(|t| t.shape.len() == rank)
+                })
+        })
+        .collect()
+}
+
 fn lower_matmul(ctx: &mut Context, op: OpId, st: &mut Lowering) -> Result<(), Diagnostic> {
     let (a, b, r) = (ctx.operand(op, 0), ctx.operand(op, 1), ctx.result(op, 0));
     let (ta, tb) = match (value_tensor(ctx, a), value_tensor(ctx, b)) {
@@ -894,20 +955,29 @@ fn lower_matmul(ctx: &mut Context, op: OpId, st: &mut Lowering) -> Result<(), Di
     // cuBLAS GEMM here is float-only; integer matmul has no kernel either.
     kernel_int_op_ok(ctx, op, ta.elem).map_err(|m| err(ctx, op, format!("comm-to-rt: {m}")))?;
     let dtype = dtype_of(ctx, op, a)?;
+    // An operand that is a folded transpose is read from the transpose's input.
+    let source = |v: Value| {
+        ctx.defining_op(v)
+            .filter(|d| st.gemm_transposed.contains(d))
+            .map_or((v, false), |d| (ctx.operand(d, 0), true))
+    };
+    let ((a, trans_a), (b, trans_b)) = (source(a), source(b));
     let ba = buffer(ctx, st, op, a)?;
     let bb = buffer(ctx, st, op, b)?;
     let out = result_buffer(ctx, st, op, r)?;
     // Row-major C[m×n] = A[m×k]·B[k×n] is column-major Cᵀ = Bᵀ·Aᵀ, and a row-major matrix
     // read column-major is its transpose: so cuBLAS gets (B, A) with no transposition,
-    // m' = n, n' = m, and leading dimensions n, k, n.
+    // m' = n, n' = m, and leading dimensions n, k, n. A B that is the transpose of a
+    // row-major W[n×k] is W read column-major (Wᵀ, leading dimension k) transposed by cuBLAS;
+    // an A that is the transpose of V[k×m] likewise (leading dimension m).
     let attrs = [
-        ("transa", 0),
-        ("transb", 0),
+        ("transa", i64::from(trans_b)),
+        ("transb", i64::from(trans_a)),
         ("m", n),
         ("n", m),
         ("k", k),
-        ("lda", n),
-        ("ldb", k),
+        ("lda", if trans_b { k } else { n }),
+        ("ldb", if trans_a { m } else { k }),
         ("ldc", n),
         ("stride_a", k * n),
         ("stride_b", m * k),
