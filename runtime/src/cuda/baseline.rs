@@ -14,8 +14,8 @@
 //! is (`profile.rs`): the NCCL calls, the per-call event records, the rest.
 
 use super::ffi::{cu_check, nccl_check};
-use super::profile::{self, Driver, HostProfile, Profiler};
 use super::new_unique_id;
+use super::profile::{self, Driver, HostProfile, Profiler};
 use cudarc::driver::sys as cu;
 use cudarc::nccl::sys as nccl;
 use std::ffi::c_void;
