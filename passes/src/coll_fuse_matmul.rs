@@ -595,6 +595,14 @@ impl Plan {
             let mut b = Builder::before(ctx, self.at);
             b.loc = loc;
             let fused = b.create("symm.fused_all_gather_matmul", &operands, &types, &attrs);
+            // Inserted before `at` (the first fused matmul, erased below), right after the
+            // fused op.
+            if self.return_a {
+                let r = ctx.result(fused, 0);
+                let shape = shape_of(ctx, y).expect("tensor");
+                let r = Self::reshaped(ctx, r, &shape, self.at, loc);
+                ctx.replace_all_uses(y, r);
+            }
             let first = usize::from(self.return_a);
             for (i, &m) in self.matmuls.iter().enumerate() {
                 let r = ctx.result(fused, first + i);
@@ -605,12 +613,6 @@ impl Plan {
             }
             for &v in self.views.iter().rev() {
                 ctx.erase_op(v);
-            }
-            if self.return_a {
-                let r = ctx.result(fused, 0);
-                let shape = shape_of(ctx, y).expect("tensor");
-                let r = Self::reshaped(ctx, r, &shape, self.at, loc);
-                ctx.replace_all_uses(y, r);
             }
             ctx.erase_op(self.wait);
             ctx.erase_op(self.coll);
