@@ -395,6 +395,9 @@ fn match_all_gather(ctx: &Context, block: BlockId, ag: OpId) -> Option<Plan> {
             }
         })
         .collect();
+    if matmuls.is_empty() {
+        return None;
+    }
     sort_program_order(ctx, &mut hoist);
     // The views left without users once the matmuls are gone are erased (to a fixpoint:
     // a reshape of a reshape dies with it).
