@@ -2,28 +2,36 @@
 //! with the reduce-scatter of its product, into the pipelined `symm` ops (Inductor's
 //! micro-pipeline TP pass, on `coll` IR).
 //!
-//! - `all_gather_into_tensor` → `wait_tensor` → `matmul(s)` with the gathered tensor as the
-//!   left operand becomes one `symm.fused_all_gather_matmul` with one `b` per matmul, placed
-//!   at the first matmul. Other users of the gathered tensor read the op's `return_a` result,
-//!   so they must come after it: a user before the first matmul leaves the pattern alone.
-//! - `matmul` → `reduce_scatter_tensor` → `wait_tensor` (the product used only there) becomes
-//!   `symm.fused_matmul_reduce_scatter` at the reduce-scatter.
+//! - `all_gather_into_tensor` → `wait_tensor` → views → `matmul(s)` with the gathered tensor
+//!   as the left operand becomes one `symm.fused_all_gather_matmul` with one `b` per matmul,
+//!   placed at the first matmul. Users of the gathered tensor other than those chains read the
+//!   op's `return_a` result, so they must come after it: a user before the first matmul leaves
+//!   the pattern alone.
+//! - `matmul` → views → `reduce_scatter_tensor` → `wait_tensor` (every value on the way used
+//!   only there) becomes `symm.fused_matmul_reduce_scatter` at the reduce-scatter.
+//!
+//! The views are `compute.reshape`s and layout-identity slice/concat groups (see
+//! [`layout_identity_source`]): each keeps the row-major element order, so the all-gather's
+//! rank blocks (G runs of `shard` elements) are the row blocks of the matmul's M×K operand
+//! exactly when K divides `shard`, and the reduce-scatter's blocks are row blocks of the
+//! M×N product exactly when G divides M. The fused op then works on the shard reshaped to
+//! `shard/K × K` and its results are reshaped back, which moves no element.
 //!
 //! Only on groups with `symm_mem`. The fused op occupies the position of one collective of
 //! the pattern and no collective lies between the old and the new position, so the order of
 //! collectives on every group is unchanged. A pattern is fused only when the cost model says
-//! the pipeline beats the unfused sequence (matmul + collective, with `cost_ns` overrides
-//! honoured), unless `ignore-cost` is set. The sim semantics of the fused ops are the unfused
-//! sequences, so results are bit-identical.
+//! the pipeline beats the unfused sequence (matmul + collective + the erased views, with
+//! `cost_ns` overrides honoured), unless `ignore-cost` is set. The sim semantics of the fused
+//! ops are the unfused sequences, so results are bit-identical.
 
 use crate::analysis::cost::{op_cost, pipelined_ns, Machine};
 use crate::schedule::body_block;
 use commlir_dialects::coll::group_of;
-use commlir_dialects::shape::value_tensor_view;
+use commlir_dialects::shape::{int_attr, value_tensor_view};
 use commlir_ir::pass::{
     Anchor, OptionDef, OptionKind, Pass, PassEnv, PassInfo, PassOptions, StatisticDef,
 };
-use commlir_ir::{Attr, BlockId, Builder, Context, Diagnostic, OpId, Trait, Value};
+use commlir_ir::{Attr, BlockId, Builder, Context, Diagnostic, Loc, OpId, Trait, Value};
 
 commlir_ir::register_pass!(
     /// `coll-fuse-matmul`.
@@ -35,7 +43,8 @@ commlir_ir::register_pass!(
             operand of matmuls becomes `symm.fused_all_gather_matmul` (one `b` per matmul; the \
             gathered tensor is returned for its other users), and a matmul whose product is only \
             reduce-scattered becomes `symm.fused_matmul_reduce_scatter`, when the cost model \
-            says the pipeline wins.",
+            says the pipeline wins. Sees through reshapes and layout-identity slice/concat \
+            groups where the rank blocks are whole rows of the matmul.",
         anchor: Anchor::FUNC,
         options: &[
             OptionDef::new(
@@ -50,6 +59,10 @@ commlir_ir::register_pass!(
             StatisticDef::new("fused-all-gather", "All-gathers fused with their matmuls"),
             StatisticDef::new("fused-reduce-scatter", "Matmuls fused with their reduce-scatters"),
             StatisticDef::new("kept-by-cost", "Patterns left alone because fusing loses"),
+            StatisticDef::new(
+                "through-views",
+                "Fused patterns with reshapes or slice/concat groups in between",
+            ),
         ],
         create: |o: &PassOptions| Ok(Box::new(FuseMatmul {
             ignore_cost: o.get_bool("ignore-cost"),
@@ -70,6 +83,7 @@ struct Stats {
     all_gather: u64,
     reduce_scatter: u64,
     kept_by_cost: u64,
+    through_views: u64,
 }
 
 impl Pass for FuseMatmul {
@@ -90,6 +104,7 @@ impl Pass for FuseMatmul {
         env.add_stat("fused-all-gather", stats.all_gather);
         env.add_stat("fused-reduce-scatter", stats.reduce_scatter);
         env.add_stat("kept-by-cost", stats.kept_by_cost);
+        env.add_stat("through-views", stats.through_views);
         Ok(())
     }
 }
@@ -121,6 +136,9 @@ fn fuse_block(
             stats.kept_by_cost += 1;
             continue;
         }
+        if !plan.views.is_empty() {
+            stats.through_views += 1;
+        }
         if plan.gather {
             stats.all_gather += 1;
         } else {
@@ -140,8 +158,17 @@ struct Plan {
     matmuls: Vec<OpId>,
     /// The fused op goes right before this op.
     at: OpId,
-    /// All-gather side: the waited result has users other than the fused matmuls.
+    /// All-gather side: the waited result keeps users after the rewrite.
     return_a: bool,
+    /// The contraction dimension K of the fused op's `a` (gather side) or the product's
+    /// width N (reduce-scatter side).
+    width: i64,
+    /// The view ops between the collective and the matmuls that the rewrite erases, in
+    /// program order (reshapes, and the slices and concat of layout-identity groups).
+    views: Vec<OpId>,
+    /// Pure ops defining a `b` after `at` whose operands exist before the all-gather: they
+    /// move up to `at` (program order), so that their matmul can join the fused op.
+    hoist: Vec<OpId>,
 }
 
 /// The group of collective `op`, if it enables symmetric memory (and its size).
@@ -164,6 +191,14 @@ fn sole_wait(ctx: &Context, block: BlockId, v: Value) -> Option<OpId> {
 
 fn is_matrix(ctx: &Context, v: Value) -> bool {
     value_tensor_view(ctx, v).is_some_and(|t| t.shape.len() == 2)
+}
+
+fn shape_of(ctx: &Context, v: Value) -> Option<Vec<i64>> {
+    value_tensor_view(ctx, v).map(|t| t.shape.to_vec())
+}
+
+fn numel(ctx: &Context, v: Value) -> Option<i64> {
+    value_tensor_view(ctx, v).and_then(|t| t.checked_numel())
 }
 
 /// Whether `v` is available right before `at` (in `block`).
@@ -189,25 +224,9 @@ fn collective_between(ctx: &Context, from: OpId, to: OpId) -> bool {
     false
 }
 
-fn match_all_gather(ctx: &Context, block: BlockId, ag: OpId) -> Option<Plan> {
-    symm_group_size(ctx, ag)?;
-    if ctx.operands(ag).len() != 1 || !is_matrix(ctx, ctx.operand(ag, 0)) {
-        return None;
-    }
-    let wait = sole_wait(ctx, block, ctx.result(ag, 0))?;
-    let y = ctx.result(wait, 0);
-    let mut lhs_matmuls: Vec<OpId> = ctx
-        .uses(y)
-        .iter()
-        .filter(|u| {
-            u.index == 0
-                && ctx.op_name(u.op) == "compute.matmul"
-                && ctx.op_parent(u.op) == Some(block)
-        })
-        .map(|u| u.op)
-        .filter(|&m| is_matrix(ctx, ctx.operand(m, 1)))
-        .collect();
-    lhs_matmuls.sort_by(|a, b| {
+/// Sorts ops of one block into program order and drops duplicates.
+fn sort_program_order(ctx: &Context, ops: &mut Vec<OpId>) {
+    ops.sort_by(|a, b| {
         if a == b {
             std::cmp::Ordering::Equal
         } else if ctx.is_before_in_block(*a, *b) {
@@ -216,19 +235,197 @@ fn match_all_gather(ctx: &Context, block: BlockId, ag: OpId) -> Option<Plan> {
             std::cmp::Ordering::Greater
         }
     });
-    lhs_matmuls.dedup();
-    let at = *lhs_matmuls.first()?;
-    // Every `b` must exist where the fused op goes; a matmul whose `b` comes later stays.
-    let matmuls: Vec<OpId> = lhs_matmuls
+    ops.dedup();
+}
+
+/// If `concat` (a `compute.concat` in `block`) is a layout-identity slice/concat group, the
+/// sliced tensor `x`; the group is `concat(slice(x, d, 0, s₀), slice(x, d, s₀, s₁), …)` along
+/// dim `c` with the slices consecutive and covering `x`'s dim `d` in order, every slice used
+/// only by this concat, `x`'s dims before `d` all 1 and the operands' dims before `c` all 1.
+/// Then each slice is one contiguous run of `x`'s row-major elements (nothing varies above
+/// `d`), the runs are in order, and the concat lays its operands end to end (nothing varies
+/// above `c`): the result holds `x`'s elements in `x`'s row-major order, a reshape of `x`.
+/// (PyTorch's sequence-parallel exports split the sequence dimension this way to stack the
+/// reduce-scatter's rank blocks on dim 0.)
+fn layout_identity_source(ctx: &Context, block: BlockId, concat: OpId) -> Option<Value> {
+    if ctx.op_name(concat) != "compute.concat" || ctx.op_parent(concat) != Some(block) {
+        return None;
+    }
+    let c = usize::try_from(int_attr(ctx, concat, "dim")?).ok()?;
+    let mut x = None;
+    let mut d = None;
+    let mut next = 0i64;
+    for (i, &o) in ctx.operands(concat).iter().enumerate() {
+        let s = ctx.defining_op(o)?;
+        if ctx.op_name(s) != "compute.slice" || ctx.op_parent(s) != Some(block) {
+            return None;
+        }
+        match ctx.uses(o) {
+            [u] if u.op == concat && u.index as usize == i => {}
+            _ => return None,
+        }
+        let src = ctx.operand(s, 0);
+        let sd = usize::try_from(int_attr(ctx, s, "dim")?).ok()?;
+        if *x.get_or_insert(src) != src || *d.get_or_insert(sd) != sd {
+            return None;
+        }
+        if int_attr(ctx, s, "start")? != next {
+            return None;
+        }
+        next += int_attr(ctx, s, "size")?;
+        let os = shape_of(ctx, o)?;
+        if os.len() <= c || os[..c].iter().any(|&n| n != 1) {
+            return None;
+        }
+    }
+    let (x, d) = (x?, d?);
+    let xs = shape_of(ctx, x)?;
+    let covers = xs.len() > d && xs[d] == next && xs[..d].iter().all(|&n| n == 1);
+    covers.then_some(x)
+}
+
+/// The layout-preserving view the value `v` flows into through its use by `op`, if any: a
+/// `compute.reshape` (its result), or a slice whose concat is a layout-identity group of
+/// `v` (the concat's result; the group's ops are `ops`).
+fn view_step(ctx: &Context, block: BlockId, v: Value, op: OpId) -> Option<(Value, Vec<OpId>)> {
+    if ctx.op_parent(op) != Some(block) {
+        return None;
+    }
+    match ctx.op_name(op) {
+        "compute.reshape" => Some((ctx.result(op, 0), vec![op])),
+        "compute.slice" => {
+            let s = ctx.result(op, 0);
+            let [u] = ctx.uses(s) else { return None };
+            let concat = u.op;
+            (layout_identity_source(ctx, block, concat)? == v).then(|| {
+                let mut ops: Vec<OpId> = ctx
+                    .operands(concat)
+                    .iter()
+                    .filter_map(|&o| ctx.defining_op(o))
+                    .collect();
+                ops.push(concat);
+                (ctx.result(concat, 0), ops)
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Whether `op` defining a `b` may move up to the fused op: pure, in `block`, every operand
+/// defined before the all-gather `ag` (so no value of the gathered tree, which the rewrite
+/// erases or re-defines, feeds it).
+fn hoistable(ctx: &Context, block: BlockId, op: OpId, ag: OpId) -> bool {
+    ctx.op_parent(op) == Some(block)
+        && ctx.op_has_trait(op, Trait::Pure)
+        && ctx.op_regions(op).is_empty()
+        && ctx
+            .operands(op)
+            .iter()
+            .all(|&o| available_before(ctx, block, o, ag))
+}
+
+fn match_all_gather(ctx: &Context, block: BlockId, ag: OpId) -> Option<Plan> {
+    let g = symm_group_size(ctx, ag)? as i64;
+    if ctx.operands(ag).len() != 1 {
+        return None;
+    }
+    let x = ctx.operand(ag, 0);
+    let shard_elems = numel(ctx, x)?;
+    let wait = sole_wait(ctx, block, ctx.result(ag, 0))?;
+    let y = ctx.result(wait, 0);
+    // Walk the views of `y`: every value reached holds the gathered elements in the gathered
+    // row-major order, G rank blocks of `shard_elems` elements each.
+    let mut views: Vec<OpId> = Vec::new();
+    let mut lhs: Vec<(OpId, i64)> = Vec::new();
+    let mut stack = vec![y];
+    let mut seen = vec![y];
+    while let Some(v) = stack.pop() {
+        for u in ctx.uses(v) {
+            if u.index == 0
+                && ctx.op_name(u.op) == "compute.matmul"
+                && ctx.op_parent(u.op) == Some(block)
+            {
+                if let Some([m, k]) = shape_of(ctx, v).as_deref() {
+                    // Rank r's shard is rows [r·M/G, (r+1)·M/G) of the M×K matrix iff whole
+                    // rows make up a shard.
+                    if *k > 0 && shard_elems % k == 0 && *m == g * (shard_elems / k) {
+                        lhs.push((u.op, *k));
+                    }
+                }
+                continue;
+            }
+            if let Some((w, ops)) = view_step(ctx, block, v, u.op) {
+                if !seen.contains(&w) {
+                    seen.push(w);
+                    stack.push(w);
+                    views.extend(ops);
+                }
+            }
+        }
+    }
+    let mut order: Vec<OpId> = lhs.iter().map(|l| l.0).collect();
+    sort_program_order(ctx, &mut order);
+    let at = *order.first()?;
+    let k = lhs.iter().find(|l| l.0 == at)?.1;
+    let a_elem = value_tensor_view(ctx, x)?.elem;
+    let mut hoist = Vec::new();
+    // One `a` of K columns serves every fused matmul; every `b` must exist where the fused op
+    // goes (hoisting a pure op that defines it if need be); a matmul that fails stays.
+    let matmuls: Vec<OpId> = order
         .into_iter()
-        .filter(|&m| available_before(ctx, block, ctx.operand(m, 1), at))
+        .filter(|&m| {
+            let b = ctx.operand(m, 1);
+            let same_k = lhs.iter().any(|l| l.0 == m && l.1 == k);
+            let shapes_ok = is_matrix(ctx, b)
+                && value_tensor_view(ctx, ctx.result(m, 0))
+                    .is_some_and(|r| r.shape.len() == 2 && r.elem == a_elem)
+                && value_tensor_view(ctx, b).is_some_and(|t| t.elem == a_elem);
+            if !same_k || !shapes_ok {
+                return false;
+            }
+            if available_before(ctx, block, b, at) {
+                return true;
+            }
+            match ctx.defining_op(b) {
+                Some(d) if hoistable(ctx, block, d, ag) => {
+                    hoist.push(d);
+                    true
+                }
+                _ => false,
+            }
+        })
         .collect();
-    // Other users read the returned gathered tensor, which exists only from `at` on.
+    if matmuls.is_empty() {
+        return None;
+    }
+    sort_program_order(ctx, &mut hoist);
+    // The views left without users once the matmuls are gone are erased (to a fixpoint:
+    // a reshape of a reshape dies with it).
+    let mut dead: Vec<OpId> = matmuls.clone();
+    loop {
+        let before = dead.len();
+        for &o in &views {
+            if !dead.contains(&o)
+                && ctx
+                    .results(o)
+                    .iter()
+                    .all(|&r| ctx.uses(r).iter().all(|u| dead.contains(&u.op)))
+            {
+                dead.push(o);
+            }
+        }
+        if dead.len() == before {
+            break;
+        }
+    }
+    let views: Vec<OpId> = views.into_iter().filter(|o| dead.contains(o)).collect();
+    // The remaining users of `y` read the returned gathered tensor, which exists only from
+    // `at` on.
     let others: Vec<OpId> = ctx
         .uses(y)
         .iter()
         .map(|u| u.op)
-        .filter(|o| !matmuls.contains(o))
+        .filter(|o| !dead.contains(o))
         .collect();
     if others
         .iter()
@@ -240,6 +437,8 @@ fn match_all_gather(ctx: &Context, block: BlockId, ag: OpId) -> Option<Plan> {
     if collective_between(ctx, ag, at) {
         return None;
     }
+    let mut views = views;
+    sort_program_order(ctx, &mut views);
     Some(Plan {
         gather: true,
         coll: ag,
@@ -247,11 +446,14 @@ fn match_all_gather(ctx: &Context, block: BlockId, ag: OpId) -> Option<Plan> {
         matmuls,
         at,
         return_a: !others.is_empty(),
+        width: k,
+        views,
+        hoist,
     })
 }
 
 fn match_reduce_scatter(ctx: &Context, block: BlockId, rs: OpId) -> Option<Plan> {
-    symm_group_size(ctx, rs)?;
+    let g = symm_group_size(ctx, rs)? as i64;
     if ctx.operands(rs).len() != 1 {
         return None;
     }
@@ -259,18 +461,55 @@ fn match_reduce_scatter(ctx: &Context, block: BlockId, rs: OpId) -> Option<Plan>
         .inherent_attr(rs, "reduce_op")
         .and_then(|a| ctx.attr_as_str(a))
         .is_some_and(|r| r == "sum" || r == "avg");
-    let x = ctx.operand(rs, 0);
-    let mm = ctx
-        .defining_op(x)
-        .filter(|&m| ctx.op_name(m) == "compute.matmul" && ctx.op_parent(m) == Some(block))?;
-    if !op_ok
-        || ctx.uses(x).len() != 1
-        || !is_matrix(ctx, ctx.operand(mm, 0))
-        || !is_matrix(ctx, ctx.operand(mm, 1))
-    {
+    if !op_ok {
+        return None;
+    }
+    // Walk back from the reduce-scatter's input through views used only on this path.
+    let mut views = Vec::new();
+    let mut v = ctx.operand(rs, 0);
+    // The ops allowed to use `v`: the next step towards the reduce-scatter.
+    let mut users = vec![rs];
+    let mm = loop {
+        if ctx.uses(v).len() != users.len() || ctx.uses(v).iter().any(|u| !users.contains(&u.op)) {
+            return None;
+        }
+        let d = ctx
+            .defining_op(v)
+            .filter(|&d| ctx.op_parent(d) == Some(block))?;
+        match ctx.op_name(d) {
+            "compute.matmul" => break d,
+            "compute.reshape" => {
+                views.push(d);
+                users = vec![d];
+                v = ctx.operand(d, 0);
+            }
+            "compute.concat" => {
+                let src = layout_identity_source(ctx, block, d)?;
+                views.push(d);
+                users = ctx
+                    .operands(d)
+                    .iter()
+                    .filter_map(|&o| ctx.defining_op(o))
+                    .collect();
+                views.extend(users.iter().copied());
+                v = src;
+            }
+            _ => return None,
+        }
+    };
+    if !is_matrix(ctx, ctx.operand(mm, 0)) || !is_matrix(ctx, ctx.operand(mm, 1)) {
+        return None;
+    }
+    let [m, n] = shape_of(ctx, ctx.result(mm, 0))?[..] else {
+        return None;
+    };
+    // Rank r receives the r-th of G equal runs of the product's row-major elements: whole
+    // rows [r·M/G, (r+1)·M/G) iff G divides M (the reduce-scatter input has M·N elements).
+    if g <= 0 || m % g != 0 || numel(ctx, ctx.operand(rs, 0))? != m * n {
         return None;
     }
     let wait = sole_wait(ctx, block, ctx.result(rs, 0))?;
+    sort_program_order(ctx, &mut views);
     Some(Plan {
         gather: false,
         coll: rs,
@@ -278,6 +517,9 @@ fn match_reduce_scatter(ctx: &Context, block: BlockId, rs: OpId) -> Option<Plan>
         matmuls: vec![mm],
         at: rs,
         return_a: false,
+        width: n,
+        views,
+        hoist: Vec::new(),
     })
 }
 
@@ -290,6 +532,12 @@ impl Plan {
             .iter()
             .map(|&m| op_cost(ctx, machine, m).ns())
             .sum();
+        // The erased views (copies for the slices and concats) are part of the unfused cost.
+        let views: f64 = self
+            .views
+            .iter()
+            .map(|&v| op_cost(ctx, machine, v).ns())
+            .sum();
         let comm = op_cost(ctx, machine, self.coll).ns();
         // The chunks cut the product's rows (dim 0 of the matmul's result).
         let rows = self
@@ -298,20 +546,45 @@ impl Plan {
             .and_then(|&m| value_tensor_view(ctx, ctx.result(m, 0)))
             .and_then(|t| t.shape.first().copied())
             .unwrap_or(1) as f64;
-        pipelined_ns(machine, mm, comm, g, rows) < mm + comm
+        pipelined_ns(machine, mm, comm, g, rows) < mm + comm + views
+    }
+
+    /// `v` reshaped to `shape` right before `at` (`v` itself when it has that shape).
+    fn reshaped(ctx: &mut Context, v: Value, shape: &[i64], at: OpId, loc: Loc) -> Value {
+        let t = value_tensor_view(ctx, v).expect("matched values are tensors");
+        if t.shape == shape {
+            return v;
+        }
+        let elem = t.elem;
+        let ty = ctx.tensor_type(shape, elem);
+        let mut b = Builder::before(ctx, at);
+        b.loc = loc;
+        let r = b.create("compute.reshape", &[v], &[ty], &[]);
+        ctx.result(r, 0)
     }
 
     fn apply(&self, ctx: &mut Context) {
         let group: Attr = ctx
             .inherent_attr(self.coll, "group")
             .expect("matched collectives have a group");
-        let a = ctx.operand(self.coll, 0);
+        let loc = ctx.op_loc(self.coll);
+        let x = ctx.operand(self.coll, 0);
         if self.gather {
+            for &h in &self.hoist {
+                ctx.move_before(h, self.at);
+            }
             let y = ctx.result(self.wait, 0);
+            let k = self.width;
+            let shard = numel(ctx, x).expect("matched shards are tensors");
+            let g = symm_group_size(ctx, self.coll).unwrap_or(1) as i64;
+            // The shard as whole rows of K: gathering those along dim 0 lays the rank blocks
+            // out exactly as the all-gather did.
+            let a = Self::reshaped(ctx, x, &[shard / k, k], self.at, loc);
             let mut operands = vec![a];
             let mut types = Vec::new();
             if self.return_a {
-                types.push(ctx.value_type(y));
+                let elem = value_tensor_view(ctx, x).expect("tensor").elem;
+                types.push(ctx.tensor_type(&[g * (shard / k), k], elem));
             }
             for &m in &self.matmuls {
                 operands.push(ctx.operand(m, 1));
@@ -322,15 +595,18 @@ impl Plan {
                 let u = ctx.unit_attr();
                 attrs.push(("return_a", u));
             }
-            let loc = ctx.op_loc(self.coll);
             let mut b = Builder::before(ctx, self.at);
             b.loc = loc;
             let fused = b.create("symm.fused_all_gather_matmul", &operands, &types, &attrs);
-            let first = usize::from(self.return_a);
+            // Inserted before `at` (the first fused matmul, erased below), right after the
+            // fused op.
             if self.return_a {
                 let r = ctx.result(fused, 0);
+                let shape = shape_of(ctx, y).expect("tensor");
+                let r = Self::reshaped(ctx, r, &shape, self.at, loc);
                 ctx.replace_all_uses(y, r);
             }
+            let first = usize::from(self.return_a);
             for (i, &m) in self.matmuls.iter().enumerate() {
                 let r = ctx.result(fused, first + i);
                 ctx.replace_all_uses(ctx.result(m, 0), r);
@@ -338,6 +614,11 @@ impl Plan {
             for &m in &self.matmuls {
                 ctx.erase_op(m);
             }
+            for &v in self.views.iter().rev() {
+                ctx.erase_op(v);
+            }
+            ctx.erase_op(self.wait);
+            ctx.erase_op(self.coll);
         } else {
             let mm = self.matmuls[0];
             let (lhs, rhs) = (ctx.operand(mm, 0), ctx.operand(mm, 1));
@@ -345,8 +626,15 @@ impl Plan {
                 .inherent_attr(self.coll, "reduce_op")
                 .expect("matched reduce-scatters have a reduce_op");
             let dim = ctx.int_attr(0, 64);
-            let ty = ctx.value_type(ctx.result(self.wait, 0));
-            let fused = Builder::before(ctx, self.at).create(
+            let g = symm_group_size(ctx, self.coll).unwrap_or(1) as i64;
+            let rows = shape_of(ctx, ctx.result(mm, 0)).expect("matrix")[0] / g;
+            let elem = value_tensor_view(ctx, ctx.result(mm, 0))
+                .expect("tensor")
+                .elem;
+            let ty = ctx.tensor_type(&[rows, self.width], elem);
+            let mut b = Builder::before(ctx, self.at);
+            b.loc = loc;
+            let fused = b.create(
                 "symm.fused_matmul_reduce_scatter",
                 &[lhs, rhs],
                 &[ty],
@@ -356,14 +644,17 @@ impl Plan {
                     ("group", group),
                 ],
             );
+            let y = ctx.result(self.wait, 0);
+            let shape = shape_of(ctx, y).expect("tensor");
             let r = ctx.result(fused, 0);
-            ctx.replace_all_uses(ctx.result(self.wait, 0), r);
+            let r = Self::reshaped(ctx, r, &shape, self.at, loc);
+            ctx.replace_all_uses(y, r);
             ctx.erase_op(self.wait);
             ctx.erase_op(self.coll);
+            for &v in self.views.iter().rev() {
+                ctx.erase_op(v);
+            }
             ctx.erase_op(mm);
-            return;
         }
-        ctx.erase_op(self.wait);
-        ctx.erase_op(self.coll);
     }
 }
