@@ -5,7 +5,7 @@
 # 4096, bf16) through the whole pipeline next to the same module in PyTorch, eager and under
 # torch.compile, with the same parallelism (bench/gpu/llama_block_torch.py).
 #   bench/gpu/run_llama_block.sh [DIR] [OUT] [CONFIGS]    (CONFIGS: "tp1" on one GPU,
-#                                                          "tp2 tp2sp" on two; default tp1)
+#                                  "tp2 tp2sp tp2sp_fused" on two; default tp1)
 set -uo pipefail
 dir=${1:-.gpubench-llama}
 out=${2:-${OUT:-gpu-out}}
@@ -19,7 +19,7 @@ say() { echo "$*" | tee -a "$log"; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$log"
 for c in $configs; do
   n=1; [ "$c" = tp1 ] || n=2
-  sp=""; [ "$c" = tp2sp ] && sp=--sp
+  sp=""; case $c in tp2sp*) sp=--sp ;; esac
   say "== $c: small block, --check against the sim on the exported inputs"
   timeout 300 "$R" "$dir/small_$c.commlir" --backend cuda --ranks "$n" --check \
     --check-against "$dir/small_$c.mlir" --inputs "$dir/small_${c}_in_{rank}.safetensors" 2>&1 \
