@@ -269,17 +269,7 @@ fn verify_reduce_sum(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let d = check_dim(ctx, op, a.shape.len())?;
     let mut want = a.shape.to_vec();
     want.remove(d);
-    if r.shape != want || r.elem != a.elem {
-        return Err(ctx.op_error(
-            op,
-            format!(
-                "result must be {} of the input's element type, got {}",
-                fmt_shape_or_scalar(&want),
-                ty_str(ctx, ctx.value_type(ctx.result(op, 0)))
-            ),
-        ));
-    }
-    Ok(())
+    expect_result(ctx, op, r.shape, r.elem == a.elem, &want)
 }
 
 register_op!(
@@ -401,17 +391,7 @@ fn verify_permute(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         ));
     }
     let want: Vec<i64> = perm.iter().map(|&p| a.shape[p as usize]).collect();
-    if r.shape != want || r.elem != a.elem {
-        return Err(ctx.op_error(
-            op,
-            format!(
-                "result must be {} of the input's element type, got {}",
-                fmt_shape_or_scalar(&want),
-                ty_str(ctx, ctx.value_type(ctx.result(op, 0)))
-            ),
-        ));
-    }
-    Ok(())
+    expect_result(ctx, op, r.shape, r.elem == a.elem, &want)
 }
 
 register_op!(
@@ -824,3 +804,25 @@ pub const UNARY_OPS: &[&str] = &[
     "compute.sigmoid",
     "compute.log",
 ];
+
+/// `Ok` when the result has shape `want` and the input's element type (`same_elem`), else the
+/// verifier's error naming the expected and the actual result type.
+fn expect_result(
+    ctx: &Context,
+    op: OpId,
+    shape: &[i64],
+    same_elem: bool,
+    want: &[i64],
+) -> Result<(), Diagnostic> {
+    if shape == want && same_elem {
+        return Ok(());
+    }
+    Err(ctx.op_error(
+        op,
+        format!(
+            "result must be {} of the input's element type, got {}",
+            fmt_shape_or_scalar(want),
+            ty_str(ctx, ctx.value_type(ctx.result(op, 0)))
+        ),
+    ))
+}
