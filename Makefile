@@ -44,7 +44,7 @@ PYTHON ?= python3
 PYTHON_PACKAGES := torch==2.11.0 numpy safetensors
 # The Python tests run the exporter's programs on these binaries (the debug build of `cargo
 # test`).
-PY_TEST_BIN ?= $(CURDIR)/target/debug
+PY_TEST_BIN ?= $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/debug
 # One shell command (no recursive make, so that `make -n test` runs nothing): fails when the
 # environment or the binaries are missing.
 PY_TEST = echo "==> $(VENV)/bin/python -m unittest discover -s python/tests (binaries: $(PY_TEST_BIN))"; \
