@@ -38,10 +38,10 @@ DEMO_FLAGS ?=
 DEMO_SCHEDULE ?= builtin.module(func.func(coll-to-comm{one-shot-threshold=0},comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools))
 
 # The Python environment of python/commlir_torch (the PyTorch exporter): made by `make setup`
-# once, reused after. Packages from PyPI, torch pinned.
+# once, reused after. Packages from PyPI, pinned.
 VENV ?= .venv
 PYTHON ?= python3
-PYTHON_PACKAGES := torch==2.11.0 numpy safetensors
+PYTHON_PACKAGES := torch==2.11.0 numpy==2.4.6 safetensors==0.8.0
 # The Python tests run the exporter's programs on these binaries (the debug build of `cargo
 # test`).
 PY_TEST_BIN ?= $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/debug
