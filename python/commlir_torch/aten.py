@@ -226,6 +226,28 @@ def _abs(cx: Lowering, node: fx.Node) -> Result:
     return cx.em.op("compute.maximum", [x, n], ty, hint=node.name)
 
 
+@register(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default)
+def _clamp(cx: Lowering, node: fx.Node) -> Result:
+    """``torch.clamp``: ``min(max(x, lo), hi)``, NaN propagating as ``compute.maximum`` and
+    ``compute.minimum`` do (so a NaN input stays NaN, as in PyTorch)."""
+    ty = node_type(node)
+    x = operand(cx, node.args[0], ty)
+    if node.target == aten.clamp_min.default:
+        lo, hi = node.args[1], None
+    elif node.target == aten.clamp_max.default:
+        lo, hi = None, node.args[1]
+    else:
+        lo = node.kwargs.get("min", node.args[1] if len(node.args) > 1 else None)
+        hi = node.kwargs.get("max", node.args[2] if len(node.args) > 2 else None)
+    for bound, opname, tag in ((lo, "compute.maximum", "lo"), (hi, "compute.minimum", "hi")):
+        if bound is None:
+            continue
+        if not is_scalar(bound):
+            raise ExportError(f"clamp bound {bound!r} is not a number")
+        x = cx.em.op(opname, [x, fill(cx, bound, ty)], ty, hint=f"{node.name}_{tag}")
+    return x
+
+
 @register(aten.pow.Tensor_Scalar)
 def _pow(cx: Lowering, node: fx.Node) -> Result:
     ty = node_type(node)

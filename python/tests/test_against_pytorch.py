@@ -101,6 +101,10 @@ class AgainstPyTorch(unittest.TestCase):
     def test_gpt_fsdp2_forward_backward(self) -> None:
         self.check_model(make_gpt_block, Parallelism(fsdp=2), backward=True)
 
+    def test_elementwise_ops(self) -> None:
+        spec = os.path.join(HERE, "op_models.py") + ":make_elementwise"
+        self.check_model(load_factory(spec), Parallelism(), spec=spec)
+
     def test_every_collective(self) -> None:
         spec = os.path.join(HERE, "collective_models.py") + ":make_collectives"
         self.check_model(load_factory(spec), Parallelism(tp=4), spec=spec)
