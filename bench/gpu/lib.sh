@@ -51,6 +51,6 @@ time_steps() {
   shift
   for t in "$@"; do
     o=$(timeout 120 "$R" "$dir/$t.commlir" --backend cuda --ranks 2 --bench-iters 30 --warmup 5 2>&1)
-    say "$label,$t,$(echo "$o" | grep '^time(events)' | sed 's/ per call.*//')$(echo "$o" | grep -m1 -i error)"
+    say "$label,$t,$(echo "$o" | grep '^time(events)' | sed 's/ per call.*//'),$(echo "$o" | grep '^device memory' | sed 's/ (rank.*//')$(echo "$o" | grep -m1 -i error)"
   done
 }

@@ -57,12 +57,17 @@ done
 # (BIG, not simulated) and at a size the sim checks in seconds (SMALL); TP also on a symm_mem
 # group (run_symm_windows.sh).
 gen=target/release/examples/gen_transformer
+overlap='builtin.module(func.func(coll-to-comm,comm-overlap-schedule,comm-plan-pools))'
+bucketed='builtin.module(func.func(coll-bucket,coll-to-comm,comm-overlap-schedule,comm-plan-pools))'
 for p in tp fsdp; do
   for sz in "big 2048 4096 16384" "small 64 256 1024"; do
     set -- $sz
     $gen $p 4 $2 $3 $4 >"$dir/tf/${p}4_$1.mlir"
     $tr "$dir/tf/${p}4_$1.mlir" --pass-pipeline="$full" --emit=artifact -o "$dir/tf/${p}4_$1.full.commlir"
     $tr "$dir/tf/${p}4_$1.mlir" --pass-pipeline="$plain" --emit=artifact -o "$dir/tf/${p}4_$1.plain.commlir"
+    # comm-overlap-schedule (and with coll-bucket first): the scheduler of docs/passes.
+    $tr "$dir/tf/${p}4_$1.mlir" --pass-pipeline="$overlap" --emit=artifact -o "$dir/tf/${p}4_$1.overlap.commlir"
+    $tr "$dir/tf/${p}4_$1.mlir" --pass-pipeline="$bucketed" --emit=artifact -o "$dir/tf/${p}4_$1.bucket.commlir"
   done
 done
 mkdir -p "$dir/tf_symm"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Step time of the 4-layer TP and FSDP transformers (2048 tokens, hidden 4096, ffn 16384, bf16)
-# on 2 GPUs: commlir with the full pipeline and with coll-to-comm + comm-plan-pools only
-# (`time(events)`, 30 calls after 5 warm-up), and PyTorch eager and torch.compile of the same
-# programs op for op (bench/gpu/steps_transformer.py, same machine, same call).
+# on 2 GPUs: commlir with the full pipeline (Inductor's sequence), with comm-overlap-schedule
+# (alone and after coll-bucket) and with coll-to-comm + comm-plan-pools only (`time(events)`,
+# 30 calls after 5 warm-up, and the runtime's device memory peak), and PyTorch eager and
+# torch.compile of the same programs op for op (bench/gpu/steps_transformer.py, same machine,
+# same call).
 #   bench/gpu/run_steps.sh [DIR] [OUT]     (DIR from bench/gpu/prepare.sh)
 # Lines: commlir,PROGRAM,time(events): T us / MODE,PROGRAM,... (steps_transformer.py)
 set -uo pipefail
@@ -12,7 +14,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/env.sh"
 . "$here/lib.sh"
 say "== commlir (30 timed calls after 5 warm-up)"
-time_steps commlir tf/tp4_big.full tf/tp4_big.plain tf/fsdp4_big.full tf/fsdp4_big.plain
+time_steps commlir tf/tp4_big.full tf/tp4_big.overlap tf/tp4_big.plain \
+  tf/fsdp4_big.full tf/fsdp4_big.overlap tf/fsdp4_big.bucket tf/fsdp4_big.plain
 say "\$ python3 steps_transformer.py 4 2048 4096 16384 30"
 PYTHONUNBUFFERED=1 timeout ${STEPS_TIMEOUT:-200} python3 "$here/steps_transformer.py" 4 2048 4096 16384 30 2>&1 | grep -vi warn | tee -a "$log"
 say "== done"; date -u | tee -a "$log"

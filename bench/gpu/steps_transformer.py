@@ -25,9 +25,11 @@ PROGS: comma-separated tp, fsdp, tpTdpD (default tp,fsdp). Program names printed
 `tp4_2048x4096x16384` (LAYERS after the kind), tpTdpD as `tpTdpD_L4_2048x4096x16384`.
 Multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1,
 NVSHMEM_DISABLE_NVLS=1, set before torch is imported).
-Prints `mode,program,mean_us,median_us` lines (rank 0; slowest rank): mean = ITERS steps back
-to back timed on the host (the way `commlir-run --bench-iters` times a call), median = ITERS
-steps each timed alone between CUDA events (streams synchronized between steps)."""
+Prints `mode,program,mean_us,median_us,peak P MiB` lines (rank 0; slowest rank): mean = ITERS
+steps back to back timed on the host (the way `commlir-run --bench-iters` times a call), median
+= ITERS steps each timed alone between CUDA events (streams synchronized between steps), peak =
+`torch.cuda.max_memory_allocated` over the back-to-back steps (largest rank), comparable with
+commlir-run's `device memory:` line."""
 import os
 import re
 import statistics
@@ -136,11 +138,13 @@ def time_steps(fn, args, iters):
         fn(*args)
     torch.cuda.synchronize()
     dist.barrier()
+    torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     for _ in range(iters):
         fn(*args)
     torch.cuda.synchronize()
     mean = (time.perf_counter() - t0) / iters
+    peak = float(torch.cuda.max_memory_allocated())
     per = []
     for _ in range(iters):
         torch.cuda.synchronize()
@@ -151,7 +155,7 @@ def time_steps(fn, args, iters):
         b.record()
         b.synchronize()
         per.append(a.elapsed_time(b) * 1e-3)
-    t = torch.tensor([mean, statistics.median(per)], device="cuda")
+    t = torch.tensor([mean, statistics.median(per), peak], device="cuda")
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return t.tolist()
 
@@ -180,9 +184,9 @@ def worker(rank, world, layers, m, h, f, iters, progs, port):
         for mode, fn in (("eager", step_eager), ("compile", torch.compile(step_compile, fullgraph=True))):
             torch._dynamo.reset()
             try:
-                mean, med = time_steps(fn, args, iters)
+                mean, med, peak = time_steps(fn, args, iters)
                 if rank == 0:
-                    print(f"{mode},{name},{mean * 1e6:.1f},{med * 1e6:.1f}", flush=True)
+                    print(f"{mode},{name},{mean * 1e6:.1f},{med * 1e6:.1f},peak {peak / 2**20:.1f} MiB", flush=True)
             except Exception as e:  # report, keep going
                 if rank == 0:
                     print(f"{mode},{name},failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
