@@ -573,6 +573,26 @@ impl<'a, 'c> Gen<'a, 'c> {
         self.counted(f, start, self.i64(n), stride, |g, i| body(g, i))
     }
 
+    /// The index of the first element of reduction lane `lane` of a tensor viewed as
+    /// `outer × len × inner` (the lanes are the `outer · inner` positions off the reduced
+    /// dimension): `(lane / inner) · len · inner + lane % inner`.
+    fn lane_base(&self, lane: IntValue<'c>, len: u64, inner: u64) -> R<IntValue<'c>> {
+        let o = b!(self
+            .b
+            .build_int_unsigned_div(lane, self.i64(inner.max(1)), "o"));
+        let inn = b!(self
+            .b
+            .build_int_unsigned_rem(lane, self.i64(inner.max(1)), "in"));
+        let base = b!(self.b.build_int_mul(o, self.i64(len * inner), "b"));
+        Ok(b!(self.b.build_int_add(base, inn, "b")))
+    }
+
+    /// Element `k` of the lane starting at `base` ([`Self::lane_base`]): `base + k · inner`.
+    fn lane_at(&self, base: IntValue<'c>, k: IntValue<'c>, inner: u64) -> R<IntValue<'c>> {
+        let s = b!(self.b.build_int_mul(k, self.i64(inner), "s"));
+        Ok(b!(self.b.build_int_add(base, s, "at")))
+    }
+
     /// Emits `for (i = start; i < end; i += step) body(i)` (unsigned compare).
     fn counted(
         &self,
@@ -1637,14 +1657,11 @@ impl<'a, 'c> Gen<'a, 'c> {
                 let inner = prod(&ishape[dim + 1..]);
                 let x = input(0)?;
                 self.grid_loop(f, outer * inner, |g, l| {
-                    let o = b!(g.b.build_int_unsigned_div(l, g.i64(inner.max(1)), "o"));
-                    let inn = b!(g.b.build_int_unsigned_rem(l, g.i64(inner.max(1)), "in"));
-                    let base = b!(g.b.build_int_mul(o, g.i64(len * inner), "b"));
-                    let base = b!(g.b.build_int_add(base, inn, "b"));
+                    let base = g.lane_base(l, len, inner)?;
                     let sum = g.fold(f, len, it.const_zero(), |g, k, acc| {
-                        let s = b!(g.b.build_int_mul(k, g.i64(inner), "s"));
-                        let at = b!(g.b.build_int_add(base, s, "at"));
-                        let v = g.load_any(ik, x, at)?.into_int_value();
+                        let v = g
+                            .load_any(ik, x, g.lane_at(base, k, inner)?)?
+                            .into_int_value();
                         Ok(b!(g.b.build_int_add(acc, v, "acc")))
                     })?;
                     g.store_any(ok, out, l, sum.into())
@@ -1665,14 +1682,8 @@ impl<'a, 'c> Gen<'a, 'c> {
                     return self.row_block(f, name == "softmax", (ie, x), (oe, out), outer, len);
                 }
                 self.grid_loop(f, outer * inner, |g, l| {
-                    let o = b!(g.b.build_int_unsigned_div(l, g.i64(inner.max(1)), "o"));
-                    let inn = b!(g.b.build_int_unsigned_rem(l, g.i64(inner.max(1)), "in"));
-                    let base = b!(g.b.build_int_mul(o, g.i64(len * inner), "b"));
-                    let base = b!(g.b.build_int_add(base, inn, "b"));
-                    let at = |g: &Self, k: IntValue<'c>| -> R<IntValue<'c>> {
-                        let s = b!(g.b.build_int_mul(k, g.i64(inner), "s"));
-                        Ok(b!(g.b.build_int_add(base, s, "at")))
-                    };
+                    let base = g.lane_base(l, len, inner)?;
+                    let at = |g: &Self, k: IntValue<'c>| g.lane_at(base, k, inner);
                     if name == "reduce_sum" {
                         let sum = g.fold(f, len, ct.const_float(0.0), |g, k, acc| {
                             let v = g.load(ie, x, at(g, k)?)?;
@@ -1715,15 +1726,9 @@ impl<'a, 'c> Gen<'a, 'c> {
                 let inner = prod(&ishape[dim + 1..]);
                 let x = input(0)?;
                 self.grid_loop(f, outer * inner, |g, l| {
-                    let o = b!(g.b.build_int_unsigned_div(l, g.i64(inner.max(1)), "o"));
-                    let inn = b!(g.b.build_int_unsigned_rem(l, g.i64(inner.max(1)), "in"));
-                    let base = b!(g.b.build_int_mul(o, g.i64(len * inner), "b"));
-                    let base = b!(g.b.build_int_add(base, inn, "b"));
+                    let base = g.lane_base(l, len, inner)?;
                     let first = g.load_any(ik, x, base)?;
-                    let at = |g: &Self, k: IntValue<'c>| -> R<IntValue<'c>> {
-                        let s = b!(g.b.build_int_mul(k, g.i64(inner), "s"));
-                        Ok(b!(g.b.build_int_add(base, s, "at")))
-                    };
+                    let at = |g: &Self, k: IntValue<'c>| g.lane_at(base, k, inner);
                     let m: BasicValueEnum<'c> = match ik {
                         Kind::Float(e) => {
                             let maxf = g.intrinsic("llvm.maximum", g.compute_ty(e).into())?;
