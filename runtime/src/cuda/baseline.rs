@@ -159,12 +159,7 @@ unsafe fn rank_run(
     cu_check("cuDeviceGet", cu::cuDeviceGet(&mut d, dev))?;
     // Pinned as a program's rank threads are (like for like); a failure only means unpinned.
     let _ = super::affinity::pin_to_device(d);
-    let mut ctx = std::ptr::null_mut();
-    cu_check(
-        "cuDevicePrimaryCtxRetain",
-        cu::cuDevicePrimaryCtxRetain(&mut ctx, d),
-    )?;
-    cu_check("cuCtxSetCurrent", cu::cuCtxSetCurrent(ctx))?;
+    super::ffi::primary_context(d)?;
     let mut stream = std::ptr::null_mut();
     cu_check(
         "cuStreamCreate",

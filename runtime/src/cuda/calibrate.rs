@@ -787,12 +787,7 @@ unsafe fn rank_run(
         .to_string_lossy()
         .trim()
         .to_string();
-    let mut ctx = std::ptr::null_mut();
-    cu_check(
-        "cuDevicePrimaryCtxRetain",
-        cu::cuDevicePrimaryCtxRetain(&mut ctx, d),
-    )?;
-    cu_check("cuCtxSetCurrent", cu::cuCtxSetCurrent(ctx))?;
+    super::ffi::primary_context(d)?;
     let mut res = Res {
         streams: [std::ptr::null_mut(); 2],
         ev: [std::ptr::null_mut(); 3],

@@ -62,6 +62,21 @@ pub fn cublas_check(api: &str, r: cublas::cublasStatus_t) -> Result<(), String> 
     Err(format!("{api} failed: {r:?} ({text})"))
 }
 
+/// Retains device `dev`'s primary context and makes it current on this thread (every rank
+/// thread and the single-process modes share the device's one context with cuBLAS and NCCL).
+///
+/// # Safety
+/// `cuInit` must have succeeded; `dev` must be a device handle from `cuDeviceGet`.
+pub unsafe fn primary_context(dev: cu::CUdevice) -> Result<cu::CUcontext, String> {
+    let mut ctx = std::ptr::null_mut();
+    cu_check(
+        "cuDevicePrimaryCtxRetain",
+        cu::cuDevicePrimaryCtxRetain(&mut ctx, dev),
+    )?;
+    cu_check("cuCtxSetCurrent", cu::cuCtxSetCurrent(ctx))?;
+    Ok(ctx)
+}
+
 /// Whether the CUDA driver library can be loaded (no GPU code runs before this is true).
 pub fn driver_present() -> bool {
     // SAFETY: only tries to dlopen the library.

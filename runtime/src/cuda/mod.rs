@@ -703,11 +703,7 @@ fn rank_body(
         if let Some(n) = affinity::pin_to_device(dev) {
             st.notes.push(n);
         }
-        cu_check(
-            "cuDevicePrimaryCtxRetain",
-            cu::cuDevicePrimaryCtxRetain(&mut st.ctx, dev),
-        )?;
-        cu_check("cuCtxSetCurrent", cu::cuCtxSetCurrent(st.ctx))?;
+        st.ctx = ffi::primary_context(dev)?;
         for s in &mut st.streams {
             cu_check(
                 "cuStreamCreate",
