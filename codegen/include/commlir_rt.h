@@ -66,7 +66,8 @@ typedef struct commlir_rt_api {
   int (*launch)(void *rt, uint32_t kernel, uint32_t grid_x, uint32_t block_x,
                 uint32_t shared_bytes, void **params, uint32_t num_params);
   /* cublasGemmStridedBatchedEx, column-major, alpha = 1, beta = 0, compute type 32F;
-   * trans: 0 = CUBLAS_OP_N, 1 = CUBLAS_OP_T */
+   * trans: 0 = CUBLAS_OP_N, 1 = CUBLAS_OP_T; dtype: the operands' code, and where c has
+   * another type (f16/bf16 products kept in f32), that type's code + 1 shifted left by 8 */
   int (*gemm)(void *rt, uint32_t transa, uint32_t transb, int64_t m, int64_t n, int64_t k,
               const void *a, int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
               int64_t stride_b, void *c, int64_t ldc, int64_t stride_c, int64_t batch,

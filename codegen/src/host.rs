@@ -557,6 +557,18 @@ impl<'a, 'c> Host<'a, 'c> {
         Ok(self.i32(u64::from(abi::code(abi::DTYPES, d).ok_or("unknown dtype")?)))
     }
 
+    /// `rt.gemm`'s dtype argument: the operands' code, with `out_dtype`'s code plus one
+    /// above [`abi::GEMM_OUT_SHIFT`] when the result's type differs.
+    fn gemm_dtype(&self, ctx: &IrContext, op: OpId) -> R<IntValue<'c>> {
+        let d = Self::attr_str(ctx, op, "dtype")?;
+        let mut code = abi::code(abi::DTYPES, d).ok_or("unknown dtype")?;
+        if let Ok(o) = Self::attr_str(ctx, op, "out_dtype") {
+            let oc = abi::code(abi::DTYPES, o).ok_or("unknown out_dtype")?;
+            code |= (oc + 1) << abi::GEMM_OUT_SHIFT;
+        }
+        Ok(self.i32(u64::from(code)))
+    }
+
     fn redop(&self, ctx: &IrContext, op: OpId) -> R<IntValue<'c>> {
         let d = Self::attr_str(ctx, op, "reduce_op")?;
         Ok(self.i32(u64::from(
@@ -709,6 +721,7 @@ impl<'a, 'c> Host<'a, 'c> {
                 let i = |n: &str| -> R<BasicMetadataValueEnum<'c>> {
                     Ok(self.i64(Self::attr_i64(ctx, op, n)?).into())
                 };
+                let off = |n: &str| Self::attr_i64(ctx, op, n).unwrap_or(0);
                 let u = |n: &str| -> R<BasicMetadataValueEnum<'c>> {
                     Ok(self.i32(Self::attr_i64(ctx, op, n)? as u64).into())
                 };
@@ -720,17 +733,17 @@ impl<'a, 'c> Host<'a, 'c> {
                         i("m")?,
                         i("n")?,
                         i("k")?,
-                        operand(0)?.into(),
+                        self.at(operand(0)?, off("offset_a"))?.into(),
                         i("lda")?,
                         i("stride_a")?,
-                        operand(1)?.into(),
+                        self.at(operand(1)?, off("offset_b"))?.into(),
                         i("ldb")?,
                         i("stride_b")?,
-                        operand(2)?.into(),
+                        self.at(operand(2)?, off("offset_c"))?.into(),
                         i("ldc")?,
                         i("stride_c")?,
                         i("batch")?,
-                        self.dtype(ctx, op)?.into(),
+                        self.gemm_dtype(ctx, op)?.into(),
                     ],
                 )?;
             }

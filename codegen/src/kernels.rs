@@ -1613,6 +1613,9 @@ impl<'a, 'c> Gen<'a, 'c> {
         args: &[Value],
     ) -> R<()> {
         let name = ctx.op_name(op).trim_start_matches("compute.");
+        if name == "rt.attention_softmax" {
+            return self.attention_softmax(ctx, f, op, args);
+        }
         if name.starts_with("rt.") {
             return self.chunks(ctx, f, op, args);
         }
@@ -1679,7 +1682,15 @@ impl<'a, 'c> Gen<'a, 'c> {
                 let x = input(0)?;
                 let ct = self.compute_ty(ie);
                 if inner == 1 && ct == self.cx.f32_type() {
-                    return self.row_block(f, name == "softmax", (ie, x), (oe, out), outer, len);
+                    return self.row_block(
+                        f,
+                        name == "softmax",
+                        None,
+                        (ie, x),
+                        (oe, out),
+                        outer,
+                        len,
+                    );
                 }
                 self.grid_loop(f, outer * inner, |g, l| {
                     let base = g.lane_base(l, len, inner)?;
@@ -1952,10 +1963,12 @@ impl<'a, 'c> Gen<'a, 'c> {
     /// association differs between the vector and scalar partitions (max is exact, exp and the
     /// division are per element and identical): at 2048 / 256 both add 8 terms per thread, then
     /// the same 5-step shuffle tree and warp-order walk, so the error bound is the same.
+    #[allow(clippy::too_many_arguments)]
     fn row_block(
         &mut self,
         f: FunctionValue<'c>,
         softmax: bool,
+        attn: Option<AttnRow>,
         (ie, x): (Elem, PointerValue<'c>),
         (oe, out): (Elem, PointerValue<'c>),
         rows: u64,
@@ -1987,7 +2000,50 @@ impl<'a, 'c> Gen<'a, 'c> {
         // 16-byte vectors of the input: 8 × f16/bf16, 4 × f32 (softmax writes the same type).
         let w = VECTOR_BYTES * 8 / u64::from(ie.bits());
         let nvec = len / w;
-        let vector = len.is_multiple_of(w) && nvec > 0 && (!softmax || oe == ie);
+        // Attention stores its f16/bf16 probabilities `w` to a (narrower) vector too.
+        let vector = len.is_multiple_of(w) && nvec > 0 && (!softmax || oe == ie || attn.is_some());
+        // Attention scores: scaled, and with a causal mask the keys after the row's query
+        // position (`row mod q_len`) read as -inf, so they weigh exactly 0.
+        let adjust = |g: &Self,
+                      qpos: Option<IntValue<'c>>,
+                      col: IntValue<'c>,
+                      v: FloatValue<'c>|
+         -> R<FloatValue<'c>> {
+            let Some(a) = attn else { return Ok(v) };
+            let sv = b!(g.b.build_float_mul(v, ct.const_float(a.scale), "sc"));
+            let Some(qp) = qpos else { return Ok(sv) };
+            let masked = b!(g.b.build_int_compare(IntPredicate::UGT, col, qp, "mask"));
+            Ok(b!(g.b.build_select(masked, ct.const_float(f64::NEG_INFINITY), sv, "m"))
+                .into_float_value())
+        };
+        // Element `k` of the row at `base`; the `w` elements of vector `vi`.
+        let load1 = |g: &Self,
+                     base: IntValue<'c>,
+                     qpos: Option<IntValue<'c>>,
+                     k: IntValue<'c>|
+         -> R<FloatValue<'c>> {
+            let idx = b!(g.b.build_int_add(base, k, "at"));
+            let v = g.load(ie, x, idx)?;
+            adjust(g, qpos, k, v)
+        };
+        let loadw = |g: &Self,
+                     base: IntValue<'c>,
+                     qpos: Option<IntValue<'c>>,
+                     vi: IntValue<'c>|
+         -> R<(IntValue<'c>, Vec<FloatValue<'c>>)> {
+            let col = b!(g.b.build_int_mul(vi, g.i64(w), "vf"));
+            let first = b!(g.b.build_int_add(base, col, "at"));
+            let mut out = Vec::new();
+            for (l, v) in g.load_vec(ie, x, first, w as u32)?.into_iter().enumerate() {
+                let c = if attn.is_some() {
+                    b!(g.b.build_int_add(col, g.i64(l as u64), "col"))
+                } else {
+                    col
+                };
+                out.push(adjust(g, qpos, c, v)?);
+            }
+            Ok((first, out))
+        };
         // Vectors per thread that keep a softmax row in registers at `rt.launch`'s block
         // (0: the row is too long, stream it three times).
         let regs = nvec.div_ceil(crate::lower_to_rt::BLOCK as u64);
@@ -2002,6 +2058,11 @@ impl<'a, 'c> Gen<'a, 'c> {
                 }
             };
             let mut v = v;
+            let identity = if max {
+                ct.const_float(f64::NEG_INFINITY)
+            } else {
+                ct.const_float(0.0)
+            };
             for off in [16u64, 8, 4, 2, 1] {
                 let c = b!(g.b.build_call(
                     shfl,
@@ -2013,11 +2074,19 @@ impl<'a, 'c> Gen<'a, 'c> {
                     ],
                     "sh"
                 ));
-                let o = c
+                let mut o = c
                     .try_as_basic_value()
                     .basic()
                     .ok_or("shfl without value")?
                     .into_float_value();
+                if attn.is_some() {
+                    // A partner lane past the block's last thread holds nothing (a block
+                    // that is not a whole number of warps, such as the host tests' single
+                    // thread): it contributes the identity.
+                    let src = b!(g.b.build_xor(tid, g.i64(off), "src"));
+                    let live = b!(g.b.build_int_compare(IntPredicate::ULT, src, ntid, "live"));
+                    o = b!(g.b.build_select(live, o, identity, "lv")).into_float_value();
+                }
                 v = comb(g, v, o)?;
             }
             let wr = g.cx.append_basic_block(f, "wr");
@@ -2067,6 +2136,7 @@ impl<'a, 'c> Gen<'a, 'c> {
         // (`vec`), the `w`-element vectors `tid, tid + ntid, …`, each vector's lanes in order.
         let local = |g: &Self,
                      base: IntValue<'c>,
+                     qpos: Option<IntValue<'c>>,
                      vec: bool,
                      init: FloatValue<'c>,
                      body: &dyn Fn(&Self, FloatValue<'c>, FloatValue<'c>) -> R<FloatValue<'c>>|
@@ -2090,14 +2160,11 @@ impl<'a, 'c> Gen<'a, 'c> {
             g.b.position_at_end(bb);
             let mut nacc = av;
             if vec {
-                let first = b!(g.b.build_int_mul(kv, g.i64(w), "vf"));
-                let first = b!(g.b.build_int_add(base, first, "at"));
-                for v in g.load_vec(ie, x, first, w as u32)? {
+                for v in loadw(g, base, qpos, kv)?.1 {
                     nacc = body(g, nacc, v)?;
                 }
             } else {
-                let idx = b!(g.b.build_int_add(base, kv, "at"));
-                let v = g.load(ie, x, idx)?;
+                let v = load1(g, base, qpos, kv)?;
                 nacc = body(g, av, v)?;
             }
             let next = b!(g.b.build_int_add(kv, ntid, "kn"));
@@ -2131,8 +2198,12 @@ impl<'a, 'c> Gen<'a, 'c> {
         // thread (the caller checked `nvec ≤ regs · ntid`), so global memory is read once.
         let row_body = |g: &Self, row: IntValue<'c>, vec: bool, regs: u64| -> R<()> {
             let base = b!(g.b.build_int_mul(row, g.i64(len), "base"));
+            let qpos = match attn.and_then(|a| a.causal_q_len) {
+                Some(ql) => Some(b!(g.b.build_int_unsigned_rem(row, g.i64(ql), "qpos"))),
+                None => None,
+            };
             let Some(exp) = exp else {
-                let s = local(g, base, vec, ct.const_float(0.0), &|g, a, v| {
+                let s = local(g, base, qpos, vec, ct.const_float(0.0), &|g, a, v| {
                     Ok(b!(g.b.build_float_add(a, v, "acc")))
                 })?;
                 let s = reduce(g, s, false)?;
@@ -2151,9 +2222,7 @@ impl<'a, 'c> Gen<'a, 'c> {
                         b!(g.b.build_int_compare(IntPredicate::ULT, vi, g.i64(nvec), "ok"));
                     let vi =
                         b!(g.b.build_select(valid, vi, g.i64(nvec - 1), "vc")).into_int_value();
-                    let first = b!(g.b.build_int_mul(vi, g.i64(w), "vf"));
-                    let first = b!(g.b.build_int_add(base, first, "at"));
-                    let lanes = g.load_vec(ie, x, first, w as u32)?;
+                    let (first, lanes) = loadw(g, base, qpos, vi)?;
                     slots.push((valid, first, lanes));
                 }
                 let mut m = ct.const_float(f64::NEG_INFINITY);
@@ -2193,12 +2262,13 @@ impl<'a, 'c> Gen<'a, 'c> {
             let m = local(
                 g,
                 base,
+                qpos,
                 vec,
                 ct.const_float(f64::NEG_INFINITY),
                 &|g, a, v| g.call_f(maxf, &[a, v]),
             )?;
             let m = reduce(g, m, true)?;
-            let s = local(g, base, vec, ct.const_float(0.0), &|g, a, v| {
+            let s = local(g, base, qpos, vec, ct.const_float(0.0), &|g, a, v| {
                 let d = b!(g.b.build_float_sub(v, m, "d"));
                 let ev = g.call_f(exp, &[d])?;
                 Ok(b!(g.b.build_float_add(a, ev, "acc")))
@@ -2212,10 +2282,9 @@ impl<'a, 'c> Gen<'a, 'c> {
             };
             if vec {
                 return g.counted(f, tid, g.i64(nvec), ntid, |g, k| {
-                    let first = b!(g.b.build_int_mul(k, g.i64(w), "vf"));
-                    let first = b!(g.b.build_int_add(base, first, "at"));
+                    let (first, lanes) = loadw(g, base, qpos, k)?;
                     let mut q = Vec::new();
-                    for v in g.load_vec(ie, x, first, w as u32)? {
+                    for v in lanes {
                         q.push(quot(g, v)?);
                     }
                     g.store_vec(oe, out, first, &q)
@@ -2223,7 +2292,7 @@ impl<'a, 'c> Gen<'a, 'c> {
             }
             g.counted(f, tid, g.i64(len), ntid, |g, k| {
                 let idx = b!(g.b.build_int_add(base, k, "at"));
-                let v = g.load(ie, x, idx)?;
+                let v = load1(g, base, qpos, k)?;
                 g.store(oe, out, idx, quot(g, v)?)
             })
         };
@@ -2320,7 +2389,9 @@ impl<'a, 'c> Gen<'a, 'c> {
         }
         let p = unsafe { b!(self.b.build_in_bounds_gep(st, ptr, &[first], "vo")) };
         let s = b!(self.b.build_store(p, acc));
-        s.set_alignment(VECTOR_BYTES as u32)
+        // 16 bytes, or fewer where narrower results are stored (attention probabilities).
+        let bytes = vals.len() as u64 * u64::from(float_width(self.cx, st)) / 8;
+        s.set_alignment(bytes.min(VECTOR_BYTES) as u32)
             .map_err(|e| e.to_string())?;
         Ok(())
     }
@@ -2361,6 +2432,62 @@ impl<'a, 'c> Gen<'a, 'c> {
 
     /// `rt.pack_chunks` / `rt.unpack_chunks`: pure index permutations, one thread per output
     /// element, source index by mixed-radix arithmetic on compile-time shapes.
+    /// `rt.attention_softmax`: the softmax row kernel with the scores scaled and, causal, the
+    /// keys after each row's query position masked.
+    fn attention_softmax(
+        &mut self,
+        ctx: &IrContext,
+        f: FunctionValue<'c>,
+        op: OpId,
+        args: &[Value],
+    ) -> R<()> {
+        let (Kind::Float(ie), ishape) = self.kind_of(ctx, ctx.operand(op, 0))? else {
+            return Err("attention scores must be floating-point".into());
+        };
+        let (Kind::Float(oe), _) = self.kind_of(ctx, ctx.result(op, 0))? else {
+            return Err("attention probabilities must be floating-point".into());
+        };
+        if self.compute_ty(ie) != self.cx.f32_type() {
+            return Err("attention kernels take f32 scores (f16, bf16 or f32 attention)".into());
+        }
+        let [rows, len] = ishape[..] else {
+            return Err("attention scores must be a matrix".into());
+        };
+        let scale = ctx
+            .inherent_attr(op, "scale")
+            .and_then(|a| ctx.attr_as_f64(a))
+            .ok_or("requires 'scale'")?;
+        let q_len = ctx
+            .inherent_attr(op, "q_len")
+            .and_then(|a| ctx.attr_as_i64(a))
+            .filter(|q| *q > 0)
+            .ok_or("requires a positive 'q_len'")?;
+        let attn = AttnRow {
+            // The sim multiplies by the f32 value of the scale.
+            scale: f64::from(scale as f32),
+            causal_q_len: ctx
+                .inherent_attr(op, "causal")
+                .is_some()
+                .then_some(q_len as u64),
+        };
+        // The exp helpers are functions of their own: define them before the kernel's body.
+        self.helper_exp()?;
+        self.helper_exp_fast()?;
+        self.b
+            .position_at_end(f.get_first_basic_block().ok_or("no entry")?);
+        let x = self.param(f, 0)?;
+        let out = self.param(f, args.len())?;
+        self.row_block(
+            f,
+            true,
+            Some(attn),
+            (ie, x),
+            (oe, out),
+            rows.max(0) as u64,
+            len.max(0) as u64,
+        )
+    }
+
     fn chunks(&mut self, ctx: &IrContext, f: FunctionValue<'c>, op: OpId, args: &[Value]) -> R<()> {
         let (e, ishape) = self.kind_of(ctx, ctx.operand(op, 0))?;
         let (_, oshape) = self.kind_of(ctx, ctx.result(op, 0))?;
@@ -3046,6 +3173,15 @@ pub const COPY_VECTOR_BYTES: u64 = VECTOR_BYTES;
 /// The most 16-byte vectors per thread a block-per-row softmax keeps in registers (64 bf16 or
 /// 32 f32 values per thread: rows up to 16384 bf16 / 8192 f32 elements at 256 threads).
 pub const ROW_REG_VECTORS: u64 = 8;
+
+/// What `rt.attention_softmax` adds to a softmax row ([`Gen::row_block`]).
+#[derive(Clone, Copy)]
+struct AttnRow {
+    /// Factor of every score.
+    scale: f64,
+    /// Causal: rows per head (the query position is `row mod q_len`).
+    causal_q_len: Option<u64>,
+}
 
 /// Elements one thread of a fused elementwise kernel over `ops` handles per iteration of its
 /// vector loop: one 16-byte vector of the narrowest element type the chain reads or writes

@@ -20,6 +20,7 @@
 //!   buffer is cloned before its `return`). Callees must have bodies and the call graph must
 //!   be acyclic (without control flow, recursion never ends).
 
+mod attention;
 mod fused_matmul;
 
 use crate::fusion::{self, FusionPlan};
@@ -757,6 +758,7 @@ fn lower_op(
             result_buffer(ctx, st, op, r)?;
         }
         "compute.matmul" => lower_matmul(ctx, op, st)?,
+        "compute.attention" => attention::lower(ctx, op, module, func, st, kernels)?,
         "comm.all_reduce"
         | "comm.all_reduce_coalesced"
         | "comm.all_gather"
@@ -1518,8 +1520,33 @@ fn synthetic_kernel(
     arg: Type,
     result: Type,
 ) -> Result<String, Diagnostic> {
+    let attrs: Vec<(&str, commlir_ir::Attr)> = match dim {
+        Some(d) => vec![("dim", i64_attr(ctx, d))],
+        None => Vec::new(),
+    };
+    synthetic_kernel_with(ctx, module, func, kernels, op_name, &attrs, arg, result)
+}
+
+/// A one-op kernel `result = OP(arg) {attrs}` built from scratch; kernels with the same op,
+/// attributes and types are one symbol.
+#[allow(clippy::too_many_arguments)]
+fn synthetic_kernel_with(
+    ctx: &mut Context,
+    module: Option<OpId>,
+    func: OpId,
+    kernels: &mut KernelTable,
+    op_name: &str,
+    attrs: &[(&str, commlir_ir::Attr)],
+    arg: Type,
+    result: Type,
+) -> Result<String, Diagnostic> {
+    let printed: Vec<String> = attrs
+        .iter()
+        .map(|(n, a)| format!("{n}={}", commlir_ir::printer::attr_to_string(ctx, *a)))
+        .collect();
     let key = format!(
-        "{op_name}{{{dim:?}}}({})->{}",
+        "{op_name}{{{}}}({})->{}",
+        printed.join(","),
         commlir_ir::printer::type_to_string(ctx, arg),
         commlir_ir::printer::type_to_string(ctx, result)
     );
@@ -1540,13 +1567,9 @@ fn synthetic_kernel(
     let body = ctx.new_block(&[arg]);
     ctx.append_block(region, body);
     let a = ctx.block_args(body)[0];
-    let attrs: Vec<(&str, commlir_ir::Attr)> = match dim {
-        Some(d) => vec![("dim", i64_attr(ctx, d))],
-        None => Vec::new(),
-    };
     let mut bld = Builder::at_end(ctx, body);
     bld.loc = loc;
-    let v = bld.create_value(op_name, &[a], result, &attrs);
+    let v = bld.create_value(op_name, &[a], result, attrs);
     bld.create("rt.yield", &[v], &[], &[]);
     ctx.insert_before(func, kop);
     kernels.by_key.insert(key, sym.clone());

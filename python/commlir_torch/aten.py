@@ -400,6 +400,29 @@ def _softmax(cx: Lowering, node: fx.Node) -> Result:
     return cx.em.op("compute.softmax", [x], ty, {"dim": fmt_int(d)}, hint=node.name)
 
 
+@register(aten._scaled_dot_product_flash_attention_for_cpu.default)
+def _attention(cx: Lowering, node: fx.Node) -> Result:
+    """``scaled_dot_product_attention`` without mask or dropout, kept whole by the export's
+    decompositions (``trace.attention_or_decompose``) when no gradient is traced, as one
+    ``compute.attention``; its log-sum-exp (for a backward) must be unused."""
+    for user in node.users:
+        if user.target is GETITEM and int(user.args[1]) != 0 and user.users:
+            raise ExportError(f"attention '{node.name}': its log-sum-exp is used (only the output is lowered)")
+    q, k, v = (cx.value(a) for a in node.args[:3])
+    dropout = float(node.args[3]) if len(node.args) > 3 else float(node.kwargs.get("dropout_p", 0.0))
+    causal = bool(node.args[4]) if len(node.args) > 4 else bool(node.kwargs.get("is_causal", False))
+    if dropout != 0.0 or node.kwargs.get("attn_mask") is not None:
+        raise ExportError(f"attention '{node.name}' with dropout or a mask has no commlir lowering")
+    scale = node.kwargs.get("scale")
+    scale = float(scale) if scale is not None else 1.0 / math.sqrt(q.type.shape[-1])
+    out_ty = node_types(node)[0]
+    attrs = {"scale": fmt_float(scale)}
+    if causal:
+        attrs["causal"] = "unit"
+    out = cx.em.op("compute.attention", [q, k, v], out_ty, attrs, hint="attention")
+    return [out, None]
+
+
 @register(aten._log_softmax.default)
 def _log_softmax(cx: Lowering, node: fx.Node) -> Result:
     ty = node_type(node)

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import torch
 import torch.distributed as dist
 import torch.fx as fx
 from torch._dynamo.backends.common import aot_autograd
@@ -61,7 +62,11 @@ class CommlirBackend:
             self.modules.append(self._lower(fgm, names))
             return make_boxed_func(fgm.forward)
 
-        return aot_autograd(fw_compiler=fw_compiler, decompositions=decompositions())(gm, example_inputs)
+        # Attention stays one op where no backward is traced (aot_autograd builds a joint
+        # graph exactly when grad is on and an input requires it).
+        training = torch.is_grad_enabled() and any(getattr(x, "requires_grad", False) for x in example_inputs)
+        table = decompositions(fused_attention=not training)
+        return aot_autograd(fw_compiler=fw_compiler, decompositions=table)(gm, example_inputs)
 
     def _lower(self, fgm: fx.GraphModule, names: list[str]) -> str:
         groups = GroupTable(self.world, dict(self.groups.by_name), dict(self.groups.used))

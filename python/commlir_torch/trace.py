@@ -83,10 +83,12 @@ class Parallelism:
         return mesh[name] if mesh.ndim > 1 else mesh
 
 
-def decompositions() -> dict[Any, Any]:
+def decompositions(fused_attention: bool = False) -> dict[Any, Any]:
     """The core-aten decompositions, plus those of ops that are core aten but have no single
     commlir op (layer norm becomes means, a variance and rsqrt), minus those of the lookups
-    aten.py lowers whole (embedding gradients, the negative log-likelihood)."""
+    aten.py lowers whole (embedding gradients, the negative log-likelihood). With
+    ``fused_attention`` (no gradient traced), scaled-dot-product attention without mask or
+    dropout stays one op (``compute.attention``) instead of its math decomposition."""
     aten = torch.ops.aten
     table = dict(core_aten_decompositions())
     table.update(get_decompositions([aten.native_layer_norm]))
@@ -94,7 +96,32 @@ def decompositions() -> dict[Any, Any]:
     for packet in (aten.embedding_dense_backward, aten.nll_loss_forward, aten.nll_loss_backward):
         for overload in packet.overloads():
             table.pop(getattr(packet, overload), None)
+    if fused_attention:
+        flash = aten._scaled_dot_product_flash_attention_for_cpu.default
+        table[flash] = attention_or_decompose(table[flash])
     return table
+
+
+def attention_or_decompose(decompose: Callable[..., Any]) -> Callable[..., Any]:
+    """The decomposition of PyTorch's CPU attention op that keeps it whole (``NotImplemented``
+    makes the tracer record the op itself) where ``compute.attention`` expresses it: no mask,
+    no dropout, q, k and v of one float type and the same leading dims (no grouped heads)."""
+
+    def attention(query: Any, key: Any, value: Any, dropout_p: float = 0.0, is_causal: bool = False,
+                  *, attn_mask: Any = None, scale: float | None = None) -> Any:
+        whole = (
+            dropout_p == 0.0
+            and attn_mask is None
+            and query.dim() >= 3
+            and query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
+            and query.dtype == key.dtype == value.dtype
+            and query.dtype.is_floating_point
+        )
+        if whole:
+            return NotImplemented
+        return decompose(query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)
+
+    return attention
 
 
 def load_factory(spec: str) -> Factory:
@@ -354,9 +381,11 @@ def trace_rank(
                 state[info.fqn] = t
             for (fqn, _), b in zip(buffers, xs[n_params : n_params + n_buffers]):
                 state[fqn] = b
-            # The math attention decomposes above autograd, so that its backward is made of the
-            # same elementary ops (the fused CPU kernel's backward is one opaque op).
-            with sdpa_kernel([SDPBackend.MATH]), torch.enable_grad() if backward else torch.no_grad():
+            # With a backward, the math attention decomposes above autograd, so that its
+            # backward is made of the same elementary ops (the fused CPU kernel's backward is
+            # one opaque op); without one, the fused op is kept whole (compute.attention).
+            backends = [SDPBackend.MATH] if backward else [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]
+            with sdpa_kernel(backends), torch.enable_grad() if backward else torch.no_grad():
                 out = local_outputs(torch.func.functional_call(model, state, tuple(xs[n_params + n_buffers :])))
                 if not backward:
                     return tuple(out)
@@ -366,7 +395,7 @@ def trace_rank(
 
         gm = make_fx(
             step,
-            decomposition_table=decompositions(),
+            decomposition_table=decompositions(fused_attention=not backward),
             tracing_mode="fake",
             record_stack_traces=True,
         )(*flat)

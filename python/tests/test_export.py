@@ -62,8 +62,22 @@ class LlamaBlock(unittest.TestCase):
         self.assertEqual(text.count("coll.all_gather_into_tensor "), 2)
         self.assertEqual(text.count("coll.reduce_scatter_tensor "), 2)
         self.assertNotIn("coll.all_reduce ", text)
-        for op in ("compute.softmax", "compute.rsqrt", "compute.permute", "compute.select"):
+        for op in ("compute.rsqrt", "compute.permute", "compute.attention"):
             self.assertIn(op, text)
+
+    def test_attention_is_one_op_unless_a_backward_is_traced(self) -> None:
+        fwd = export(make_llama_block, Parallelism(tp=2)).text
+        # Batch 2, 4 heads (2 per rank) of 16 positions; causal, scale 1/sqrt(head dim 16).
+        self.assertRegex(
+            fwd,
+            r"compute\.attention %\w+, %\w+, %\w+ \{scale = 2\.5\d*e-01 : f64, causal = unit\} : "
+            r"\(tensor<2x2x16x16xf32>, tensor<2x2x16x16xf32>, tensor<2x2x16x16xf32>\) -> tensor<2x2x16x16xf32>",
+        )
+        self.assertNotIn("compute.softmax", fwd)
+        # The training step keeps the math decomposition, whose backward is elementary ops.
+        bwd = export(make_llama_block, Parallelism(tp=2), backward=True).text
+        self.assertNotIn("compute.attention", bwd)
+        self.assertIn("compute.softmax", bwd)
 
     def test_fsdp_backward_reduce_scatters_every_gradient(self) -> None:
         prog = export(make_llama_block, Parallelism(fsdp=2), backward=True)

@@ -14,6 +14,7 @@ use commlir_ir::{Context, OpId, Value};
 use commlir_runtime::cuda::check::ulp;
 use commlir_runtime::cuda::{tensor_bytes, tensor_from_bytes};
 use commlir_runtime::inputs::SplitMix64;
+use commlir_runtime::numeric::{bf16_bits, f16_bits, f16_value};
 use commlir_runtime::{Data, ElemType, Tensor, TensorType};
 use inkwell::context::Context as LlContext;
 use inkwell::memory_buffer::MemoryBuffer;
@@ -154,7 +155,113 @@ impl Buf {
 /// Runs `text` (function `@f`, compute ops only) on the sim and through the host-compiled
 /// kernels on `rounds` random inputs, aligned and misaligned; the results must be identical.
 pub fn check(text: &str, rounds: u64) {
-    run(text, rounds, None);
+    run(text, Inputs::Random(rounds), None);
+}
+
+/// [`check_within`] on the given input sets (one tensor per parameter each) rather than
+/// random bits: for ops whose results are only meaningful on tame inputs (attention).
+pub fn check_inputs_within(text: &str, sets: Vec<Vec<Tensor>>, ulps: u32) {
+    run(text, Inputs::Given(sets), Some(ulps));
+}
+
+/// Where the inputs come from.
+enum Inputs {
+    /// `n` rounds of random bytes over each type's whole range.
+    Random(u64),
+    /// These sets.
+    Given(Vec<Vec<Tensor>>),
+}
+
+/// The element of `dtype` (an `rt` ABI code) at `p`, as f64.
+///
+/// # Safety
+/// `p` points to one element of that type.
+unsafe fn read_elem(p: *const u8, dtype: u32) -> f64 {
+    match dtype {
+        7 => f64::from(f32::from_le_bytes(*(p as *const [u8; 4]))),
+        8 => f64::from_le_bytes(*(p as *const [u8; 8])),
+        9 => f64::from(f32::from_bits(u32::from(u16::from_le_bytes(*(p as *const [u8; 2]))) << 16)),
+        6 => f16_value(u16::from_le_bytes(*(p as *const [u8; 2]))),
+        d => panic!("gemm dtype {d}"),
+    }
+}
+
+/// Stores `x` (already rounded to the type) as an element of `dtype` at `p`.
+///
+/// # Safety
+/// `p` has room for one element of that type.
+unsafe fn write_elem(p: *mut u8, dtype: u32, x: f64) {
+    match dtype {
+        7 => *(p as *mut [u8; 4]) = (x as f32).to_le_bytes(),
+        8 => *(p as *mut [u8; 8]) = x.to_le_bytes(),
+        9 => *(p as *mut [u8; 2]) = bf16_bits(x).to_le_bytes(),
+        6 => *(p as *mut [u8; 2]) = f16_bits(x).to_le_bytes(),
+        d => panic!("gemm dtype {d}"),
+    }
+}
+
+/// `rt.gemm` on the host, exactly as cuBLAS is asked (column-major, strided-batched,
+/// `transa`/`transb`, byte offsets, `out_dtype`), each product accumulated in ascending `k`
+/// in f32 (f64 for f64) like the sim's matmul, without fused multiply-adds.
+fn host_gemm(ctx: &Context, op: OpId, bufs: &mut HashMap<Value, Buf>) {
+    let i = |n: &str| {
+        ctx.inherent_attr(op, n)
+            .and_then(|a| ctx.attr_as_i64(a))
+            .unwrap_or(0) as usize
+    };
+    let code = |n: &str| {
+        ctx.inherent_attr(op, n)
+            .and_then(|a| ctx.attr_as_str(a))
+            .map(|d| commlir_dialects::rt::abi::code(commlir_dialects::rt::abi::DTYPES, d).unwrap())
+    };
+    let dt = code("dtype").expect("dtype");
+    let ot = code("out_dtype").unwrap_or(dt);
+    let (eb, ob) = ([0, 0, 0, 0, 0, 0, 2, 4, 8, 2][dt as usize], [0, 0, 0, 0, 0, 0, 2, 4, 8, 2][ot as usize]);
+    let (m, n, k) = (i("m"), i("n"), i("k"));
+    let (ta, tb) = (i("transa") == 1, i("transb") == 1);
+    let (lda, ldb, ldc) = (i("lda"), i("ldb"), i("ldc"));
+    let ops = ctx.operands(op).to_vec();
+    let base = |bufs: &mut HashMap<Value, Buf>, v: Value, off: usize| unsafe {
+        bufs.get_mut(&v).expect("a buffer").ptr().add(off)
+    };
+    let (pa, pb, pc) = (
+        base(bufs, ops[0], i("offset_a")),
+        base(bufs, ops[1], i("offset_b")),
+        base(bufs, ops[2], i("offset_c")),
+    );
+    let f64_math = dt == 8;
+    for bi in 0..i("batch") {
+        for col in 0..n {
+            for row in 0..m {
+                let (mut acc32, mut acc64) = (0f32, 0f64);
+                for l in 0..k {
+                    let ai = if ta { l + row * lda } else { row + l * lda };
+                    let bj = if tb { col + l * ldb } else { l + col * ldb };
+                    // SAFETY: the lowering computed these offsets inside the buffers.
+                    let (x, y) = unsafe {
+                        (
+                            read_elem(pa.add((bi * i("stride_a") + ai) * eb), dt),
+                            read_elem(pb.add((bi * i("stride_b") + bj) * eb), dt),
+                        )
+                    };
+                    if f64_math {
+                        acc64 += x * y;
+                    } else {
+                        acc32 += x as f32 * y as f32;
+                    }
+                }
+                let out = if f64_math { acc64 } else { f64::from(acc32) };
+                let elem = match ot {
+                    9 => ElemType::BF16,
+                    6 => ElemType::F16,
+                    _ => ElemType::F32,
+                };
+                let out = if ot == 8 { out } else { f64::from(elem.round(out as f32)) };
+                // SAFETY: as above.
+                unsafe { write_elem(pc.add((bi * i("stride_c") + row + col * ldc) * ob), ot, out) };
+            }
+        }
+    }
 }
 
 /// [`check`] for float results that may differ by up to `ulps` units in the last place (an
@@ -162,7 +269,7 @@ pub fn check(text: &str, rounds: u64) {
 /// must be equal but a NaN may carry another payload (`llvm.maximum` returns a canonical NaN
 /// where the sim passes its operand's on).
 pub fn check_within(text: &str, rounds: u64, ulps: u32) {
-    run(text, rounds, Some(ulps));
+    run(text, Inputs::Random(rounds), Some(ulps));
 }
 
 /// Whether kernel element `got` is within `ulps` units in the last place (of `elem`, at the
@@ -183,19 +290,22 @@ fn close(got: f64, want: f64, elem: ElemType, ulps: u32) -> bool {
 }
 
 /// [`check`] (`ulps` none: identical bytes) or [`check_within`].
-fn run(text: &str, rounds: u64, ulps: Option<u32>) {
+fn run(text: &str, inputs: Inputs, ulps: Option<u32>) {
     let mut ctx = Context::new();
     let m = parse(&mut ctx, text);
     let f = entry(&ctx, m);
     let in_types: Vec<TensorType> = args(&ctx, f).iter().map(|v| ty(&ctx, *v)).collect();
     let mut pm = PassManager::from_pipeline(parse_pipeline(PLAN).unwrap());
     pm.run(&mut ctx, m).unwrap();
-    let ref_inputs: Vec<Vec<Tensor>> = (0..rounds)
-        .map(|r| {
-            let mut g = SplitMix64::new(0x1234 + r);
-            in_types.iter().map(|t| random_tensor(t, &mut g)).collect()
-        })
-        .collect();
+    let ref_inputs: Vec<Vec<Tensor>> = match inputs {
+        Inputs::Random(rounds) => (0..rounds)
+            .map(|r| {
+                let mut g = SplitMix64::new(0x1234 + r);
+                in_types.iter().map(|t| random_tensor(t, &mut g)).collect()
+            })
+            .collect(),
+        Inputs::Given(sets) => sets,
+    };
     // The sim runs the unlowered program: parse it again.
     let mut sctx = Context::new();
     let sm = parse(&mut sctx, text);
@@ -252,6 +362,7 @@ fn run(text: &str, rounds: u64, ulps: Option<u32>) {
                             .collect();
                         launch(&ee, &k, &ps);
                     }
+                    "rt.gemm" => host_gemm(&ctx, op, &mut bufs),
                     "rt.free" => {}
                     "func.return" => {
                         for (i, (v, w)) in ctx.operands(op).iter().zip(&want).enumerate() {

@@ -131,10 +131,22 @@ pub fn host_ir(ptx_ir: &str) -> String {
         if line.starts_with("declare") && line.contains("@llvm.nvvm.read.ptx.sreg.") {
             continue;
         }
+        if line.starts_with("declare")
+            && (line.contains("@llvm.nvvm.shfl.sync.bfly.f32")
+                || line.contains("@llvm.nvvm.barrier")
+                || line.contains("@llvm.nvvm.ex2.approx.f32"))
+        {
+            continue;
+        }
         let l = line
             .replace("ptx_kernel ", "")
             .replace(" addrspace(1)", "")
-            .replace("@llvm.nvvm.read.ptx.sreg.", "@sreg_");
+            .replace(" addrspace(3)", "")
+            .replace("@llvm.nvvm.read.ptx.sreg.", "@sreg_")
+            .replace("@llvm.nvvm.shfl.sync.bfly.f32", "@host_shfl_bfly")
+            .replace("@llvm.nvvm.barrier.cta.sync.aligned.all", "@host_bar_sync")
+            .replace("@llvm.nvvm.barrier0", "@host_bar0")
+            .replace("@llvm.nvvm.ex2.approx.f32", "@host_ex2");
         out.push_str(&l);
         out.push('\n');
     }
@@ -143,6 +155,14 @@ pub fn host_ir(ptx_ir: &str) -> String {
             "define i32 @sreg_{name}() {{\n  ret i32 {v}\n}}\n"
         ));
     }
+    // One thread: a shuffle's partner lane is past the block (the kernels then use the
+    // identity), and a block barrier has nobody to wait for.
+    out.push_str("define float @host_shfl_bfly(i32 %m, float %v, i32 %o, i32 %c) {\n  ret float %v\n}\n");
+    out.push_str("define void @host_bar_sync(i32 %b) {\n  ret void\n}\n");
+    out.push_str("define void @host_bar0() {\n  ret void\n}\n");
+    // The GPU's `ex2.approx.f32` (relative error below 2^-22) as the exact 2^x: the fast exp
+    // of f16/bf16 results, whose rounding hides the difference almost always.
+    out.push_str("declare float @llvm.exp2.f32(float)\ndefine float @host_ex2(float %x) {\n  %r = call float @llvm.exp2.f32(float %x)\n  ret float %r\n}\n");
     for (name, _, sig) in LIBCALLS {
         out.push_str(&format!("declare {sig}\n").replace("@", &format!("@{name}")));
     }

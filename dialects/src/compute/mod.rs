@@ -249,6 +249,107 @@ fn verify_softmax(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
 }
 
 register_op!(
+    pub ATTENTION = OpDef {
+        name: "compute.attention",
+        summary: "Scaled dot-product attention",
+        description: "`q: B…×Lq×D`, `k: B…×Lk×D`, `v: B…×Lk×Dv` → `B…×Lq×Dv`, the same \
+            leading (batch, head) dims and element type everywhere (f16, bf16, f32 or f64): \
+            for each query row `i`, `s_j = scale · Σ_d q[i,d]·k[j,d]`, `p = softmax(s)` over \
+            the keys (max-subtracted; with `causal`, keys `j > i` are masked out, PyTorch's \
+            `is_causal`, aligned top-left), and `result[i] = Σ_j p_j · v[j]`. Carried out \
+            in f32 (f64 for f64); `p` is rounded to the element type before the second \
+            product (as a softmax result would be, and as flash attention does) and the \
+            result once at the end. PyTorch's \
+            `scaled_dot_product_attention` without mask or dropout; the scores are never a \
+            tensor of the program, so the memory they take is the lowering's choice.",
+        operands: &[ArgDef::one("q", T), ArgDef::one("k", T), ArgDef::one("v", T)],
+        results: &[ArgDef::one("result", T)],
+        attributes: &[
+            AttrDef::required("scale", AttrConstraint::Float)
+                .doc("Factor of the scores (PyTorch's default is `1/sqrt(D)`)."),
+            AttrDef::optional("causal", AttrConstraint::Unit)
+                .doc("Mask keys after the query's position (`j > i`)."),
+            COST,
+        ],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_attention),
+        example: "%o = compute.attention %q, %k, %v {causal, scale = 0.125 : f64} : (tensor<2x16x64xbf16>, tensor<2x16x64xbf16>, tensor<2x16x64xbf16>) -> tensor<2x16x64xbf16>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_attention(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let view = |v| value_tensor_view(ctx, v).unwrap();
+    let (q, k, v, r) = (
+        view(ctx.operand(op, 0)),
+        view(ctx.operand(op, 1)),
+        view(ctx.operand(op, 2)),
+        view(ctx.result(op, 0)),
+    );
+    if [k.elem, v.elem, r.elem].iter().any(|e| *e != q.elem) {
+        return Err(ctx.op_error(
+            op,
+            "requires the same element type for q, k, v and the result",
+        ));
+    }
+    if !matches!(ctx.type_kind(q.elem), TypeKind::Float(_)) {
+        return Err(ctx.op_error(op, "requires a floating-point element type"));
+    }
+    let rank = q.shape.len();
+    if rank < 2 || k.shape.len() != rank || v.shape.len() != rank {
+        return Err(ctx.op_error(
+            op,
+            "expects q, k and v of one rank, at least 2 (…×L×D)",
+        ));
+    }
+    let lead = &q.shape[..rank - 2];
+    if &k.shape[..rank - 2] != lead || &v.shape[..rank - 2] != lead {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "leading dims differ: q {}, k {}, v {}",
+                fmt_shape(q.shape),
+                fmt_shape(k.shape),
+                fmt_shape(v.shape)
+            ),
+        ));
+    }
+    let (d, lk) = (q.shape[rank - 1], k.shape[rank - 2]);
+    if k.shape[rank - 1] != d {
+        return Err(ctx.op_error(
+            op,
+            format!("head dim differs: q has {d}, k has {}", k.shape[rank - 1]),
+        ));
+    }
+    if v.shape[rank - 2] != lk {
+        return Err(ctx.op_error(
+            op,
+            format!("key count differs: k has {lk}, v has {}", v.shape[rank - 2]),
+        ));
+    }
+    let mut want = lead.to_vec();
+    want.extend([q.shape[rank - 2], v.shape[rank - 1]]);
+    if r.shape != want.as_slice() {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "result shape must be {}, got {}",
+                fmt_shape(&want),
+                fmt_shape(r.shape)
+            ),
+        ));
+    }
+    let scale = ctx
+        .inherent_attr(op, "scale")
+        .and_then(|a| ctx.attr_as_f64(a))
+        .unwrap_or(f64::NAN);
+    if !scale.is_finite() {
+        return Err(ctx.op_error(op, "requires a finite 'scale'"));
+    }
+    Ok(())
+}
+
+register_op!(
     pub REDUCE_SUM = OpDef {
         name: "compute.reduce_sum",
         summary: "Sum along a dimension",

@@ -31,6 +31,9 @@ pub const DTYPES: &[(&str, u32)] = &[
     ("f64", 8),
     ("bf16", 9),
 ];
+/// `gemm`'s dtype argument is the operands' code; when the result has another type (an
+/// f16/bf16 product kept in f32), that type's code plus one is stored from this bit up.
+pub const GEMM_OUT_SHIFT: u32 = 8;
 /// Reduction codes: the values of `ncclRedOp_t`.
 pub const REDUCE_OPS: &[(&str, u32)] = &[
     ("sum", 0),

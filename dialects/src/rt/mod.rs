@@ -425,13 +425,18 @@ register_op!(
             AttrDef::required("stride_c", AttrConstraint::Integer),
             AttrDef::required("batch", AttrConstraint::Integer),
             DTYPE,
+            AttrDef::optional("out_dtype", AttrConstraint::StrEnum(&["f32", "f64"]))
+                .doc("Element type of `c` when it differs from `dtype` (f16/bf16 products kept in f32)."),
+            AttrDef::optional("offset_a", AttrConstraint::Integer).doc("Bytes into `a` where the matrices start."),
+            AttrDef::optional("offset_b", AttrConstraint::Integer).doc("Bytes into `b`."),
+            AttrDef::optional("offset_c", AttrConstraint::Integer).doc("Bytes into `c`."),
         ],
         traits: &[Trait::MemRead, Trait::MemWrite],
         verify: Some(|ctx, op| {
             for &v in ctx.operands(op) {
                 expect_memref(ctx, op, v, "every operand")?;
             }
-            nonneg(ctx, op, &["m", "n", "k", "lda", "ldb", "ldc", "stride_a", "stride_b", "stride_c", "batch"])
+            nonneg(ctx, op, &["m", "n", "k", "lda", "ldb", "ldc", "stride_a", "stride_b", "stride_c", "batch", "offset_a", "offset_b", "offset_c"])
         }),
         example: "rt.gemm %w, %x, %y {batch = 1 : i64, dtype = \"bf16\", k = 16 : i64, lda = 4 : i64, ldb = 16 : i64, ldc = 4 : i64, m = 4 : i64, n = 8 : i64, stride_a = 0 : i64, stride_b = 0 : i64, stride_c = 0 : i64, transa = 0 : i64, transb = 0 : i64} : (memref<16x4xbf16>, memref<8x16xbf16>, memref<8x4xbf16>) -> ()",
         ..OpDef::EMPTY
@@ -810,6 +815,28 @@ register_op!(
         attributes: &[AttrDef::required("dim", AttrConstraint::Integer)],
         traits: &[Trait::Pure, Trait::HasParent("rt.kernel")],
         example: "%p = rt.pack_chunks %x {dim = 1 : i64} : (tensor<4x8xf32>) -> tensor<2x4x4xf32>",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub ATTENTION_SOFTMAX = OpDef {
+        name: "rt.attention_softmax",
+        summary: "The softmax of attention scores, row by row (kernel body op)",
+        description: "`input: R×L` scores (f32, f64 for f64 attention) → `R×L` probabilities \
+            in the result's element type: each row scaled by `scale`, with `causal` the keys \
+            `j > i` masked (`i` = row mod `q_len`, the query's position), then softmax along \
+            the row. Only inside an `rt.kernel`; the middle of `compute.attention` between \
+            its two GEMMs.",
+        operands: &[ArgDef::one("input", TypeConstraint::StaticTensor)],
+        results: &[ArgDef::one("result", TypeConstraint::StaticTensor)],
+        attributes: &[
+            AttrDef::required("scale", AttrConstraint::Float),
+            AttrDef::optional("causal", AttrConstraint::Unit),
+            AttrDef::required("q_len", AttrConstraint::Integer).doc("Rows per head."),
+        ],
+        traits: &[Trait::Pure, Trait::HasParent("rt.kernel")],
+        example: "%p = rt.attention_softmax %s {causal, q_len = 16 : i64, scale = 0.125 : f64} : (tensor<32x16xf32>) -> tensor<32x16xbf16>",
         ..OpDef::EMPTY
     }
 );

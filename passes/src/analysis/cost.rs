@@ -601,6 +601,11 @@ pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
             .unwrap_or(machine.matmul_flops_f32);
         return OpCost::Compute(machine.roofline(flops, peak, bytes));
     }
+    if name == "compute.attention" {
+        if let Some(ns) = attention_ns(ctx, machine, op, bytes) {
+            return OpCost::Compute(ns);
+        }
+    }
     let per_elem = match name {
         "compute.gelu" | "compute.silu" | "compute.tanh" | "compute.exp" | "compute.softmax"
         | "compute.sigmoid" | "compute.sin" | "compute.cos" | "compute.log" => 8.0,
@@ -611,6 +616,31 @@ pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
         machine.vector_flops,
         bytes,
     ))
+}
+
+/// `compute.attention` as `comm-to-rt` lowers it: two batched GEMMs (`q·kᵀ` into f32 scores,
+/// `p·v`) at the matmul peak, and between them one softmax pass that reads the scores (f32,
+/// 8 vector flops an element) and writes the probabilities in the element type, which the
+/// second GEMM reads back. Masked keys are computed too (the GEMMs are dense).
+fn attention_ns(ctx: &Context, machine: &Machine, op: OpId, io_bytes: f64) -> Option<f64> {
+    let q = tensor_info(ctx, ctx.value_type(ctx.operand(op, 0)))?;
+    let k = tensor_info(ctx, ctx.value_type(ctx.operand(op, 1)))?;
+    let v = tensor_info(ctx, ctx.value_type(ctx.operand(op, 2)))?;
+    let r = q.shape.len();
+    if r < 2 || k.shape.len() != r || v.shape.len() != r {
+        return None;
+    }
+    let nb: f64 = q.shape[..r - 2].iter().map(|&x| x as f64).product();
+    let (lq, d) = (q.shape[r - 2] as f64, q.shape[r - 1] as f64);
+    let (lk, dv) = (k.shape[r - 2] as f64, v.shape[r - 1] as f64);
+    let scores = nb * lq * lk;
+    let elem = tensor_bytes(ctx, ctx.value_type(ctx.operand(op, 0)))? as f64
+        / (nb * lq * d).max(1.0);
+    let acc = if elem > 4.0 { 8.0 } else { 4.0 };
+    let peak = machine.matmul_peak(ctx, q.elem);
+    let gemms = machine.roofline(2.0 * scores * (d + dv), peak, io_bytes + scores * (acc + elem));
+    let softmax = machine.roofline(8.0 * scores, machine.vector_flops, scores * (acc + elem));
+    Some(gemms + softmax + machine.launch_ns)
 }
 
 /// The model of a fused collective-matmul (`symm.fused_all_gather_matmul`,

@@ -903,13 +903,24 @@ impl RankState {
                 cublas::cublasOperation_t::CUBLAS_OP_T
             }
         };
-        let (dt, ct) = match dtype {
-            9 => (D::CUDA_R_16BF, C::CUBLAS_COMPUTE_32F),
-            6 => (D::CUDA_R_16F, C::CUBLAS_COMPUTE_32F),
-            7 => (D::CUDA_R_32F, C::CUBLAS_COMPUTE_32F),
-            8 => (D::CUDA_R_64F, C::CUBLAS_COMPUTE_64F),
-            _ => return Err(format!("gemm: unsupported dtype code {dtype}")),
+        let of = |code: u32| match code {
+            9 => Some((D::CUDA_R_16BF, C::CUBLAS_COMPUTE_32F)),
+            6 => Some((D::CUDA_R_16F, C::CUBLAS_COMPUTE_32F)),
+            7 => Some((D::CUDA_R_32F, C::CUBLAS_COMPUTE_32F)),
+            8 => Some((D::CUDA_R_64F, C::CUBLAS_COMPUTE_64F)),
+            _ => None,
         };
+        let unsupported = || format!("gemm: unsupported dtype code {dtype}");
+        let (dt, ct) = of(dtype & 0xff).ok_or_else(unsupported)?;
+        // The result's type, when it differs (abi::GEMM_OUT_SHIFT): f16/bf16 into f32.
+        let ctype = match dtype >> abi::GEMM_OUT_SHIFT {
+            0 => dt,
+            o => match (of(o - 1), ct) {
+                (Some((D::CUDA_R_32F, _)), C::CUBLAS_COMPUTE_32F) => D::CUDA_R_32F,
+                _ => return Err(unsupported()),
+            },
+        };
+        let dtype = dtype & 0xff;
         // alpha = 1, beta = 0 in the compute type, on the host.
         let (one32, zero32, one64, zero64) = (1f32, 0f32, 1f64, 0f64);
         let (alpha, beta): (*const c_void, *const c_void) = if dtype == 8 {
@@ -938,7 +949,7 @@ impl RankState {
                 b.2,
                 beta,
                 c.0,
-                dt,
+                ctype,
                 c.1,
                 c.2,
                 batch,
@@ -1294,7 +1305,7 @@ unsafe extern "C" fn rt_gemm(
             |_| {
                 let d = abi::DTYPES
                     .iter()
-                    .find(|(_, c)| *c == dtype)
+                    .find(|(_, c)| *c == dtype & 0xff)
                     .map(|(d, _)| *d)
                     .unwrap_or("?");
                 (format!("gemm {d} {m}x{n}x{k} batch {batch}"), 0, 0.0)

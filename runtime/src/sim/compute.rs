@@ -53,6 +53,11 @@ pub fn execute(
             let f32_factor = factor as f32;
             map_float(inputs[0], |x| x * f32_factor, |x| x * factor)?
         }
+        "attention" => {
+            arity(3)?;
+            let causal = ctx.inherent_attr(op, "causal").is_some();
+            attention(inputs[0], inputs[1], inputs[2], f64_attr("scale")?, causal)?
+        }
         "softmax" => {
             arity(1)?;
             let dim = dim_attr(int_attr("dim")?, inputs[0])?;
@@ -348,6 +353,76 @@ fn lanes(shape: &[usize], dim: usize) -> (usize, usize, usize) {
         shape[dim],
         shape[dim + 1..].iter().product(),
     )
+}
+
+/// `compute.attention`: per query row, the scaled scores against every key it may see (the
+/// first `i + 1` with `causal`), their softmax (max-subtracted exponentials over their sum)
+/// rounded to the element type, and the probability-weighted sum of the value rows, each sum
+/// in ascending index; f32 (f64 for f64), the result rounded to the element type. This is
+/// `matmul(softmax(scores) : T, v)`, as flash attention computes it too (its second product
+/// reads the probabilities in the element type). A row that sees no key is zeros (PyTorch's
+/// safe softmax).
+fn attention(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64, causal: bool) -> Result<Tensor, String> {
+    let r = q.ty.shape.len();
+    let dims = |t: &Tensor| (t.ty.shape[r - 2], t.ty.shape[r - 1]);
+    if r < 2 || k.ty.shape.len() != r || v.ty.shape.len() != r {
+        return Err(format!("cannot attend with {}, {}, {}", q.ty, k.ty, v.ty));
+    }
+    let ((lq, d), (lk, dk), (lv, dv)) = (dims(q), dims(k), dims(v));
+    let lead = &q.ty.shape[..r - 2];
+    if dk != d || lv != lk || &k.ty.shape[..r - 2] != lead || &v.ty.shape[..r - 2] != lead {
+        return Err(format!("cannot attend with {}, {}, {}", q.ty, k.ty, v.ty));
+    }
+    let nb: usize = lead.iter().product();
+    let e = q.ty.elem;
+    let mut shape = lead.to_vec();
+    shape.extend([lq, dv]);
+    macro_rules! attend {
+        ($x:expr, $y:expr, $z:expr, $t:ty, $fin:expr) => {{
+            let sc = scale as $t;
+            let mut out = vec![0 as $t; nb * lq * dv];
+            let mut s: Vec<$t> = Vec::with_capacity(lk);
+            for b in 0..nb {
+                for i in 0..lq {
+                    let qi = &$x[(b * lq + i) * d..][..d];
+                    let n = if causal { (i + 1).min(lk) } else { lk };
+                    if n == 0 {
+                        continue;
+                    }
+                    s.clear();
+                    for j in 0..n {
+                        let kj = &$y[(b * lk + j) * d..][..d];
+                        let dot = qi.iter().zip(kj).fold(0 as $t, |a, (p, q)| a + p * q);
+                        s.push(dot * sc);
+                    }
+                    let m = s.iter().copied().fold(<$t>::NEG_INFINITY, nan_max);
+                    s.iter_mut().for_each(|x| *x = (*x - m).exp());
+                    let l = s.iter().fold(0 as $t, |a, x| a + x);
+                    s.iter_mut().for_each(|x| *x = $fin(*x / l));
+                    let o = &mut out[(b * lq + i) * dv..][..dv];
+                    for (c, oc) in o.iter_mut().enumerate() {
+                        let acc = s
+                            .iter()
+                            .enumerate()
+                            .fold(0 as $t, |a, (j, p)| a + p * $z[(b * lk + j) * dv + c]);
+                        *oc = $fin(acc);
+                    }
+                }
+            }
+            out
+        }};
+    }
+    let data = match (&q.data, &k.data, &v.data) {
+        (Data::F32(x), Data::F32(y), Data::F32(z)) => {
+            Data::F32(attend!(x, y, z, f32, |a: f32| e.round(a)))
+        }
+        (Data::F64(x), Data::F64(y), Data::F64(z)) => Data::F64(attend!(x, y, z, f64, |a| a)),
+        _ => return Err(format!("is not supported on element type {e}")),
+    };
+    Ok(Tensor {
+        ty: TensorType { shape, elem: e },
+        data,
+    })
 }
 
 fn softmax(t: &Tensor, dim: usize) -> Result<Tensor, String> {

@@ -1,0 +1,179 @@
+//! `comm-to-rt` of `compute.attention`: two cuBLAS GEMMs around one softmax kernel, over
+//! chunks of heads so that the scores never take more than [`SCORES_BYTES`].
+//!
+//! Per chunk of `h` heads (of the `B…` leading dims flattened):
+//! 1. `rt.gemm` `S = q·kᵀ` (strided-batched over the chunk's heads), f16/bf16 operands with
+//!    the products kept in f32 (`out_dtype`), so the softmax sees the scores the f32
+//!    accumulator produced rather than their bf16 rounding;
+//! 2. an `rt.attention_softmax` kernel (one block per row): scale, causal mask, max, exp,
+//!    sum, and the probabilities `P` stored in the element type;
+//! 3. `rt.gemm` `result = P·v` into the chunk's rows of the result.
+//!
+//! `S` and `P` are two `rt.alloc` buffers sized for one chunk and reused by every chunk (the
+//! compute stream orders them), freed after the last one. The chunk is the largest divisor of
+//! the head count whose scores fit [`SCORES_BYTES`] (at least one head), so every chunk has
+//! the same shape and one kernel serves them all.
+
+use super::{
+    buffer, dtype_of, err, i64_attr, launch, memref_of, result_buffer, synthetic_kernel_with,
+    KernelTable, Lowering, BLOCK,
+};
+use commlir_dialects::shape::{elem_bytes, value_tensor};
+use commlir_ir::{Builder, Context, Diagnostic, OpId};
+
+/// The most bytes the scores and probabilities of one chunk take (`S` and `P` together).
+pub const SCORES_BYTES: i64 = 256 << 20;
+
+/// Heads per chunk: the largest divisor of `heads` whose `S` and `P` fit [`SCORES_BYTES`].
+pub fn heads_per_chunk(heads: i64, per_head_bytes: i64) -> i64 {
+    let fit = (SCORES_BYTES / per_head_bytes.max(1)).clamp(1, heads.max(1));
+    (1..=fit).rev().find(|h| heads % h == 0).unwrap_or(1)
+}
+
+pub(super) fn lower(
+    ctx: &mut Context,
+    op: OpId,
+    module: Option<OpId>,
+    func: OpId,
+    st: &mut Lowering,
+    kernels: &mut KernelTable,
+) -> Result<(), Diagnostic> {
+    let (q, k, v, r) = (
+        ctx.operand(op, 0),
+        ctx.operand(op, 1),
+        ctx.operand(op, 2),
+        ctx.result(op, 0),
+    );
+    let (Some(tq), Some(tk), Some(tv)) = (value_tensor(ctx, q), value_tensor(ctx, k), value_tensor(ctx, v))
+    else {
+        return Err(err(ctx, op, "expects tensors"));
+    };
+    let rank = tq.shape.len();
+    let heads: i64 = tq.shape[..rank - 2].iter().product();
+    let (lq, d) = (tq.shape[rank - 2], tq.shape[rank - 1]);
+    let (lk, dv) = (tk.shape[rank - 2], tv.shape[rank - 1]);
+    let dtype = dtype_of(ctx, op, q)?;
+    // Scores in f32 for f16/bf16/f32, in f64 for f64.
+    let (score_dtype, score_elem) = match dtype {
+        "f16" | "bf16" | "f32" => ("f32", ctx.float_type(commlir_ir::FloatKind::F32)),
+        "f64" => ("f64", ctx.float_type(commlir_ir::FloatKind::F64)),
+        _ => {
+            return Err(err(
+                ctx,
+                op,
+                "comm-to-rt: attention multiplies floating-point matrices only",
+            ))
+        }
+    };
+    let es = elem_bytes(ctx, tq.elem).max(1) as i64;
+    let ss = elem_bytes(ctx, score_elem).max(1) as i64;
+    let h = heads_per_chunk(heads, lq * lk * (ss + es));
+    let chunks = heads / h.max(1);
+
+    let (bq, bk, bv) = (buffer(ctx, st, op, q)?, buffer(ctx, st, op, k)?, buffer(ctx, st, op, v)?);
+    let out = result_buffer(ctx, st, op, r)?;
+    let s_t = ctx.tensor_type(&[h * lq, lk], score_elem);
+    let p_t = ctx.tensor_type(&[h * lq, lk], tq.elem);
+    let (s_m, p_m) = (memref_of(ctx, s_t), memref_of(ctx, p_t));
+    let mut bld = Builder::before(ctx, op);
+    let sb = bld.create_value("rt.alloc", &[], s_m, &[]);
+    let pb = bld.create_value("rt.alloc", &[], p_m, &[]);
+
+    let mut attrs = vec![("q_len", i64_attr(ctx, lq))];
+    if let Some(a) = ctx.inherent_attr(op, "scale") {
+        attrs.push(("scale", a));
+    }
+    if let Some(a) = ctx.inherent_attr(op, "causal") {
+        attrs.push(("causal", a));
+    }
+    let softmax = synthetic_kernel_with(
+        ctx,
+        module,
+        func,
+        kernels,
+        "rt.attention_softmax",
+        &attrs,
+        s_t,
+        p_t,
+    )?;
+
+    for c in 0..chunks {
+        let first = c * h;
+        // Row-major S[lq×lk] = Q[lq×d]·Kᵀ: column-major Sᵀ = K·Qᵀ, so cuBLAS gets (K
+        // transposed, Q) with leading dimension d for both.
+        gemm(
+            ctx,
+            op,
+            [bk, bq, sb],
+            [
+                ("transa", 1),
+                ("transb", 0),
+                ("m", lk),
+                ("n", lq),
+                ("k", d),
+                ("lda", d),
+                ("ldb", d),
+                ("ldc", lk),
+                ("stride_a", lk * d),
+                ("stride_b", lq * d),
+                ("stride_c", lq * lk),
+                ("batch", h),
+                ("offset_a", first * lk * d * es),
+                ("offset_b", first * lq * d * es),
+                ("offset_c", 0),
+            ],
+            dtype,
+            (dtype != score_dtype).then_some(score_dtype),
+        );
+        launch(ctx, op, &softmax, &[sb, pb], h * lq * BLOCK);
+        // Row-major O[lq×dv] = P[lq×lk]·V[lk×dv]: column-major Oᵀ = Vᵀ·Pᵀ.
+        gemm(
+            ctx,
+            op,
+            [bv, pb, out],
+            [
+                ("transa", 0),
+                ("transb", 0),
+                ("m", dv),
+                ("n", lq),
+                ("k", lk),
+                ("lda", dv),
+                ("ldb", lk),
+                ("ldc", dv),
+                ("stride_a", lk * dv),
+                ("stride_b", lq * lk),
+                ("stride_c", lq * dv),
+                ("batch", h),
+                ("offset_a", first * lk * dv * es),
+                ("offset_b", 0),
+                ("offset_c", first * lq * dv * es),
+            ],
+            dtype,
+            None,
+        );
+    }
+    st.compute_dirty = true;
+    Ok(())
+}
+
+/// One `rt.gemm` before `op` (zero offsets are left out).
+fn gemm(
+    ctx: &mut Context,
+    op: OpId,
+    [a, b, c]: [commlir_ir::Value; 3],
+    ints: [(&str, i64); 15],
+    dtype: &str,
+    out_dtype: Option<&str>,
+) {
+    let mut named: Vec<(&str, commlir_ir::Attr)> = ints
+        .iter()
+        .filter(|(n, v)| *v != 0 || !n.starts_with("offset_"))
+        .map(|(n, v)| (*n, i64_attr(ctx, *v)))
+        .collect();
+    named.push(("dtype", ctx.str_attr(dtype)));
+    if let Some(o) = out_dtype {
+        named.push(("out_dtype", ctx.str_attr(o)));
+    }
+    let mut bld = Builder::before(ctx, op);
+    bld.create("rt.gemm", &[a, b, c], &[], &named);
+}
