@@ -38,4 +38,7 @@ for cfg in "tp1:--tp 1" "tp2:--tp 2" "tp2sp:--tp 2 --sp" "tp2sp_fused:--tp 2 --s
     --inputs-out "$dir/small_${name}_in_{rank}.safetensors"
   $tr "$dir/small_$name.mlir" --pass-pipeline="$pipe_c" --emit=artifact -o "$dir/small_$name.commlir"
 done
+# compute.attention's lowering against the sim on every path (bench/gpu/attention_check.mlir).
+cp bench/gpu/attention_check.mlir "$dir/"
+$tr "$dir/attention_check.mlir" --emit=artifact -o "$dir/attention_check.commlir"
 ls -la "$dir"

@@ -17,6 +17,11 @@ log="$out/llama_block.txt"
 R="$dir/commlir-run"
 say() { echo "$*" | tee -a "$log"; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$log"
+if [ -f "$dir/attention_check.commlir" ]; then
+  say "== compute.attention: every lowering path against the sim"
+  timeout 300 "$R" "$dir/attention_check.commlir" --backend cuda --ranks 1 --check \
+    --check-against "$dir/attention_check.mlir" 2>&1 | grep -E '^check|error' | tee -a "$log"
+fi
 for c in $configs; do
   n=1; [ "$c" = tp1 ] || n=2
   sp=""; case $c in tp2sp*) sp=--sp ;; esac
@@ -25,8 +30,8 @@ for c in $configs; do
     --check-against "$dir/small_$c.mlir" --inputs "$dir/small_${c}_in_{rank}.safetensors" 2>&1 \
     | grep -E '^check|error' | tee -a "$log"
   say "== $c: realistic block (dim 4096, 32 heads, MLP 11008, sequence 4096, bf16), commlir"
-  timeout 300 "$R" "$dir/big_$c.commlir" --backend cuda --ranks "$n" --bench-iters 20 --warmup 3 2>&1 \
-    | grep -E '^time|peak|memory|error' | tee -a "$log"
+  timeout 300 "$R" "$dir/big_$c.commlir" --backend cuda --ranks "$n" --bench-iters 20 --warmup 3 \
+    --profile "$out/big_$c.profile.json" 2>&1 | grep -E '^time|peak|memory|error' | tee -a "$log"
   say "== $c: the same module in PyTorch ($n GPU(s))"
   timeout 400 python3 "$here/llama_block_torch.py" --tp "$n" $sp --iters 20 2>&1 | grep -E '^(eager|compile)|Error' \
     | tee -a "$log"

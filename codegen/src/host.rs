@@ -678,6 +678,9 @@ impl<'a, 'c> Host<'a, 'c> {
                 };
                 vals.insert(ctx.result(op, 0), v);
             }
+            "rt.view" => {
+                vals.insert(ctx.result(op, 0), operand(0)?);
+            }
             "rt.pool_view" => {
                 let v = self.at(operand(0)?, Self::attr_i64(ctx, op, "offset")?)?;
                 vals.insert(ctx.result(op, 0), v);

@@ -2153,9 +2153,22 @@ impl<'a, 'c> Gen<'a, 'c> {
             acc.add_incoming(&[(&init, pre)]);
             let kv = k.as_basic_value().into_int_value();
             let av = acc.as_basic_value().into_float_value();
-            let limit = if vec { nvec } else { len };
-            let c =
-                b!(g.b.build_int_compare(IntPredicate::ULT, kv, g.i64(limit), "c"));
+            let limit = g.i64(if vec { nvec } else { len });
+            // Causal: nothing past the row's query position is read (it is masked).
+            let limit = match qpos {
+                Some(qp) => {
+                    let seen = if vec {
+                        let q = b!(g.b.build_int_unsigned_div(qp, g.i64(w), "qv"));
+                        b!(g.b.build_int_add(q, g.i64(1), "seen"))
+                    } else {
+                        b!(g.b.build_int_add(qp, g.i64(1), "seen"))
+                    };
+                    let lt = b!(g.b.build_int_compare(IntPredicate::ULT, seen, limit, "lt"));
+                    b!(g.b.build_select(lt, seen, limit, "lim")).into_int_value()
+                }
+                None => limit,
+            };
+            let c = b!(g.b.build_int_compare(IntPredicate::ULT, kv, limit, "c"));
             b!(g.b.build_conditional_branch(c, bb, exit));
             g.b.position_at_end(bb);
             let mut nacc = av;
@@ -2222,8 +2235,24 @@ impl<'a, 'c> Gen<'a, 'c> {
                         b!(g.b.build_int_compare(IntPredicate::ULT, vi, g.i64(nvec), "ok"));
                     let vi =
                         b!(g.b.build_select(valid, vi, g.i64(nvec - 1), "vc")).into_int_value();
-                    let (first, lanes) = loadw(g, base, qpos, vi)?;
-                    slots.push((valid, first, lanes));
+                    let Some(qp) = qpos else {
+                        let (first, lanes) = loadw(g, base, qpos, vi)?;
+                        slots.push((valid, first, lanes));
+                        continue;
+                    };
+                    // Causal: a vector wholly past the query position is not read (vector 0
+                    // is, a cached load); its lanes are -inf, so it stores zeros.
+                    let lo = b!(g.b.build_int_mul(vi, g.i64(w), "lo"));
+                    let live = b!(g.b.build_int_compare(IntPredicate::ULE, lo, qp, "live"));
+                    let src = b!(g.b.build_select(live, vi, g.i64(0), "src")).into_int_value();
+                    let (_, lanes) = loadw(g, base, qpos, src)?;
+                    let neg = ct.const_float(f64::NEG_INFINITY);
+                    let mut masked = Vec::new();
+                    for v in lanes {
+                        masked.push(b!(g.b.build_select(live, v, neg, "lv")).into_float_value());
+                    }
+                    let first = b!(g.b.build_int_add(base, lo, "at"));
+                    slots.push((valid, first, masked));
                 }
                 let mut m = ct.const_float(f64::NEG_INFINITY);
                 for (valid, _, lanes) in &slots {

@@ -533,7 +533,12 @@ fn insert_frees(ctx: &mut Context, block: BlockId) {
         .map(|(op, i)| (op, ctx.result(op, i)))
         .collect();
     for (op, b) in owned {
-        let users: Vec<OpId> = ctx.uses(b).iter().map(|u| u.op).collect();
+        // A view's readers read the allocation too.
+        let users: Vec<OpId> = with_views(ctx, b)
+            .into_iter()
+            .flat_map(|v| ctx.uses(v).iter().map(|u| u.op).collect::<Vec<_>>())
+            .filter(|u| ctx.op_name(*u) != "rt.view")
+            .collect();
         if users.iter().any(|u| ctx.op_name(*u) == "func.return") {
             continue;
         }
@@ -673,6 +678,13 @@ fn lower_op(
     }
     if let Some(&g) = plan.root_group.get(&op) {
         let group = &plan.groups[g];
+        if let Some(b) = reshape_alias(ctx, st, op, group) {
+            let r = ctx.result(op, 0);
+            let m = memref_of(ctx, ctx.value_type(r));
+            let v = Builder::before(ctx, op).create_value("rt.view", &[b], m, &[]);
+            st.buf.insert(r, v);
+            return Ok(());
+        }
         let sym = kernel_symbol(ctx, module, func, group, kernels)?;
         let mut args = Vec::new();
         for &v in &group.inputs {
@@ -862,6 +874,55 @@ fn lower_op(
         }
     }
     Ok(())
+}
+
+/// The buffer a kernel of reshapes only would copy, when the result can be a view of it
+/// (`rt.view`): a row-major reshape moves no element. Only for an input the function
+/// allocated (`rt.alloc` or a view of one: not an argument, a pool slot or a call's result)
+/// and a result that is neither a comm buffer nor returned (the caller frees what it is
+/// returned); the allocation then lives until the last reader of the buffer or its views.
+fn reshape_alias(ctx: &Context, st: &Lowering, op: OpId, group: &fusion::Group) -> Option<Value> {
+    let [input] = group.inputs[..] else {
+        return None;
+    };
+    if !group
+        .ops
+        .iter()
+        .all(|o| ctx.op_name(*o) == "compute.reshape")
+    {
+        return None;
+    }
+    let r = ctx.result(op, 0);
+    if buffer_encoding(ctx, ctx.value_type(r)).is_some()
+        || buffer_encoding(ctx, ctx.value_type(input)).is_some()
+        || ctx.get_attr(op, commlir_dialects::comm::SLOT_ATTR).is_some()
+        || ctx
+            .uses(r)
+            .iter()
+            .any(|u| ctx.op_name(u.op) == "func.return")
+    {
+        return None;
+    }
+    let b = *st.buf.get(&input)?;
+    let owned = ctx
+        .defining_op(b)
+        .is_some_and(|d| matches!(ctx.op_name(d), "rt.alloc" | "rt.view"));
+    (owned && !st.comm.contains_key(&input)).then_some(b)
+}
+
+/// `b` and every `rt.view` of it, transitively.
+fn with_views(ctx: &Context, b: Value) -> Vec<Value> {
+    let mut all = vec![b];
+    let mut i = 0;
+    while i < all.len() {
+        for u in ctx.uses(all[i]) {
+            if ctx.op_name(u.op) == "rt.view" {
+                all.push(ctx.result(u.op, 0));
+            }
+        }
+        i += 1;
+    }
+    all
 }
 
 /// Number of independent work items (threads) of a kernel rooted at `op`.

@@ -363,6 +363,16 @@ fn run(text: &str, inputs: Inputs, ulps: Option<u32>) {
                         launch(&ee, &k, &ps);
                     }
                     "rt.gemm" => host_gemm(&ctx, op, &mut bufs),
+                    "rt.view" => {
+                        // The same bytes under another type: a copy of the buffer, valid
+                        // since nothing writes a viewed allocation after its view is made.
+                        let src = &bufs[&ctx.operand(op, 0)];
+                        let mut b = Buf::new(src.len, src.skew);
+                        let bytes = src.bytes().to_vec();
+                        // SAFETY: `b` holds `bytes.len()` bytes.
+                        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), b.ptr(), bytes.len()) };
+                        bufs.insert(ctx.result(op, 0), b);
+                    }
                     "rt.free" => {}
                     "func.return" => {
                         for (i, (v, w)) in ctx.operands(op).iter().zip(&want).enumerate() {

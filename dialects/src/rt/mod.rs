@@ -15,7 +15,7 @@
 pub mod abi;
 mod fused;
 
-use crate::shape::ty_str;
+use crate::shape::{elem_bytes, ty_str};
 use commlir_ir::{
     register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, Context, Diagnostic, OpDef,
     OpId, Trait, Type, TypeConstraint, TypeKind, Value,
@@ -293,6 +293,36 @@ register_op!(
         ..OpDef::EMPTY
     }
 );
+
+register_op!(
+    pub VIEW = OpDef {
+        name: "rt.view",
+        summary: "The same buffer with another shape",
+        description: "No call: the host reuses the address. A row-major reshape moves no \
+            element, so `comm-to-rt` lowers one whose input the function allocated to this \
+            view rather than a copy; the allocation is freed after the last reader of the \
+            buffer or any of its views.",
+        operands: &[ArgDef::one("buffer", ANY)],
+        results: &[ArgDef::one("view", ANY)],
+        traits: &[Trait::Pure],
+        verify: Some(verify_view),
+        example: "%v = rt.view %b : (memref<8x16xbf16>) -> memref<128xbf16>",
+        ..OpDef::EMPTY
+    }
+);
+
+fn verify_view(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    expect_memref(ctx, op, ctx.operand(op, 0), "operand")?;
+    expect_memref(ctx, op, ctx.result(op, 0), "result")?;
+    let bytes = |v| {
+        memref_info(ctx, ctx.value_type(v))
+            .map(|(shape, elem)| shape.iter().product::<i64>() * elem_bytes(ctx, elem) as i64)
+    };
+    if bytes(ctx.operand(op, 0)) != bytes(ctx.result(op, 0)) {
+        return Err(ctx.op_error(op, "requires a result of the operand's size in bytes"));
+    }
+    Ok(())
+}
 
 register_op!(
     pub RANK_VIEW = OpDef {
