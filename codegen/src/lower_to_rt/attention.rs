@@ -9,8 +9,8 @@
 //!    sum, and the probabilities `P` stored in the element type;
 //! 3. `rt.gemm` `result = P·v` into the chunk's rows of the result.
 //!
-//! A causal attention splits the queries of 1 and 3 into row blocks (`compute::attention_row_blocks`),
-//! each multiplying only the keys up to its last row, which skips 3/8 of the GEMMs' work.
+//! With `causal`, the softmax kernel reads no score past a row's query position (they are
+//! masked), but the GEMMs compute them: see the comment in [`lower`].
 //!
 //! `S` and `P` are two `rt.alloc` buffers sized for one chunk and reused by every chunk (the
 //! compute stream orders them), freed after the last one. The chunk is the largest divisor of
@@ -100,77 +100,63 @@ pub(super) fn lower(
         p_t,
     )?;
 
-    // Causal: the queries in row blocks, each multiplying only the keys its last row sees
-    // (key j ≤ query i), so the GEMMs skip most of the masked upper triangle; the softmax
-    // kernel masks what is left (and the unwritten scores past a block's keys).
-    let blocks = if ctx.inherent_attr(op, "causal").is_some() {
-        commlir_dialects::compute::attention_row_blocks(lq)
-    } else {
-        1
-    };
-    let rows = lq / blocks;
     for c in 0..chunks {
         let first = c * h;
-        for b in 0..blocks {
-            let r0 = b * rows;
-            let keys = if blocks > 1 { lk.min(r0 + rows) } else { lk };
-            // Row-major S[rows×keys] = Q[rows×d]·Kᵀ (row stride lk in S): column-major
-            // Sᵀ = K·Qᵀ, so cuBLAS gets (K transposed, Q) with leading dimension d for both.
-            gemm(
-                ctx,
-                op,
-                [bk, bq, sb],
-                [
-                    ("transa", 1),
-                    ("transb", 0),
-                    ("m", keys),
-                    ("n", rows),
-                    ("k", d),
-                    ("lda", d),
-                    ("ldb", d),
-                    ("ldc", lk),
-                    ("stride_a", lk * d),
-                    ("stride_b", lq * d),
-                    ("stride_c", lq * lk),
-                    ("batch", h),
-                    ("offset_a", first * lk * d * es),
-                    ("offset_b", (first * lq + r0) * d * es),
-                    ("offset_c", r0 * lk * ss),
-                ],
-                dtype,
-                (dtype != score_dtype).then_some(score_dtype),
-            );
-        }
+        // Row-major S[lq×lk] = Q[lq×d]·Kᵀ: column-major Sᵀ = K·Qᵀ, so cuBLAS gets (K
+        // transposed, Q) with leading dimension d for both. A causal attention computes its
+        // masked scores too: splitting the queries into row blocks that each multiply only
+        // the keys they see gives cuBLAS problems too small to fill the GPU (measured slower
+        // on an H100 at 32 heads × 4096², docs/benchmarks.md).
+        gemm(
+            ctx,
+            op,
+            [bk, bq, sb],
+            [
+                ("transa", 1),
+                ("transb", 0),
+                ("m", lk),
+                ("n", lq),
+                ("k", d),
+                ("lda", d),
+                ("ldb", d),
+                ("ldc", lk),
+                ("stride_a", lk * d),
+                ("stride_b", lq * d),
+                ("stride_c", lq * lk),
+                ("batch", h),
+                ("offset_a", first * lk * d * es),
+                ("offset_b", first * lq * d * es),
+                ("offset_c", 0),
+            ],
+            dtype,
+            (dtype != score_dtype).then_some(score_dtype),
+        );
         launch(ctx, op, &softmax, &[sb, pb], h * lq * BLOCK);
-        for b in 0..blocks {
-            let r0 = b * rows;
-            let keys = if blocks > 1 { lk.min(r0 + rows) } else { lk };
-            // Row-major O[rows×dv] = P[rows×keys]·V[keys×dv]: column-major Oᵀ = Vᵀ·Pᵀ.
-            gemm(
-                ctx,
-                op,
-                [bv, pb, out],
-                [
-                    ("transa", 0),
-                    ("transb", 0),
-                    ("m", dv),
-                    ("n", rows),
-                    ("k", keys),
-                    ("lda", dv),
-                    ("ldb", lk),
-                    ("ldc", dv),
-                    ("stride_a", lk * dv),
-                    ("stride_b", lq * lk),
-                    ("stride_c", lq * dv),
-                    ("batch", h),
-                    ("offset_a", first * lk * dv * es),
-                    ("offset_b", r0 * lk * es),
-                    ("offset_c", (first * lq + r0) * dv * es),
-                ],
-                dtype,
-                None,
-            );
-        }
+        // Row-major O[lq×dv] = P[lq×lk]·V[lk×dv]: column-major Oᵀ = Vᵀ·Pᵀ.
+        gemm(
+            ctx,
+            op,
+            [bv, pb, out],
+            [
+                ("transa", 0),
+                ("transb", 0),
+                ("m", dv),
+                ("n", lq),
+                ("k", lk),
+                ("lda", dv),
+                ("ldb", lk),
+                ("ldc", dv),
+                ("stride_a", lk * dv),
+                ("stride_b", lq * lk),
+                ("stride_c", lq * dv),
+                ("batch", h),
+                ("offset_a", first * lk * dv * es),
+                ("offset_b", 0),
+                ("offset_c", first * lq * dv * es),
+            ],
+            dtype,
+            None,
+        );
     }
     st.compute_dirty = true;
     Ok(())

@@ -278,18 +278,6 @@ register_op!(
     }
 );
 
-/// Row blocks in which the GPU lowering of a causal `compute.attention` over `lq` queries
-/// multiplies only the keys each block sees: 4 (the GEMMs then compute 5/8 of the scores)
-/// when `lq` splits into blocks of at least 128 rows, else 1. More blocks would save little
-/// more (the limit is 1/2) for twice the GEMM launches. The cost model uses it too.
-pub fn attention_row_blocks(lq: i64) -> i64 {
-    if lq % 4 == 0 && lq / 4 >= 128 {
-        4
-    } else {
-        1
-    }
-}
-
 fn verify_attention(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let view = |v| value_tensor_view(ctx, v).unwrap();
     let (q, k, v, r) = (

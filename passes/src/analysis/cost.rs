@@ -621,8 +621,7 @@ pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
 /// `compute.attention` as `comm-to-rt` lowers it: two batched GEMMs (`q·kᵀ` into f32 scores,
 /// `p·v`) at the matmul peak, and between them one softmax pass that reads the scores (f32,
 /// 8 vector flops an element) and writes the probabilities in the element type, which the
-/// second GEMM reads back. A causal one's GEMMs skip the row blocks' masked keys
-/// ([`commlir_dialects::compute::attention_row_blocks`]).
+/// second GEMM reads back. Masked keys are computed too (the GEMMs are dense).
 fn attention_ns(ctx: &Context, machine: &Machine, op: OpId, io_bytes: f64) -> Option<f64> {
     let q = tensor_info(ctx, ctx.value_type(ctx.operand(op, 0)))?;
     let k = tensor_info(ctx, ctx.value_type(ctx.operand(op, 1)))?;
@@ -635,22 +634,11 @@ fn attention_ns(ctx: &Context, machine: &Machine, op: OpId, io_bytes: f64) -> Op
     let (lq, d) = (q.shape[r - 2] as f64, q.shape[r - 1] as f64);
     let (lk, dv) = (k.shape[r - 2] as f64, v.shape[r - 1] as f64);
     let scores = nb * lq * lk;
-    // A causal one multiplies only the keys each row block sees.
-    let gemm_part = if ctx.inherent_attr(op, "causal").is_some() {
-        let b = commlir_dialects::compute::attention_row_blocks(q.shape[r - 2]) as f64;
-        (b + 1.0) / (2.0 * b)
-    } else {
-        1.0
-    };
     let elem = tensor_bytes(ctx, ctx.value_type(ctx.operand(op, 0)))? as f64
         / (nb * lq * d).max(1.0);
     let acc = if elem > 4.0 { 8.0 } else { 4.0 };
     let peak = machine.matmul_peak(ctx, q.elem);
-    let gemms = machine.roofline(
-        2.0 * gemm_part * scores * (d + dv),
-        peak,
-        io_bytes + gemm_part * scores * (acc + elem),
-    );
+    let gemms = machine.roofline(2.0 * scores * (d + dv), peak, io_bytes + scores * (acc + elem));
     let softmax = machine.roofline(8.0 * scores, machine.vector_flops, scores * (acc + elem));
     Some(gemms + softmax + machine.launch_ns)
 }
