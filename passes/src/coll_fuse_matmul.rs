@@ -19,13 +19,29 @@
 //!
 //! Only on groups with `symm_mem`. The fused op occupies the position of one collective of
 //! the pattern and no collective lies between the old and the new position, so the order of
-//! collectives on every group is unchanged. A pattern is fused only when the cost model says
-//! the pipeline beats the unfused sequence (matmul + collective + the erased views, with
-//! `cost_ns` overrides honoured), unless `ignore-cost` is set. The sim semantics of the fused
-//! ops are the unfused sequences, so results are bit-identical.
+//! collectives on every group is unchanged. The sim semantics of the fused ops are the
+//! unfused sequences, so results are bit-identical.
+//!
+//! Cost check (skipped with `ignore-cost`): both forms run the same matmuls, so the pass
+//! compares what each leaves exposed on the compute stream once scheduled. The fused op
+//! exposes its pipeline's time beyond the matmuls (`pipelined_ns − mm`, the chunked model of
+//! [`pipelined_ns`]). The unfused sequence exposes the views the rewrite erases and the part
+//! of its collective that no independent compute hides: `max(0, comm − hidden)`, where
+//! `hidden` is the compute an overlap scheduler (`comm-overlap-schedule`) can run while the
+//! collective is in flight — compute that neither needs the collective's result nor feeds
+//! it, lying between the collectives issued just before and just after it in program order,
+//! shared among the collectives in order ([`HidingBudget`], one linear pass over the block
+//! built once per function; the collective order is fixed). A collective that is kept takes
+//! its share; a fused one leaves it to the next. The overlap counts only when it covers at
+//! least half the collective ([`MIN_HIDDEN_FRACTION`]); otherwise, or with
+//! `overlap-aware=false` (for pipelines without an overlap scheduler), the check is the
+//! serial `pipelined < mm + comm + views`. So a pattern alone in its function fuses exactly
+//! when the pipeline beats the serial sequence, and one whose collective the schedule hides
+//! anyway is left alone (statistic `kept-by-overlap`). Costs honour `cost_ns` overrides.
 
 use crate::analysis::cost::{op_cost, pipelined_ns, Machine};
-use crate::schedule::body_block;
+use crate::analysis::hiding::HidingBudget;
+use crate::schedule::{body_block, CostTable};
 use commlir_dialects::coll::group_of;
 use commlir_dialects::shape::{int_attr, value_tensor_view};
 use commlir_ir::pass::{
@@ -43,7 +59,8 @@ commlir_ir::register_pass!(
             operand of matmuls becomes `symm.fused_all_gather_matmul` (one `b` per matmul; the \
             gathered tensor is returned for its other users), and a matmul whose product is only \
             reduce-scattered becomes `symm.fused_matmul_reduce_scatter`, when the cost model \
-            says the pipeline wins. Sees through reshapes and layout-identity slice/concat \
+            says the pipeline exposes less than the unfused sequence once scheduled (its \
+            collective hidden behind the independent compute next to it). Sees through reshapes and layout-identity slice/concat \
             groups where the rank blocks are whole rows of the matmul.",
         anchor: Anchor::FUNC,
         options: &[
@@ -53,6 +70,13 @@ commlir_ir::register_pass!(
                 "false",
                 "Fuse every pattern, even where the cost model says fusing loses",
             ),
+            OptionDef::new(
+                "overlap-aware",
+                OptionKind::Bool,
+                "true",
+                "Compare with the unfused sequence as an overlap scheduler (comm-overlap-schedule) \
+                 places it, collective hidden behind independent compute; false: run serially",
+            ),
             crate::analysis::machine::MACHINE_OPTION,
         ],
         statistics: &[
@@ -60,12 +84,17 @@ commlir_ir::register_pass!(
             StatisticDef::new("fused-reduce-scatter", "Matmuls fused with their reduce-scatters"),
             StatisticDef::new("kept-by-cost", "Patterns left alone because fusing loses"),
             StatisticDef::new(
+                "kept-by-overlap",
+                "Of those, patterns whose collective independent compute would hide",
+            ),
+            StatisticDef::new(
                 "through-views",
                 "Fused patterns with reshapes or slice/concat groups in between",
             ),
         ],
         create: |o: &PassOptions| Ok(Box::new(FuseMatmul {
             ignore_cost: o.get_bool("ignore-cost"),
+            overlap_aware: o.get_bool("overlap-aware"),
             machine: crate::analysis::machine::from_option(o.get_str("machine"))?,
         })),
     }
@@ -73,6 +102,8 @@ commlir_ir::register_pass!(
 
 struct FuseMatmul {
     ignore_cost: bool,
+    /// Count the compute the scheduler can overlap with an unfused collective.
+    overlap_aware: bool,
     /// The `machine` option's machine (`None`: the module's or the default).
     machine: Option<Machine>,
 }
@@ -83,6 +114,7 @@ struct Stats {
     all_gather: u64,
     reduce_scatter: u64,
     kept_by_cost: u64,
+    kept_by_overlap: u64,
     through_views: u64,
 }
 
@@ -99,11 +131,12 @@ impl Pass for FuseMatmul {
         let mut stats = Stats::default();
         if let Some(block) = body_block(ctx, op) {
             let machine = crate::analysis::machine::for_op(ctx, op, self.machine.as_ref())?;
-            fuse_block(ctx, block, &machine, self.ignore_cost, &mut stats);
+            fuse_block(ctx, block, &machine, self, &mut stats);
         }
         env.add_stat("fused-all-gather", stats.all_gather);
         env.add_stat("fused-reduce-scatter", stats.reduce_scatter);
         env.add_stat("kept-by-cost", stats.kept_by_cost);
+        env.add_stat("kept-by-overlap", stats.kept_by_overlap);
         env.add_stat("through-views", stats.through_views);
         Ok(())
     }
@@ -113,7 +146,7 @@ fn fuse_block(
     ctx: &mut Context,
     block: BlockId,
     machine: &Machine,
-    ignore_cost: bool,
+    opts: &FuseMatmul,
     stats: &mut Stats,
 ) {
     let candidates: Vec<OpId> = ctx
@@ -125,6 +158,10 @@ fn fuse_block(
             )
         })
         .collect();
+    // What the scheduler can hide of each collective, on the block as it was before the
+    // first rewrite (a rewrite touches only the ops of a pattern already decided, before the
+    // next candidate); built at the first matched pattern.
+    let mut budget: Option<HidingBudget> = None;
     for op in candidates {
         let Some(plan) = (match ctx.op_name(op) {
             "coll.all_gather_into_tensor" => match_all_gather(ctx, block, op),
@@ -132,9 +169,35 @@ fn fuse_block(
         }) else {
             continue;
         };
-        if !ignore_cost && !plan.wins(ctx, machine) {
-            stats.kept_by_cost += 1;
-            continue;
+        if !opts.ignore_cost {
+            let hidden = if opts.overlap_aware {
+                budget
+                    .get_or_insert_with(|| {
+                        HidingBudget::new(ctx, block, &CostTable::new_on(ctx, machine, block))
+                    })
+                    .hideable(op)
+                    .unwrap_or(0.0)
+            } else {
+                0.0
+            };
+            let verdict = plan.verdict(ctx, machine, hidden);
+            if let Some(budget) = budget.as_mut() {
+                // A kept collective takes its share of the compute; a fused one leaves it to
+                // the collectives after it.
+                budget.settle(op, verdict != Verdict::Fuse);
+            }
+            match verdict {
+                Verdict::Fuse => {}
+                Verdict::KeepSerial => {
+                    stats.kept_by_cost += 1;
+                    continue;
+                }
+                Verdict::KeepHidden => {
+                    stats.kept_by_cost += 1;
+                    stats.kept_by_overlap += 1;
+                    continue;
+                }
+            }
         }
         if !plan.views.is_empty() {
             stats.through_views += 1;
@@ -146,6 +209,25 @@ fn fuse_block(
         }
         plan.apply(ctx);
     }
+}
+
+/// The least part of an unfused collective that independent compute must be able to hide for
+/// the overlap to count. The budget is an idealized placement (no memory limit, compute moved
+/// exactly where it helps); where it covers only part of a collective, the collective stays
+/// mostly exposed, the verdict would turn on a few microseconds of estimated overlap that the
+/// scheduler may not realize, and the pipeline's known gain over the serial sequence decides.
+pub const MIN_HIDDEN_FRACTION: f64 = 0.5;
+
+/// The cost check's answer for one pattern.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// The pipeline exposes less than the unfused sequence: fuse.
+    Fuse,
+    /// The pipeline loses even to the unfused sequence run serially.
+    KeepSerial,
+    /// The pipeline would beat the serial sequence, but independent compute hides enough of
+    /// the unfused collective that it loses to the scheduled sequence.
+    KeepHidden,
 }
 
 /// A matched pattern and how to rewrite it.
@@ -524,8 +606,15 @@ fn match_reduce_scatter(ctx: &Context, block: BlockId, rs: OpId) -> Option<Plan>
 }
 
 impl Plan {
-    /// Whether the pipelined op beats the unfused sequence under the cost model.
-    fn wins(&self, ctx: &Context, machine: &Machine) -> bool {
+    /// Whether to fuse, when independent compute can run for `hidden` ns while the unfused
+    /// collective is in flight ([`HidingBudget`]). Both sides run the same matmuls; the
+    /// difference is what each leaves exposed on the compute stream: the fused op its
+    /// pipeline's time beyond the matmuls (`pipelined_ns − mm`), the unfused sequence the
+    /// views the rewrite erases plus the part of the collective nothing hides
+    /// (`max(0, comm − hidden)`). Overlap counts only when it covers at least
+    /// [`MIN_HIDDEN_FRACTION`] of the collective; otherwise (and with `hidden = 0`) this is
+    /// the serial comparison `pipelined < mm + comm + views`.
+    fn verdict(&self, ctx: &Context, machine: &Machine, hidden: f64) -> Verdict {
         let g = symm_group_size(ctx, self.coll).unwrap_or(1);
         let mm: f64 = self
             .matmuls
@@ -546,7 +635,16 @@ impl Plan {
             .and_then(|&m| value_tensor_view(ctx, ctx.result(m, 0)))
             .and_then(|t| t.shape.first().copied())
             .unwrap_or(1) as f64;
-        pipelined_ns(machine, mm, comm, g, rows) < mm + comm + views
+        let pipelined = pipelined_ns(machine, mm, comm, g, rows);
+        if pipelined >= mm + comm + views {
+            Verdict::KeepSerial
+        } else if hidden >= MIN_HIDDEN_FRACTION * comm
+            && pipelined >= mm + (comm - hidden).max(0.0) + views
+        {
+            Verdict::KeepHidden
+        } else {
+            Verdict::Fuse
+        }
     }
 
     /// `v` reshaped to `shape` right before `at` (`v` itself when it has that shape).

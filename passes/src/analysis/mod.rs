@@ -3,6 +3,7 @@
 
 pub mod buffers;
 pub mod cost;
+pub mod hiding;
 pub mod machine;
 pub mod profile;
 pub mod report;
