@@ -18,9 +18,11 @@ R="$dir/commlir-run"
 say() { echo "$*" | tee -a "$log"; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$log"
 if [ -f "$dir/attention_check.commlir" ]; then
-  say "== compute.attention: every lowering path against the sim"
-  timeout 300 "$R" "$dir/attention_check.commlir" --backend cuda --ranks 1 --check \
-    --check-against "$dir/attention_check.mlir" 2>&1 | grep -E '^check|error' | tee -a "$log"
+  for e in attention flash; do
+    say "== compute.attention: every lowering path against the sim (@$e)"
+    timeout 300 "$R" "$dir/attention_check.commlir" --backend cuda --ranks 1 --check --entry "$e" \
+      --check-against "$dir/attention_check.mlir" 2>&1 | grep -E '^check|error' | tee -a "$log"
+  done
 fi
 for c in $configs; do
   n=1; [ "$c" = tp1 ] || n=2

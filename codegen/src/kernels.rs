@@ -1616,6 +1616,9 @@ impl<'a, 'c> Gen<'a, 'c> {
         if name == "rt.attention_softmax" {
             return self.attention_softmax(ctx, f, op, args);
         }
+        if name == "rt.flash_attention" {
+            return self.flash_attention(ctx, f, op, args);
+        }
         if name.starts_with("rt.") {
             return self.chunks(ctx, f, op, args);
         }
@@ -3299,3 +3302,6 @@ fn int_name(t: IntElem) -> String {
     let prefix = if t.signed || t.bits == 1 { "i" } else { "ui" };
     format!("{prefix}{}", t.bits)
 }
+
+mod flash;
+pub use flash::FLASH_BLOCK;

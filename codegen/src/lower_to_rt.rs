@@ -1585,10 +1585,10 @@ fn synthetic_kernel(
         Some(d) => vec![("dim", i64_attr(ctx, d))],
         None => Vec::new(),
     };
-    synthetic_kernel_with(ctx, module, func, kernels, op_name, &attrs, arg, result)
+    synthetic_kernel_with(ctx, module, func, kernels, op_name, &attrs, &[arg], result)
 }
 
-/// A one-op kernel `result = OP(arg) {attrs}` built from scratch; kernels with the same op,
+/// A one-op kernel `result = OP(args…) {attrs}` built from scratch; kernels with the same op,
 /// attributes and types are one symbol.
 #[allow(clippy::too_many_arguments)]
 fn synthetic_kernel_with(
@@ -1598,17 +1598,21 @@ fn synthetic_kernel_with(
     kernels: &mut KernelTable,
     op_name: &str,
     attrs: &[(&str, commlir_ir::Attr)],
-    arg: Type,
+    args: &[Type],
     result: Type,
 ) -> Result<String, Diagnostic> {
     let printed: Vec<String> = attrs
         .iter()
         .map(|(n, a)| format!("{n}={}", commlir_ir::printer::attr_to_string(ctx, *a)))
         .collect();
+    let types: Vec<String> = args
+        .iter()
+        .map(|t| commlir_ir::printer::type_to_string(ctx, *t))
+        .collect();
     let key = format!(
         "{op_name}{{{}}}({})->{}",
         printed.join(","),
-        commlir_ir::printer::type_to_string(ctx, arg),
+        types.join(", "),
         commlir_ir::printer::type_to_string(ctx, result)
     );
     if let Some(s) = kernels.by_key.get(&key) {
@@ -1625,12 +1629,12 @@ fn synthetic_kernel_with(
     s.num_regions = 1;
     let kop = ctx.create_op(s);
     let region = ctx.op_regions(kop)[0];
-    let body = ctx.new_block(&[arg]);
+    let body = ctx.new_block(args);
     ctx.append_block(region, body);
-    let a = ctx.block_args(body)[0];
+    let a = ctx.block_args(body).to_vec();
     let mut bld = Builder::at_end(ctx, body);
     bld.loc = loc;
-    let v = bld.create_value(op_name, &[a], result, attrs);
+    let v = bld.create_value(op_name, &a, result, attrs);
     bld.create("rt.yield", &[v], &[], &[]);
     ctx.insert_before(func, kop);
     kernels.by_key.insert(key, sym.clone());

@@ -1,7 +1,13 @@
-//! `comm-to-rt` of `compute.attention`: two cuBLAS GEMMs around one softmax kernel, over
-//! chunks of heads so that the scores never take more than [`SCORES_BYTES`].
+//! `comm-to-rt` of `compute.attention`.
 //!
-//! Per chunk of `h` heads (of the `B…` leading dims flattened):
+//! bf16 attention whose sizes suit it (`compute::flash_attention_supported`: query and key
+//! counts multiples of 64, head dims of at most 128) is one tensor-core kernel,
+//! `rt.flash_attention` (`kernels/flash.rs`), after a transpose of the values; the scores
+//! never reach memory.
+//!
+//! Everything else is two cuBLAS GEMMs around one softmax kernel, over chunks of heads so
+//! that the scores never take more than [`SCORES_BYTES`]. Per chunk of `h` heads (of the
+//! `B…` leading dims flattened):
 //! 1. `rt.gemm` `S = q·kᵀ` (strided-batched over the chunk's heads), f16/bf16 operands with
 //!    the products kept in f32 (`out_dtype`), so the softmax sees the scores the f32
 //!    accumulator produced rather than their bf16 rounding;
@@ -9,13 +15,13 @@
 //!    sum, and the probabilities `P` stored in the element type;
 //! 3. `rt.gemm` `result = P·v` into the chunk's rows of the result.
 //!
-//! With `causal`, the softmax kernel reads no score past a row's query position (they are
-//! masked), but the GEMMs compute them: see the comment in [`lower`].
-//!
 //! `S` and `P` are two `rt.alloc` buffers sized for one chunk and reused by every chunk (the
 //! compute stream orders them), freed after the last one. The chunk is the largest divisor of
 //! the head count whose scores fit [`SCORES_BYTES`] (at least one head), so every chunk has
 //! the same shape and one kernel serves them all.
+//!
+//! With `causal`, the softmax kernel reads no score past a row's query position (they are
+//! masked), but the GEMMs compute them: see the comment in [`lower`].
 
 use super::{
     buffer, dtype_of, err, i64_attr, launch, memref_of, result_buffer, synthetic_kernel_with,
@@ -68,6 +74,9 @@ pub(super) fn lower(
             ))
         }
     };
+    if dtype == "bf16" && flash_enabled() && commlir_dialects::compute::flash_attention_supported(lq, lk, d, dv) {
+        return lower_flash(ctx, op, module, func, st, kernels, [heads, lq, lk, d, dv]);
+    }
     let es = elem_bytes(ctx, tq.elem).max(1) as i64;
     let ss = elem_bytes(ctx, score_elem).max(1) as i64;
     let h = heads_per_chunk(heads, lq * lk * (ss + es));
@@ -96,7 +105,7 @@ pub(super) fn lower(
         kernels,
         "rt.attention_softmax",
         &attrs,
-        s_t,
+        &[s_t],
         p_t,
     )?;
 
@@ -182,4 +191,89 @@ fn gemm(
     }
     let mut bld = Builder::before(ctx, op);
     bld.create("rt.gemm", &[a, b, c], &[], &named);
+}
+
+/// Whether bf16 attention of a supported shape takes the one-kernel path
+/// (`rt.flash_attention`); `COMMLIR_FLASH_ATTENTION=0` keeps the GEMM–softmax–GEMM lowering
+/// (for comparing the two).
+fn flash_enabled() -> bool {
+    std::env::var("COMMLIR_FLASH_ATTENTION").map_or(true, |v| v != "0")
+}
+
+/// bf16 attention as one tensor-core kernel (`rt.flash_attention`, `kernels/flash.rs`): the
+/// values transposed first (a `compute.transpose` kernel into a scratch buffer, so that the
+/// kernel loads adjacent key pairs), then 64 query rows of one head per block of 128 threads.
+fn lower_flash(
+    ctx: &mut Context,
+    op: OpId,
+    module: Option<OpId>,
+    func: OpId,
+    st: &mut Lowering,
+    kernels: &mut KernelTable,
+    [heads, lq, lk, d, dv]: [i64; 5],
+) -> Result<(), Diagnostic> {
+    let (q, k, v, r) = (
+        ctx.operand(op, 0),
+        ctx.operand(op, 1),
+        ctx.operand(op, 2),
+        ctx.result(op, 0),
+    );
+    let elem = value_tensor(ctx, q).map(|t| t.elem).ok_or_else(|| err(ctx, op, "expects tensors"))?;
+    let (bq, bk, bv) = (buffer(ctx, st, op, q)?, buffer(ctx, st, op, k)?, buffer(ctx, st, op, v)?);
+    let out = result_buffer(ctx, st, op, r)?;
+    let t3 = |ctx: &mut Context, a: i64, b: i64| ctx.tensor_type(&[heads, a, b], elem);
+    let (q3, k3, v3, vt3, o3) = (
+        t3(ctx, lq, d),
+        t3(ctx, lk, d),
+        t3(ctx, lk, dv),
+        t3(ctx, dv, lk),
+        t3(ctx, lq, dv),
+    );
+    let mut views = Vec::new();
+    for (b, t) in [(bq, q3), (bk, k3), (bv, v3), (out, o3)] {
+        let m = memref_of(ctx, t);
+        views.push(Builder::before(ctx, op).create_value("rt.view", &[b], m, &[]));
+    }
+    let vt_m = memref_of(ctx, vt3);
+    let vtb = Builder::before(ctx, op).create_value("rt.alloc", &[], vt_m, &[]);
+    let transpose = synthetic_kernel_with(
+        ctx,
+        module,
+        func,
+        kernels,
+        "compute.transpose",
+        &[],
+        &[v3],
+        vt3,
+    )?;
+    launch(ctx, op, &transpose, &[views[2], vtb], heads * lk * dv);
+    let mut attrs = Vec::new();
+    if let Some(a) = ctx.inherent_attr(op, "scale") {
+        attrs.push(("scale", a));
+    }
+    if let Some(a) = ctx.inherent_attr(op, "causal") {
+        attrs.push(("causal", a));
+    }
+    let flash = synthetic_kernel_with(
+        ctx,
+        module,
+        func,
+        kernels,
+        "rt.flash_attention",
+        &attrs,
+        &[q3, k3, vt3],
+        o3,
+    )?;
+    let items = heads * (lq / 64);
+    let ks = ctx.symbol_ref(&flash);
+    let grid = i64_attr(ctx, items.clamp(1, super::MAX_GRID));
+    let block = i64_attr(ctx, crate::kernels::FLASH_BLOCK);
+    Builder::before(ctx, op).create(
+        "rt.launch",
+        &[views[0], views[1], vtb, views[3]],
+        &[],
+        &[("kernel", ks), ("grid", grid), ("block", block)],
+    );
+    st.compute_dirty = true;
+    Ok(())
 }

@@ -278,6 +278,22 @@ register_op!(
     }
 );
 
+/// Whether a bf16 `compute.attention` of these sizes runs as one tensor-core kernel on the
+/// GPU (`rt.flash_attention`): query and key counts multiples of 64 (the kernel's row blocks
+/// and key tiles), a head dim that is a multiple of 16 and a value width that is a multiple
+/// of 8, both at most 128 (the accumulators live in registers). Other shapes and types take
+/// two GEMMs around a softmax kernel. The cost model uses the same rule.
+pub fn flash_attention_supported(lq: i64, lk: i64, d: i64, dv: i64) -> bool {
+    lq > 0
+        && lk > 0
+        && lq % 64 == 0
+        && lk % 64 == 0
+        && d % 16 == 0
+        && (16..=128).contains(&d)
+        && dv % 8 == 0
+        && (8..=128).contains(&dv)
+}
+
 fn verify_attention(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let view = |v| value_tensor_view(ctx, v).unwrap();
     let (q, k, v, r) = (

@@ -872,6 +872,31 @@ register_op!(
 );
 
 register_op!(
+    pub FLASH_ATTENTION = OpDef {
+        name: "rt.flash_attention",
+        summary: "Attention in one tensor-core kernel (kernel body op)",
+        description: "`q: H×Lq×D`, `k: H×Lk×D`, `vt: H×Dv×Lk` (the values transposed) → \
+            `H×Lq×Dv`, bf16: `compute.attention` with the scores kept in registers (online \
+            softmax over tiles of 64 keys, `mma.sync` products in f32, the probabilities \
+            rounded to bf16 before the product with the values). Only inside an `rt.kernel`, \
+            launched with 128 threads a block.",
+        operands: &[
+            ArgDef::one("q", TypeConstraint::StaticTensor),
+            ArgDef::one("k", TypeConstraint::StaticTensor),
+            ArgDef::one("vt", TypeConstraint::StaticTensor),
+        ],
+        results: &[ArgDef::one("result", TypeConstraint::StaticTensor)],
+        attributes: &[
+            AttrDef::required("scale", AttrConstraint::Float),
+            AttrDef::optional("causal", AttrConstraint::Unit),
+        ],
+        traits: &[Trait::Pure, Trait::HasParent("rt.kernel")],
+        example: "%o = rt.flash_attention %q, %k, %vt {causal, scale = 0.125 : f64} : (tensor<4x64x64xbf16>, tensor<4x64x64xbf16>, tensor<4x64x64xbf16>) -> tensor<4x64x64xbf16>",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
     pub UNPACK_CHUNKS = OpDef {
         name: "rt.unpack_chunks",
         summary: "Concatenate the G blocks of dim 0 along a dimension (kernel body op)",

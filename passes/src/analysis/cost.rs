@@ -618,10 +618,12 @@ pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
     ))
 }
 
-/// `compute.attention` as `comm-to-rt` lowers it: two batched GEMMs (`q·kᵀ` into f32 scores,
-/// `p·v`) at the matmul peak, and between them one softmax pass that reads the scores (f32,
-/// 8 vector flops an element) and writes the probabilities in the element type, which the
-/// second GEMM reads back. Masked keys are computed too (the GEMMs are dense).
+/// `compute.attention` as `comm-to-rt` lowers it: bf16 of the sizes the tensor-core kernel
+/// takes at that kernel's measured rate ([`peak_flash`]), the causal half only, plus the
+/// values' transpose; otherwise two batched GEMMs (`q·kᵀ` into f32 scores, `p·v`) at the
+/// matmul peak, and between them one softmax pass that reads the scores (f32, 8 vector flops
+/// an element) and writes the probabilities in the element type, which the second GEMM reads
+/// back; there masked keys are computed too (the GEMMs are dense).
 fn attention_ns(ctx: &Context, machine: &Machine, op: OpId, io_bytes: f64) -> Option<f64> {
     let q = tensor_info(ctx, ctx.value_type(ctx.operand(op, 0)))?;
     let k = tensor_info(ctx, ctx.value_type(ctx.operand(op, 1)))?;
@@ -636,11 +638,37 @@ fn attention_ns(ctx: &Context, machine: &Machine, op: OpId, io_bytes: f64) -> Op
     let scores = nb * lq * lk;
     let elem = tensor_bytes(ctx, ctx.value_type(ctx.operand(op, 0)))? as f64
         / (nb * lq * d).max(1.0);
+    let bf16 = matches!(
+        ctx.type_kind(q.elem),
+        TypeKind::Float(FloatKind::BF16)
+    );
+    let sizes = [q.shape[r - 2], k.shape[r - 2], q.shape[r - 1], v.shape[r - 1]];
+    if bf16 && commlir_dialects::compute::flash_attention_supported(sizes[0], sizes[1], sizes[2], sizes[3]) {
+        // One tensor-core kernel: the products at a fraction of the GEMM peak (the scores
+        // never leave registers; a causal one skips the tiles past each row block), after a
+        // transpose of the values.
+        let causal = ctx.inherent_attr(op, "causal").is_some();
+        let part = if causal { 0.5 + 32.0 / lq.max(64.0) } else { 1.0 };
+        let flops = 2.0 * part * scores * (d + dv);
+        let v_bytes = nb * lk * dv * elem;
+        return Some(
+            machine.roofline(flops, peak_flash(machine, ctx, q.elem), io_bytes)
+                + machine.roofline(0.0, machine.vector_flops, 2.0 * v_bytes),
+        );
+    }
     let acc = if elem > 4.0 { 8.0 } else { 4.0 };
     let peak = machine.matmul_peak(ctx, q.elem);
     let gemms = machine.roofline(2.0 * scores * (d + dv), peak, io_bytes + scores * (acc + elem));
     let softmax = machine.roofline(8.0 * scores, machine.vector_flops, scores * (acc + elem));
     Some(gemms + softmax + machine.launch_ns)
+}
+
+/// The rate of `rt.flash_attention`'s products: a fixed fraction of the matmul peak,
+/// measured on an H100 (940 µs for the 32 heads × 4096² causal attention of the Llama
+/// block, 146 TFLOP/s against cuBLAS's 892: `mma.sync` from shared memory, no pipelining).
+fn peak_flash(machine: &Machine, ctx: &Context, elem: commlir_ir::Type) -> f64 {
+    const FLASH_OF_PEAK: f64 = 0.16;
+    machine.matmul_peak(ctx, elem) * FLASH_OF_PEAK
 }
 
 /// The model of a fused collective-matmul (`symm.fused_all_gather_matmul`,
