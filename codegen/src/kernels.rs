@@ -1804,28 +1804,55 @@ impl<'a, 'c> Gen<'a, 'c> {
                 };
                 let x = input(0)?;
                 let it = self.int_ty(ik.bits());
+                // Whole 16-byte vectors when the innermost dim stays innermost, read in order
+                // ([`movement_vector_width`]), and both buffers are 16-byte aligned (a runtime
+                // test: a pool view may sit at any offset).
+                let w = movement_vector_width(ctx, op);
+                let mut done_bb = None;
+                if w > 1 {
+                    let i64t = self.cx.i64_type();
+                    let xi = b!(self.b.build_ptr_to_int(x, i64t, "xi"));
+                    let oi = b!(self.b.build_ptr_to_int(out, i64t, "oi"));
+                    let low = b!(self.b.build_or(xi, oi, "low"));
+                    let low = b!(self.b.build_and(low, self.i64(VECTOR_BYTES - 1), "low"));
+                    let aligned =
+                        b!(self
+                            .b
+                            .build_int_compare(IntPredicate::EQ, low, self.i64(0), "al"));
+                    let vec_bb = self.cx.append_basic_block(f, "mvec");
+                    let sc = self.cx.append_basic_block(f, "mscalar");
+                    let done = self.cx.append_basic_block(f, "mdone");
+                    b!(self.b.build_conditional_branch(aligned, vec_bb, sc));
+                    self.b.position_at_end(vec_bb);
+                    let vt = self.cx.i32_type().vec_type(4);
+                    self.grid_loop(f, onumel / w, |g, v| {
+                        let j = b!(g.b.build_int_mul(v, g.i64(w), "j"));
+                        let src = g.gather_index(j, &oshape, &src_strides)?;
+                        let sp = unsafe { b!(g.b.build_in_bounds_gep(it, x, &[src], "sp")) };
+                        let val = b!(g.b.build_load(vt, sp, "v16"));
+                        if let Some(ins) = val.as_instruction_value() {
+                            ins.set_alignment(VECTOR_BYTES as u32)
+                                .map_err(|e| e.to_string())?;
+                        }
+                        let dp = unsafe { b!(g.b.build_in_bounds_gep(it, out, &[j], "dp")) };
+                        let st = b!(g.b.build_store(dp, val));
+                        st.set_alignment(VECTOR_BYTES as u32)
+                            .map_err(|e| e.to_string())?;
+                        Ok(())
+                    })?;
+                    b!(self.b.build_unconditional_branch(done));
+                    self.b.position_at_end(sc);
+                    done_bb = Some(done);
+                }
                 self.grid_loop(f, onumel, |g, j| {
-                    // Peel the result index from the last dim; shapes are constants, so the
-                    // divisions are by constants (multiplications after LLVM's lowering).
-                    let mut rest = j;
-                    let mut src = g.i64(0);
-                    for d in (0..rank).rev() {
-                        let size = oshape[d].max(1) as u64;
-                        let idx = if d == 0 {
-                            rest
-                        } else {
-                            b!(g.b.build_int_unsigned_rem(rest, g.i64(size), "jd"))
-                        };
-                        if src_strides[d] != 0 && size > 1 {
-                            let term = b!(g.b.build_int_mul(idx, g.i64(src_strides[d]), "t"));
-                            src = b!(g.b.build_int_add(src, term, "src"));
-                        }
-                        if d > 0 {
-                            rest = b!(g.b.build_int_unsigned_div(rest, g.i64(size), "j"));
-                        }
-                    }
+                    let src = g.gather_index(j, &oshape, &src_strides)?;
                     g.copy_elem(it, x, src, out, j)
-                })
+                })?;
+                if let Some(done) = done_bb {
+                    b!(self.b.build_unconditional_branch(done));
+                    self.b.position_at_end(done);
+                }
+                Ok(())
             }
             "transpose" => {
                 // out[..., r, c] = in[..., c, r]; out is N×M for an M×N input.
@@ -2016,8 +2043,10 @@ impl<'a, 'c> Gen<'a, 'c> {
             let sv = b!(g.b.build_float_mul(v, ct.const_float(a.scale), "sc"));
             let Some(qp) = qpos else { return Ok(sv) };
             let masked = b!(g.b.build_int_compare(IntPredicate::UGT, col, qp, "mask"));
-            Ok(b!(g.b.build_select(masked, ct.const_float(f64::NEG_INFINITY), sv, "m"))
-                .into_float_value())
+            Ok(b!(g
+                .b
+                .build_select(masked, ct.const_float(f64::NEG_INFINITY), sv, "m"))
+            .into_float_value())
         };
         // Element `k` of the row at `base`; the `w` elements of vector `vi`.
         let load1 = |g: &Self,
@@ -2676,6 +2705,37 @@ impl<'a, 'c> Gen<'a, 'c> {
     }
 
     /// Copies one element's bits (data movement never converts, so NaN payloads survive).
+    /// The source index of result element `j` of a gather (broadcast, permute) with
+    /// per-result-dim source strides `src_strides` (0 where a dim repeats): the result index
+    /// peeled from the last dim; shapes are constants, so the divisions are by constants
+    /// (multiplications after LLVM's lowering).
+    fn gather_index(
+        &self,
+        j: IntValue<'c>,
+        oshape: &[i64],
+        src_strides: &[u64],
+    ) -> R<IntValue<'c>> {
+        let rank = oshape.len();
+        let mut rest = j;
+        let mut src = self.i64(0);
+        for d in (0..rank).rev() {
+            let size = oshape[d].max(1) as u64;
+            let idx = if d == 0 {
+                rest
+            } else {
+                b!(self.b.build_int_unsigned_rem(rest, self.i64(size), "jd"))
+            };
+            if src_strides[d] != 0 && size > 1 {
+                let term = b!(self.b.build_int_mul(idx, self.i64(src_strides[d]), "t"));
+                src = b!(self.b.build_int_add(src, term, "src"));
+            }
+            if d > 0 {
+                rest = b!(self.b.build_int_unsigned_div(rest, self.i64(size), "j"));
+            }
+        }
+        Ok(src)
+    }
+
     fn copy_elem(
         &self,
         it: inkwell::types::IntType<'c>,
@@ -3230,6 +3290,38 @@ pub fn elementwise_vector_width(ctx: &IrContext, ops: &[OpId]) -> u64 {
         }
     }
     VECTOR_BYTES * 8 / u64::from(bits)
+}
+
+/// Elements a thread of a `compute.permute` or `compute.broadcast` kernel moves at once: a
+/// 16-byte vector when the innermost dim stays the innermost one, unbroadcast (so each
+/// vector's elements are adjacent in the source too) and a whole number of vectors long, else
+/// 1.
+pub fn movement_vector_width(ctx: &IrContext, op: OpId) -> u64 {
+    let name = ctx.op_name(op);
+    let (Some(i), Some(o)) = (
+        value_tensor(ctx, ctx.operand(op, 0)),
+        value_tensor(ctx, ctx.result(op, 0)),
+    ) else {
+        return 1;
+    };
+    let bytes = commlir_dialects::shape::elem_bytes(ctx, o.elem).max(1) as u64;
+    let w = VECTOR_BYTES / bytes;
+    let (Some(&last_in), Some(&last_out)) = (i.shape.last(), o.shape.last()) else {
+        return 1;
+    };
+    let inner_kept = match name {
+        "compute.permute" => ctx
+            .inherent_attr(op, "perm")
+            .and_then(|a| ctx.attr_as_i64_array(a))
+            .is_some_and(|p| p.last().copied() == Some(p.len() as i64 - 1)),
+        "compute.broadcast" => last_in == last_out,
+        _ => false,
+    };
+    if inner_kept && w > 1 && last_out > 0 && (last_out as u64).is_multiple_of(w) {
+        w
+    } else {
+        1
+    }
 }
 
 /// Whether `compute.softmax` / `compute.reduce_sum` `op` runs one block per row (a contiguous

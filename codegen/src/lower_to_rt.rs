@@ -703,6 +703,12 @@ fn lower_op(
                     / crate::kernels::COPY_VECTOR_BYTES as i64)
                     .max(1);
             }
+        } else if group.ops.len() == 1
+            && matches!(ctx.op_name(op), "compute.permute" | "compute.broadcast")
+        {
+            // One 16-byte vector per thread where the kernel can (kernels::movement_vector_width).
+            let w = crate::kernels::movement_vector_width(ctx, op) as i64;
+            work = ((work + w - 1) / w).max(1);
         } else if group
             .ops
             .iter()
@@ -895,7 +901,9 @@ fn reshape_alias(ctx: &Context, st: &Lowering, op: OpId, group: &fusion::Group) 
     let r = ctx.result(op, 0);
     if buffer_encoding(ctx, ctx.value_type(r)).is_some()
         || buffer_encoding(ctx, ctx.value_type(input)).is_some()
-        || ctx.get_attr(op, commlir_dialects::comm::SLOT_ATTR).is_some()
+        || ctx
+            .get_attr(op, commlir_dialects::comm::SLOT_ATTR)
+            .is_some()
         || ctx
             .uses(r)
             .iter()

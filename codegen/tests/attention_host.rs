@@ -7,9 +7,9 @@
 //! within a few ulp.
 
 mod common;
-use common::kernel_check::check_inputs_within;
 use commlir_runtime::inputs::SplitMix64;
 use commlir_runtime::{ElemType, Tensor, TensorType};
+use common::kernel_check::check_inputs_within;
 
 fn uniform(shape: &[usize], elem: ElemType, lo: f64, hi: f64, g: &mut SplitMix64) -> Tensor {
     let ty = TensorType {
@@ -28,7 +28,13 @@ fn shape_str(s: &[usize], t: &str) -> String {
 }
 
 /// Attention of `q: lead×lq×d`, `k: lead×lk×d`, `v: lead×lk×dv` in `t`, two input sets.
-fn attend(lead: &[usize], (lq, lk, d, dv): (usize, usize, usize, usize), t: &str, causal: bool, ulps: u32) {
+fn attend(
+    lead: &[usize],
+    (lq, lk, d, dv): (usize, usize, usize, usize),
+    t: &str,
+    causal: bool,
+    ulps: u32,
+) {
     let elem = match t {
         "f32" => ElemType::F32,
         "bf16" => ElemType::BF16,
@@ -47,7 +53,12 @@ fn attend(lead: &[usize], (lq, lk, d, dv): (usize, usize, usize, usize), t: &str
     } else {
         format!("{{scale = {scale:.17e} : f64}}")
     };
-    let (tq, tk, tv, to) = (shape_str(&sq, t), shape_str(&sk, t), shape_str(&sv, t), shape_str(&so, t));
+    let (tq, tk, tv, to) = (
+        shape_str(&sq, t),
+        shape_str(&sk, t),
+        shape_str(&sv, t),
+        shape_str(&so, t),
+    );
     let text = format!(
         "func.func @f(%q: {tq}, %k: {tk}, %v: {tv}) -> {to} {{
   %o = compute.attention %q, %k, %v {attrs} : ({tq}, {tk}, {tv}) -> {to}

@@ -26,8 +26,8 @@
 
 use super::{declare_intrinsic, Gen, R};
 use commlir_ir::{Context as IrContext, OpId, Value};
-use inkwell::values::{BasicValue, FloatValue, FunctionValue, IntValue, PointerValue};
 use inkwell::module::Linkage;
+use inkwell::values::{BasicValue, FloatValue, FunctionValue, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};
 
 /// Query rows per warp and per block; keys per tile.
@@ -63,7 +63,9 @@ impl<'a, 'c> Gen<'a, 'c> {
             return Err("flash attention takes rank-3 operands".into());
         };
         if !commlir_dialects::compute::flash_attention_supported(lq, lk, d, dv) {
-            return Err(format!("flash attention does not support {lq}×{lk} keys, d {d}, dv {dv}"));
+            return Err(format!(
+                "flash attention does not support {lq}×{lk} keys, d {d}, dv {dv}"
+            ));
         }
         let scale = ctx
             .inherent_attr(op, "scale")
@@ -71,7 +73,10 @@ impl<'a, 'c> Gen<'a, 'c> {
             .ok_or("requires 'scale'")?;
         let causal = ctx.inherent_attr(op, "causal").is_some();
         let param = |v: Value| -> R<PointerValue<'c>> {
-            let i = args.iter().position(|a| *a == v).ok_or("operand not in kernel")?;
+            let i = args
+                .iter()
+                .position(|a| *a == v)
+                .ok_or("operand not in kernel")?;
             self.param(f, i)
         };
         let (qp, kp, vp) = (
@@ -153,10 +158,14 @@ impl<'a, 'c> Gen<'a, 'c> {
             let hi = b!(g.b.build_float_trunc(hi, cx.bf16_type(), "hi"));
             let v = bf16x2.get_poison();
             let v = b!(g.b.build_insert_element(v, lo, i32t.const_zero(), "v0"));
-            let v = b!(g.b.build_insert_element(v, hi, i32t.const_int(1, false), "v1"));
+            let v =
+                b!(g.b.build_insert_element(v, hi, i32t.const_int(1, false), "v1"));
             Ok(b!(g.b.build_bit_cast(v, i32t, "packed")).into_int_value())
         };
-        let mma4 = |g: &Self, a: [IntValue<'c>; 4], b: [IntValue<'c>; 2], c: [FloatValue<'c>; 4]|
+        let mma4 = |g: &Self,
+                    a: [IntValue<'c>; 4],
+                    b: [IntValue<'c>; 2],
+                    c: [FloatValue<'c>; 4]|
          -> R<[FloatValue<'c>; 4]> {
             let args = [
                 a[0].into(),
@@ -239,7 +248,12 @@ impl<'a, 'c> Gen<'a, 'c> {
             let hk = b!(g.b.build_int_mul(head, g.i64(lk * d), "hk"));
             let hv = b!(g.b.build_int_mul(head, g.i64(dv * lk), "hv"));
             let ho = b!(g.b.build_int_mul(head, g.i64(lq * dv), "ho"));
-            let at = |g: &Self, base: IntValue<'c>, row: IntValue<'c>, ld: u64, col: IntValue<'c>| -> R<IntValue<'c>> {
+            let at = |g: &Self,
+                      base: IntValue<'c>,
+                      row: IntValue<'c>,
+                      ld: u64,
+                      col: IntValue<'c>|
+             -> R<IntValue<'c>> {
                 let r = b!(g.b.build_int_mul(row, g.i64(ld), "r"));
                 let r = b!(g.b.build_int_add(base, r, "rb"));
                 Ok(b!(g.b.build_int_add(r, col, "ix")))
@@ -279,24 +293,42 @@ impl<'a, 'c> Gen<'a, 'c> {
                 // The block copies the key tile (64 × d) and the value tile (dv × 64 of vt)
                 // into shared memory, 16 bytes a thread at a time.
                 let v16 = cx.i32_type().vec_type(4);
-                let copy = |g: &Self, rows: u64, cols: u64, src: IntValue<'c>, src_ld: u64, from: PointerValue<'c>, dst0: u64, dst_ld: u64| -> R<()> {
+                let copy = |g: &Self,
+                            rows: u64,
+                            cols: u64,
+                            src: IntValue<'c>,
+                            src_ld: u64,
+                            from: PointerValue<'c>,
+                            dst0: u64,
+                            dst_ld: u64|
+                 -> R<()> {
                     let per_row = cols / 8;
-                    g.counted(f, tid, g.i64(rows * per_row), g.i64(FLASH_BLOCK as u64), |g, v| {
-                        let row = b!(g.b.build_int_unsigned_div(v, g.i64(per_row), "cr"));
-                        let cv = b!(g.b.build_int_unsigned_rem(v, g.i64(per_row), "cv"));
-                        let col = b!(g.b.build_int_mul(cv, g.i64(8), "cc"));
-                        let si = at(g, src, row, src_ld, col)?;
-                        let sp = unsafe { b!(g.b.build_in_bounds_gep(cx.bf16_type(), from, &[si], "sp")) };
-                        let x = b!(g.b.build_load(v16, sp, "x16"));
-                        if let Some(ins) = x.as_instruction_value() {
-                            ins.set_alignment(16).map_err(|e| e.to_string())?;
-                        }
-                        let di = at(g, g.i64(dst0), row, dst_ld, col)?;
-                        let dp = unsafe { b!(g.b.build_in_bounds_gep(cx.bf16_type(), smem, &[di], "dp")) };
-                        let st = b!(g.b.build_store(dp, x));
-                        st.set_alignment(16).map_err(|e| e.to_string())?;
-                        Ok(())
-                    })
+                    g.counted(
+                        f,
+                        tid,
+                        g.i64(rows * per_row),
+                        g.i64(FLASH_BLOCK as u64),
+                        |g, v| {
+                            let row = b!(g.b.build_int_unsigned_div(v, g.i64(per_row), "cr"));
+                            let cv = b!(g.b.build_int_unsigned_rem(v, g.i64(per_row), "cv"));
+                            let col = b!(g.b.build_int_mul(cv, g.i64(8), "cc"));
+                            let si = at(g, src, row, src_ld, col)?;
+                            let sp = unsafe {
+                                b!(g.b.build_in_bounds_gep(cx.bf16_type(), from, &[si], "sp"))
+                            };
+                            let x = b!(g.b.build_load(v16, sp, "x16"));
+                            if let Some(ins) = x.as_instruction_value() {
+                                ins.set_alignment(16).map_err(|e| e.to_string())?;
+                            }
+                            let di = at(g, g.i64(dst0), row, dst_ld, col)?;
+                            let dp = unsafe {
+                                b!(g.b.build_in_bounds_gep(cx.bf16_type(), smem, &[di], "dp"))
+                            };
+                            let st = b!(g.b.build_store(dp, x));
+                            st.set_alignment(16).map_err(|e| e.to_string())?;
+                            Ok(())
+                        },
+                    )
                 };
                 let ksrc = b!(g.b.build_int_mul(key0, g.i64(d), "ks"));
                 let ksrc = b!(g.b.build_int_add(hk, ksrc, "ksrc"));
@@ -420,7 +452,8 @@ impl<'a, 'c> Gen<'a, 'c> {
                     let v = pack(g, x0, x1)?;
                     let row = if r == 0 { row_a } else { row_b };
                     let idx = at(g, ho, row, dv, col)?;
-                    let p = unsafe { b!(g.b.build_in_bounds_gep(cx.bf16_type(), op_, &[idx], "op")) };
+                    let p =
+                        unsafe { b!(g.b.build_in_bounds_gep(cx.bf16_type(), op_, &[idx], "op")) };
                     let st = b!(g.b.build_store(p, v));
                     st.set_alignment(4).map_err(|e| e.to_string())?;
                 }

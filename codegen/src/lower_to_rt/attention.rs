@@ -53,8 +53,11 @@ pub(super) fn lower(
         ctx.operand(op, 2),
         ctx.result(op, 0),
     );
-    let (Some(tq), Some(tk), Some(tv)) = (value_tensor(ctx, q), value_tensor(ctx, k), value_tensor(ctx, v))
-    else {
+    let (Some(tq), Some(tk), Some(tv)) = (
+        value_tensor(ctx, q),
+        value_tensor(ctx, k),
+        value_tensor(ctx, v),
+    ) else {
         return Err(err(ctx, op, "expects tensors"));
     };
     let rank = tq.shape.len();
@@ -74,7 +77,10 @@ pub(super) fn lower(
             ))
         }
     };
-    if dtype == "bf16" && flash_enabled() && commlir_dialects::compute::flash_attention_supported(lq, lk, d, dv) {
+    if dtype == "bf16"
+        && flash_enabled()
+        && commlir_dialects::compute::flash_attention_supported(lq, lk, d, dv)
+    {
         return lower_flash(ctx, op, module, func, st, kernels, [heads, lq, lk, d, dv]);
     }
     let es = elem_bytes(ctx, tq.elem).max(1) as i64;
@@ -82,7 +88,11 @@ pub(super) fn lower(
     let h = heads_per_chunk(heads, lq * lk * (ss + es));
     let chunks = heads / h.max(1);
 
-    let (bq, bk, bv) = (buffer(ctx, st, op, q)?, buffer(ctx, st, op, k)?, buffer(ctx, st, op, v)?);
+    let (bq, bk, bv) = (
+        buffer(ctx, st, op, q)?,
+        buffer(ctx, st, op, k)?,
+        buffer(ctx, st, op, v)?,
+    );
     let out = result_buffer(ctx, st, op, r)?;
     let s_t = ctx.tensor_type(&[h * lq, lk], score_elem);
     let p_t = ctx.tensor_type(&[h * lq, lk], tq.elem);
@@ -218,8 +228,14 @@ fn lower_flash(
         ctx.operand(op, 2),
         ctx.result(op, 0),
     );
-    let elem = value_tensor(ctx, q).map(|t| t.elem).ok_or_else(|| err(ctx, op, "expects tensors"))?;
-    let (bq, bk, bv) = (buffer(ctx, st, op, q)?, buffer(ctx, st, op, k)?, buffer(ctx, st, op, v)?);
+    let elem = value_tensor(ctx, q)
+        .map(|t| t.elem)
+        .ok_or_else(|| err(ctx, op, "expects tensors"))?;
+    let (bq, bk, bv) = (
+        buffer(ctx, st, op, q)?,
+        buffer(ctx, st, op, k)?,
+        buffer(ctx, st, op, v)?,
+    );
     let out = result_buffer(ctx, st, op, r)?;
     let t3 = |ctx: &mut Context, a: i64, b: i64| ctx.tensor_type(&[heads, a, b], elem);
     let (q3, k3, v3, vt3, o3) = (

@@ -180,7 +180,9 @@ unsafe fn read_elem(p: *const u8, dtype: u32) -> f64 {
     match dtype {
         7 => f64::from(f32::from_le_bytes(*(p as *const [u8; 4]))),
         8 => f64::from_le_bytes(*(p as *const [u8; 8])),
-        9 => f64::from(f32::from_bits(u32::from(u16::from_le_bytes(*(p as *const [u8; 2]))) << 16)),
+        9 => f64::from(f32::from_bits(
+            u32::from(u16::from_le_bytes(*(p as *const [u8; 2]))) << 16,
+        )),
         6 => f16_value(u16::from_le_bytes(*(p as *const [u8; 2]))),
         d => panic!("gemm dtype {d}"),
     }
@@ -216,7 +218,10 @@ fn host_gemm(ctx: &Context, op: OpId, bufs: &mut HashMap<Value, Buf>) {
     };
     let dt = code("dtype").expect("dtype");
     let ot = code("out_dtype").unwrap_or(dt);
-    let (eb, ob) = ([0, 0, 0, 0, 0, 0, 2, 4, 8, 2][dt as usize], [0, 0, 0, 0, 0, 0, 2, 4, 8, 2][ot as usize]);
+    let (eb, ob) = (
+        [0, 0, 0, 0, 0, 0, 2, 4, 8, 2][dt as usize],
+        [0, 0, 0, 0, 0, 0, 2, 4, 8, 2][ot as usize],
+    );
     let (m, n, k) = (i("m"), i("n"), i("k"));
     let (ta, tb) = (i("transa") == 1, i("transb") == 1);
     let (lda, ldb, ldc) = (i("lda"), i("ldb"), i("ldc"));
@@ -256,7 +261,11 @@ fn host_gemm(ctx: &Context, op: OpId, bufs: &mut HashMap<Value, Buf>) {
                     6 => ElemType::F16,
                     _ => ElemType::F32,
                 };
-                let out = if ot == 8 { out } else { f64::from(elem.round(out as f32)) };
+                let out = if ot == 8 {
+                    out
+                } else {
+                    f64::from(elem.round(out as f32))
+                };
                 // SAFETY: as above.
                 unsafe { write_elem(pc.add((bi * i("stride_c") + row + col * ldc) * ob), ot, out) };
             }
@@ -370,7 +379,9 @@ fn run(text: &str, inputs: Inputs, ulps: Option<u32>) {
                         let mut b = Buf::new(src.len, src.skew);
                         let bytes = src.bytes().to_vec();
                         // SAFETY: `b` holds `bytes.len()` bytes.
-                        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), b.ptr(), bytes.len()) };
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(bytes.as_ptr(), b.ptr(), bytes.len())
+                        };
                         bufs.insert(ctx.result(op, 0), b);
                     }
                     "rt.free" => {}

@@ -157,7 +157,9 @@ pub fn host_ir(ptx_ir: &str) -> String {
     }
     // One thread: a shuffle's partner lane is past the block (the kernels then use the
     // identity), and a block barrier has nobody to wait for.
-    out.push_str("define float @host_shfl_bfly(i32 %m, float %v, i32 %o, i32 %c) {\n  ret float %v\n}\n");
+    out.push_str(
+        "define float @host_shfl_bfly(i32 %m, float %v, i32 %o, i32 %c) {\n  ret float %v\n}\n",
+    );
     out.push_str("define void @host_bar_sync(i32 %b) {\n  ret void\n}\n");
     out.push_str("define void @host_bar0() {\n  ret void\n}\n");
     // The GPU's `ex2.approx.f32` (relative error below 2^-22) as the exact 2^x: the fast exp

@@ -313,10 +313,7 @@ fn verify_attention(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     }
     let rank = q.shape.len();
     if rank < 2 || k.shape.len() != rank || v.shape.len() != rank {
-        return Err(ctx.op_error(
-            op,
-            "expects q, k and v of one rank, at least 2 (…×L×D)",
-        ));
+        return Err(ctx.op_error(op, "expects q, k and v of one rank, at least 2 (…×L×D)"));
     }
     let lead = &q.shape[..rank - 2];
     if &k.shape[..rank - 2] != lead || &v.shape[..rank - 2] != lead {

@@ -636,19 +636,29 @@ fn attention_ns(ctx: &Context, machine: &Machine, op: OpId, io_bytes: f64) -> Op
     let (lq, d) = (q.shape[r - 2] as f64, q.shape[r - 1] as f64);
     let (lk, dv) = (k.shape[r - 2] as f64, v.shape[r - 1] as f64);
     let scores = nb * lq * lk;
-    let elem = tensor_bytes(ctx, ctx.value_type(ctx.operand(op, 0)))? as f64
-        / (nb * lq * d).max(1.0);
-    let bf16 = matches!(
-        ctx.type_kind(q.elem),
-        TypeKind::Float(FloatKind::BF16)
-    );
-    let sizes = [q.shape[r - 2], k.shape[r - 2], q.shape[r - 1], v.shape[r - 1]];
-    if bf16 && commlir_dialects::compute::flash_attention_supported(sizes[0], sizes[1], sizes[2], sizes[3]) {
+    let elem =
+        tensor_bytes(ctx, ctx.value_type(ctx.operand(op, 0)))? as f64 / (nb * lq * d).max(1.0);
+    let bf16 = matches!(ctx.type_kind(q.elem), TypeKind::Float(FloatKind::BF16));
+    let sizes = [
+        q.shape[r - 2],
+        k.shape[r - 2],
+        q.shape[r - 1],
+        v.shape[r - 1],
+    ];
+    if bf16
+        && commlir_dialects::compute::flash_attention_supported(
+            sizes[0], sizes[1], sizes[2], sizes[3],
+        )
+    {
         // One tensor-core kernel: the products at a fraction of the GEMM peak (the scores
         // never leave registers; a causal one skips the tiles past each row block), after a
         // transpose of the values.
         let causal = ctx.inherent_attr(op, "causal").is_some();
-        let part = if causal { 0.5 + 32.0 / lq.max(64.0) } else { 1.0 };
+        let part = if causal {
+            0.5 + 32.0 / lq.max(64.0)
+        } else {
+            1.0
+        };
         let flops = 2.0 * part * scores * (d + dv);
         let v_bytes = nb * lk * dv * elem;
         return Some(
@@ -658,7 +668,11 @@ fn attention_ns(ctx: &Context, machine: &Machine, op: OpId, io_bytes: f64) -> Op
     }
     let acc = if elem > 4.0 { 8.0 } else { 4.0 };
     let peak = machine.matmul_peak(ctx, q.elem);
-    let gemms = machine.roofline(2.0 * scores * (d + dv), peak, io_bytes + scores * (acc + elem));
+    let gemms = machine.roofline(
+        2.0 * scores * (d + dv),
+        peak,
+        io_bytes + scores * (acc + elem),
+    );
     let softmax = machine.roofline(8.0 * scores, machine.vector_flops, scores * (acc + elem));
     Some(gemms + softmax + machine.launch_ns)
 }

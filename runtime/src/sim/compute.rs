@@ -362,7 +362,13 @@ fn lanes(shape: &[usize], dim: usize) -> (usize, usize, usize) {
 /// `matmul(softmax(scores) : T, v)`, as flash attention computes it too (its second product
 /// reads the probabilities in the element type). A row that sees no key is zeros (PyTorch's
 /// safe softmax).
-fn attention(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64, causal: bool) -> Result<Tensor, String> {
+fn attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: f64,
+    causal: bool,
+) -> Result<Tensor, String> {
     let r = q.ty.shape.len();
     let dims = |t: &Tensor| (t.ty.shape[r - 2], t.ty.shape[r - 1]);
     if r < 2 || k.ty.shape.len() != r || v.ty.shape.len() != r {
