@@ -7,8 +7,9 @@
 //!   stream-ordered on the compute stream) and an `rt.free` right after its last reader, unless
 //!   it is returned (then the caller owns it). Arguments are the caller's buffers.
 //! - `comm.pool` / `comm.pool_release` become `rt.pool_alloc` / `rt.pool_free`.
-//! - elementwise chains are fused ([`crate::fusion`]); each kernel is an `rt.kernel` symbol
-//!   (identical kernels are shared) launched by `rt.launch`; matmuls become `rt.gemm`.
+//! - elementwise chains are fused, and broadcasts they read absorbed into them
+//!   ([`crate::fusion`]); each kernel is an `rt.kernel` symbol (identical kernels are shared)
+//!   launched by `rt.launch`; matmuls become `rt.gemm`.
 //! - a collective start becomes its `rt.nccl_*` call on the comm stream, preceded by an event
 //!   the comm stream waits for (the compute stream produced the buffer) and followed by an
 //!   event recorded on the comm stream; its `comm.wait` makes the compute stream wait for that
@@ -703,12 +704,9 @@ fn lower_op(
                     / crate::kernels::COPY_VECTOR_BYTES as i64)
                     .max(1);
             }
-        } else if group
-            .ops
-            .iter()
-            .all(|o| crate::fusion::is_elementwise(ctx.op_name(*o)))
-        {
-            // A fused elementwise chain handles one vector per thread (kernels::elementwise).
+        } else if crate::fusion::is_fused_chain(ctx, &group.ops) {
+            // A fused elementwise chain (absorbed broadcasts included) handles one vector per
+            // thread (kernels::elementwise).
             let w = crate::kernels::elementwise_vector_width(ctx, &group.ops) as i64;
             work = ((work + w - 1) / w).max(1);
         }
@@ -895,7 +893,9 @@ fn reshape_alias(ctx: &Context, st: &Lowering, op: OpId, group: &fusion::Group) 
     let r = ctx.result(op, 0);
     if buffer_encoding(ctx, ctx.value_type(r)).is_some()
         || buffer_encoding(ctx, ctx.value_type(input)).is_some()
-        || ctx.get_attr(op, commlir_dialects::comm::SLOT_ATTR).is_some()
+        || ctx
+            .get_attr(op, commlir_dialects::comm::SLOT_ATTR)
+            .is_some()
         || ctx
             .uses(r)
             .iter()
@@ -1665,9 +1665,13 @@ fn kernel_symbol(
     if let Some(s) = kernels.by_key.get(&key) {
         return Ok(s.clone());
     }
+    // Named after its ops; an absorbed broadcast is a way of reading an input, not an op of
+    // the chain, so `kN_broadcast` always names a materializing kernel.
+    let fused = fusion::is_fused_chain(ctx, &group.ops);
     let short: Vec<&str> = group
         .ops
         .iter()
+        .filter(|o| !(fused && ctx.op_name(**o) == "compute.broadcast"))
         .map(|o| ctx.op_name(*o).trim_start_matches("compute."))
         .collect();
     let mut sym = format!("k{}_{}", kernels.count, short.join("_"));
