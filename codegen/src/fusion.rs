@@ -13,6 +13,28 @@
 //! bytes are mutated in place by collectives and reused by the pool plan). An intermediate
 //! that is itself a comm buffer (it carries a `comm.slot`) or is read twice is materialized.
 //!
+//! Absorbed broadcasts: a `compute.broadcast` is a kernel of its own only where something other
+//! than a fused chain reads its result. Every group whose elementwise ops read it takes a copy
+//! of the broadcast op ([`Group::ops`]) and reads the broadcast's *operand* instead of its result
+//! ([`Group::inputs`]): each element of the chain loads the operand element its index maps to
+//! (dims the broadcast adds or repeats contribute nothing to the source index, see
+//! `kernels::BroadcastIndex`), so the repeated tensor is never written or read back. Legal for a
+//! reader group when:
+//! - the broadcast's result is not a comm buffer and the broadcast writes no pool slot;
+//! - the group is not an all-reduce's epilogue (its kernel reads every input at the reduced
+//!   element's index);
+//! - the operand is read at the group root's position instead of the broadcast's, so it must
+//!   read the same there: always true of a plain tensor (its buffer is written once, by its
+//!   producer, and freed after its last reader, now the group), true of a comm buffer only
+//!   when no [barrier](is_barrier) stands between the broadcast and the group's root.
+//!   Broadcasts of weights and tables (function arguments) therefore fuse across the
+//!   collectives a schedule placed between them and their readers.
+//!
+//! When every reader's group takes it, the broadcast is absorbed ([`FusionPlan::absorbed`]) and
+//! emits nothing; otherwise its own kernel still materializes the result for the other readers
+//! (a matmul, a softmax, a `return`, a chain beyond a barrier) while the groups that took a
+//! copy read the small operand.
+//!
 //! Epilogues: a chain that reads the result of a `symm.one_shot_all_reduce` can run inside the
 //! all-reduce's kernel, each thread applying it to the elements it has just reduced, so the
 //! reduced tensor is never stored ([`FusionPlan::epilogues`]). Legal when:
@@ -51,8 +73,10 @@ pub fn is_elementwise(name: &str) -> bool {
         )
 }
 
-/// Whether `name` is a compute op lowered to a kernel of its own (never fused): reductions
-/// and data movement read other elements than the one a chain's thread computes. `iota` is
+/// Whether `name` is a compute op lowered to a kernel of its own (never part of a chain):
+/// reductions and data movement read other elements than the one a chain's thread computes.
+/// A broadcast's kernel is dropped when fused chains are its only readers: they read its
+/// operand themselves (module docs, *Absorbed broadcasts*). `iota` is
 /// here too although it reads nothing: its value is the element's index, which a chain's
 /// lanes do not carry (a chain sees only the elements it loaded), and its result is usually
 /// small and read by several masks.
@@ -71,14 +95,32 @@ pub fn is_standalone_kernel(name: &str) -> bool {
     )
 }
 
+/// Whether `ops` (a group's) form a fused elementwise kernel: elementwise ops, with the
+/// `compute.broadcast`s whose results they read absorbed (module docs); a lone broadcast is
+/// the standalone gather kernel.
+pub fn is_fused_chain(ctx: &Context, ops: &[OpId]) -> bool {
+    let mut elementwise = false;
+    for &o in ops {
+        let name = ctx.op_name(o);
+        if is_elementwise(name) {
+            elementwise = true;
+        } else if name != "compute.broadcast" {
+            return false;
+        }
+    }
+    elementwise
+}
+
 /// One kernel's worth of ops.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Group {
     /// The op whose result the kernel stores.
     pub root: OpId,
-    /// Every op of the kernel, in program order (the root last).
+    /// Every op of the kernel, in program order (the root last). A fused chain's ops may
+    /// include absorbed `compute.broadcast`s (copies: one broadcast can be in several groups).
     pub ops: Vec<OpId>,
-    /// The values the kernel reads from memory, in order of first use.
+    /// The values the kernel reads from memory, in order of first use (an absorbed
+    /// broadcast's operand, not its result).
     pub inputs: Vec<Value>,
 }
 
@@ -89,7 +131,8 @@ pub struct FusionPlan {
     pub groups: Vec<Group>,
     /// For each root, its group's index.
     pub root_group: HashMap<OpId, usize>,
-    /// Ops absorbed into a later root (emitted nothing where they stood).
+    /// Ops absorbed into a later root (emitted nothing where they stood). An absorbed
+    /// broadcast maps to one of the roots that read it.
     pub absorbed: HashMap<OpId, OpId>,
     /// One-shot all-reduces that apply a group as their epilogue: op → group index.
     pub epilogues: HashMap<OpId, usize>,
@@ -186,15 +229,7 @@ pub fn plan(ctx: &Context, ops: &[OpId]) -> FusionPlan {
         let Some(ops_of) = members.remove(&root) else {
             continue; // absorbed later
         };
-        let mut inputs: Vec<Value> = Vec::new();
-        for &m in &ops_of {
-            for &v in ctx.operands(m) {
-                let inside = ctx.defining_op(v).is_some_and(|d| ops_of.contains(&d));
-                if !inside && !inputs.contains(&v) {
-                    inputs.push(v);
-                }
-            }
-        }
+        let inputs = group_inputs(ctx, &ops_of);
         plan.root_group.insert(root, plan.groups.len());
         plan.groups.push(Group {
             root,
@@ -203,7 +238,120 @@ pub fn plan(ctx: &Context, ops: &[OpId]) -> FusionPlan {
         });
     }
     plan_epilogues(ctx, ops, &pos, &barriers_before, &mut plan);
+    absorb_broadcasts(ctx, &pos, &barriers_before, &mut plan);
     plan
+}
+
+/// The values the ops of a group read from memory, in order of first use: every operand not
+/// produced inside the group.
+fn group_inputs(ctx: &Context, ops: &[OpId]) -> Vec<Value> {
+    let mut inputs: Vec<Value> = Vec::new();
+    for &m in ops {
+        for &v in ctx.operands(m) {
+            let inside = ctx.defining_op(v).is_some_and(|d| ops.contains(&d));
+            if !inside && !inputs.contains(&v) {
+                inputs.push(v);
+            }
+        }
+    }
+    inputs
+}
+
+/// Copies every standalone `compute.broadcast` into the fused chains that read its result, and
+/// drops its own kernel when no other reader is left (module docs).
+fn absorb_broadcasts(
+    ctx: &Context,
+    pos: &HashMap<OpId, usize>,
+    barriers_before: &[usize],
+    plan: &mut FusionPlan,
+) {
+    let mut dropped: Vec<usize> = Vec::new();
+    for gi in 0..plan.groups.len() {
+        let b = plan.groups[gi].root;
+        if plan.groups[gi].ops != [b]
+            || ctx.op_name(b) != "compute.broadcast"
+            || ctx.results(b).len() != 1
+            || ctx.operands(b).len() != 1
+        {
+            continue;
+        }
+        let r = ctx.result(b, 0);
+        let static_shapes = numel(ctx, r).is_some() && numel(ctx, ctx.operand(b, 0)).is_some();
+        if !static_shapes
+            || is_comm_buffer(ctx, ctx.value_type(r))
+            || ctx.get_attr(b, SLOT_ATTR).is_some()
+        {
+            continue;
+        }
+        let Some(&at) = pos.get(&b) else {
+            continue;
+        };
+        // A plain operand's buffer is written once, by its producer, and freed after its
+        // last reader: it reads the same at any later position. A comm buffer's bytes may
+        // change at a barrier.
+        let pinned = is_comm_buffer(ctx, ctx.value_type(ctx.operand(b, 0)));
+        // The groups that take a copy; whether every reader is in one of them.
+        let mut takers: Vec<usize> = Vec::new();
+        let mut all = !ctx.uses(r).is_empty();
+        for u in ctx.uses(r) {
+            let root = plan.absorbed.get(&u.op).copied().unwrap_or(u.op);
+            let taker = plan.root_group.get(&root).copied().filter(|&g| {
+                is_elementwise(ctx.op_name(u.op))
+                    && is_fused_chain(ctx, &plan.groups[g].ops)
+                    && !plan.fused_into.contains_key(&root)
+                    // For a comm-buffer operand, no barrier strictly between the broadcast
+                    // and the group's root.
+                    && pos.get(&root).is_some_and(|&end| {
+                        end > at && (!pinned || barriers_before[end] == barriers_before[at + 1])
+                    })
+            });
+            match taker {
+                Some(g) if !takers.contains(&g) => takers.push(g),
+                Some(_) => {}
+                None => all = false,
+            }
+        }
+        for &g in &takers {
+            let grp = &mut plan.groups[g];
+            grp.ops.push(b);
+            grp.ops
+                .sort_by_key(|o| pos.get(o).copied().unwrap_or(usize::MAX));
+            grp.inputs = group_inputs(ctx, &grp.ops);
+        }
+        if all {
+            if let Some(&g) = takers.first() {
+                plan.absorbed.insert(b, plan.groups[g].root);
+                dropped.push(gi);
+            }
+        }
+    }
+    if dropped.is_empty() {
+        return;
+    }
+    // Re-index without the dropped groups.
+    let mut new_index: Vec<Option<usize>> = Vec::with_capacity(plan.groups.len());
+    let mut kept = Vec::with_capacity(plan.groups.len() - dropped.len());
+    for (i, g) in std::mem::take(&mut plan.groups).into_iter().enumerate() {
+        if dropped.contains(&i) {
+            new_index.push(None);
+        } else {
+            new_index.push(Some(kept.len()));
+            kept.push(g);
+        }
+    }
+    plan.groups = kept;
+    plan.root_group = plan
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (g.root, i))
+        .collect();
+    for g in plan.epilogues.values_mut() {
+        // Epilogue groups take no broadcast, so they are never dropped.
+        if let Some(n) = new_index[*g] {
+            *g = n;
+        }
+    }
 }
 
 /// The elements of tensor value `v` (none for a dynamic or non-tensor type).

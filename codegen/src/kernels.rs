@@ -8,7 +8,9 @@
 //! - data-movement kernels run one thread per output element in a grid-stride loop, so any
 //!   grid is correct; fused elementwise kernels and plain copies move one 16-byte vector per
 //!   thread and iteration when every pointer is 16-byte aligned (scalar tail, scalar fallback),
-//!   and `rt.launch` sizes them by vectors; softmax and reduce_sum along a contiguous last dimension
+//!   and `rt.launch` sizes them by vectors; a broadcast absorbed into a fused kernel is read
+//!   from its operand at each element's source index ([`BroadcastIndex`], a vector, one shared
+//!   or one per-lane load by [`Access`]); softmax and reduce_sum along a contiguous last dimension
 //!   (f16/bf16/f32) run one block per row (rows grid-stride over blocks), threads striding over
 //!   the row (16-byte vectors when the row length is a multiple of the vector width and the
 //!   buffers are aligned; a softmax row of at most 8 vectors per thread stays in registers, so
@@ -829,12 +831,16 @@ impl<'a, 'c> Gen<'a, 'c> {
         }
     }
 
-    /// A fused chain of elementwise ops. When every pointer is 16-byte aligned, each thread
-    /// of a grid-stride loop handles [`elementwise_vector_width`] consecutive elements: one
-    /// 16-byte vector load per argument (wider element types take several), the chain lane by
-    /// lane in scalars, one vector store; the last `n mod width` elements run one per
-    /// iteration. Otherwise (an unaligned pool view) every element runs one per iteration.
-    /// Any grid is correct; `rt.launch` sizes it for one vector per thread.
+    /// A fused chain of elementwise ops and the broadcasts it absorbed ([`crate::fusion`]).
+    /// When every pointer is 16-byte aligned, each thread of a grid-stride loop handles
+    /// [`elementwise_vector_width`] consecutive elements: one 16-byte vector load per argument
+    /// (wider element types take several), the chain lane by lane in scalars, one vector store;
+    /// the last `n mod width` elements run one per iteration. Otherwise (an unaligned pool
+    /// view) every element runs one per iteration. An absorbed broadcast's elements are loaded
+    /// from its operand at each element's source index ([`BroadcastIndex`]); in the vector loop
+    /// as [`BroadcastIndex::access`] says: one vector load, one scalar load shared by the
+    /// lanes, or one scalar load per lane. Any grid is correct; `rt.launch` sizes it for one
+    /// vector per thread.
     fn elementwise(
         &mut self,
         ctx: &IrContext,
@@ -843,14 +849,32 @@ impl<'a, 'c> Gen<'a, 'c> {
         args: &[Value],
         result: Value,
     ) -> R<()> {
+        let width = elementwise_vector_width(ctx, ops);
+        // The values the chain loads: the arguments, then the absorbed broadcasts' results,
+        // each with the argument it is read from and, for a broadcast, its index map.
+        let mut srcs: Vec<Value> = args.to_vec();
+        let mut from: Vec<(usize, Option<BroadcastIndex>)> =
+            (0..args.len()).map(|k| (k, None)).collect();
+        let mut chain_ops = Vec::with_capacity(ops.len());
         for &op in ops {
-            if !crate::fusion::is_elementwise(ctx.op_name(op)) {
-                return Err(format!(
-                    "'{}' cannot be part of a fused kernel",
-                    ctx.op_name(op)
-                ));
+            let name = ctx.op_name(op);
+            if name == "compute.broadcast" {
+                let x = ctx.operand(op, 0);
+                let k = args
+                    .iter()
+                    .position(|a| *a == x)
+                    .ok_or("an absorbed broadcast must read a kernel argument")?;
+                let (_, ishape) = self.kind_of(ctx, x)?;
+                let (_, oshape) = self.kind_of(ctx, ctx.result(op, 0))?;
+                srcs.push(ctx.result(op, 0));
+                from.push((k, Some(BroadcastIndex::new(&ishape, &oshape)?)));
+            } else if crate::fusion::is_elementwise(name) {
+                chain_ops.push(op);
+            } else {
+                return Err(format!("'{name}' cannot be part of a fused kernel"));
             }
         }
+        let ops = &chain_ops[..];
         let (re, shape) = self.kind_of(ctx, result)?;
         let n = shape.iter().product::<i64>().max(0) as u64;
         if transcendental_used(ctx, ops) {
@@ -866,15 +890,21 @@ impl<'a, 'c> Gen<'a, 'c> {
                 .position_at_end(f.get_first_basic_block().ok_or("no entry")?);
         }
         let out = self.param(f, args.len())?;
-        let width = elementwise_vector_width(ctx, ops);
         let nv = n / width;
         let (gid, stride) = self.thread_range()?;
-        let scalar = |g: &Self, from: u64| -> R<()> {
-            let start = b!(g.b.build_int_add(gid, g.i64(from), "start"));
+        // Element `i` of source `k`, one at a time.
+        let load_one = |g: &Self, k: usize, e: Kind, i: IntValue<'c>| -> R<BasicValueEnum<'c>> {
+            let (a, map) = &from[k];
+            let idx = match map {
+                None => i,
+                Some(m) => g.strided_index(i, &m.dims)?,
+            };
+            g.load_any(e, g.param(f, *a)?, idx)
+        };
+        let scalar = |g: &Self, start_at: u64| -> R<()> {
+            let start = b!(g.b.build_int_add(gid, g.i64(start_at), "start"));
             g.counted(f, start, g.i64(n), stride, |g, i| {
-                let v = g.chain(ctx, ops, args, result, &mut |g, k, e| {
-                    g.load_any(e, g.param(f, k)?, i)
-                })?;
+                let v = g.chain(ctx, ops, &srcs, result, &mut |g, k, e| load_one(g, k, e, i))?;
                 g.store_any(re, out, i, v)
             })
         };
@@ -900,12 +930,32 @@ impl<'a, 'c> Gen<'a, 'c> {
         self.counted(f, gid, self.i64(nv), stride, |g, j| {
             let w = width as u32;
             let first = b!(g.b.build_int_mul(j, g.i64(width), "first"));
+            // Per source: its vector of the `width` elements, or its one element every lane
+            // reads (a broadcast's repeated element).
             let mut loaded: HashMap<usize, inkwell::values::VectorValue<'c>> = HashMap::new();
+            let mut shared: HashMap<usize, BasicValueEnum<'c>> = HashMap::new();
             let ot = g.vec_ty(re, w);
             let mut acc = ot.get_poison();
             for l in 0..w {
                 let lane = g.cx.i32_type().const_int(u64::from(l), false);
-                let v = g.chain(ctx, ops, args, result, &mut |g, k, e| {
+                let v = g.chain(ctx, ops, &srcs, result, &mut |g, k, e| {
+                    let (a, map) = &from[k];
+                    let at = match map.as_ref().map(|m| (m, m.access(width))) {
+                        None => first,
+                        Some((m, Access::Vector)) => g.strided_index(first, &m.dims)?,
+                        Some((_, Access::Shared)) => {
+                            if let Some(x) = shared.get(&k) {
+                                return Ok(*x);
+                            }
+                            let x = load_one(g, k, e, first)?;
+                            shared.insert(k, x);
+                            return Ok(x);
+                        }
+                        Some((_, Access::PerLane)) => {
+                            let i = b!(g.b.build_int_add(first, g.i64(u64::from(l)), "i"));
+                            return load_one(g, k, e, i);
+                        }
+                    };
                     let vec = match loaded.get(&k) {
                         Some(v) => *v,
                         None => {
@@ -913,8 +963,8 @@ impl<'a, 'c> Gen<'a, 'c> {
                             let p = unsafe {
                                 b!(g.b.build_in_bounds_gep(
                                     g.storage_any(e),
-                                    g.param(f, k)?,
-                                    &[first],
+                                    g.param(f, *a)?,
+                                    &[at],
                                     "vp"
                                 ))
                             };
@@ -963,6 +1013,45 @@ impl<'a, 'c> Gen<'a, 'c> {
         b!(self.b.build_unconditional_branch(done));
         self.b.position_at_end(done);
         Ok(())
+    }
+
+    /// The index `Σ j_d · stride_d` of the element a gather reads for element `j` of its result,
+    /// the result's dims given outer to inner as `(extent, source stride)` (see [`collapse`]):
+    /// `j` is peeled from the innermost dim by constant divisions, up to the outermost dim with
+    /// a non-zero stride (none: index 0).
+    fn strided_index(&self, j: IntValue<'c>, dims: &[(u64, u64)]) -> R<IntValue<'c>> {
+        let Some(outer) = dims.iter().position(|d| d.1 != 0) else {
+            return Ok(self.i64(0));
+        };
+        let mut rest = j;
+        let mut src: Option<IntValue<'c>> = None;
+        for d in (outer..dims.len()).rev() {
+            let (size, stride) = dims[d];
+            let idx = if d == 0 {
+                rest
+            } else {
+                b!(self
+                    .b
+                    .build_int_unsigned_rem(rest, self.i64(size.max(1)), "jd"))
+            };
+            if stride != 0 {
+                let term = if stride == 1 {
+                    idx
+                } else {
+                    b!(self.b.build_int_mul(idx, self.i64(stride), "t"))
+                };
+                src = Some(match src {
+                    Some(s) => b!(self.b.build_int_add(s, term, "src")),
+                    None => term,
+                });
+            }
+            if d > outer {
+                rest = b!(self
+                    .b
+                    .build_int_unsigned_div(rest, self.i64(size.max(1)), "j"));
+            }
+        }
+        Ok(src.unwrap_or_else(|| self.i64(0)))
     }
 
     /// The epilogue of the fused symm kernel `name`: the chain of `rt.kernel @chain` applied
@@ -1176,14 +1265,15 @@ impl<'a, 'c> Gen<'a, 'c> {
         Ok((gid, stride))
     }
 
-    /// One element of a fused chain: `load(k, e)` reads the element of argument `k` (element
-    /// type `e`) as a compute value, once per argument; every op's result is rounded to its
-    /// element type. Returns the result's value (rounded, in its compute type).
+    /// One element of a fused chain: `load(k, e)` reads the element of `srcs[k]` (the values
+    /// the chain loads: kernel arguments, absorbed broadcasts' results; element type `e`) as a
+    /// compute value, once per value; every op's result is rounded to its element type.
+    /// Returns the result's value (rounded, in its compute type).
     fn chain(
         &self,
         ctx: &IrContext,
         ops: &[OpId],
-        args: &[Value],
+        srcs: &[Value],
         result: Value,
         load: &mut dyn FnMut(&Self, usize, Kind) -> R<BasicValueEnum<'c>>,
     ) -> R<BasicValueEnum<'c>> {
@@ -1194,7 +1284,7 @@ impl<'a, 'c> Gen<'a, 'c> {
                 if let Some(x) = vals.get(&v) {
                     ins.push(*x);
                 } else {
-                    let k = args
+                    let k = srcs
                         .iter()
                         .position(|a| *a == v)
                         .ok_or("operand not in kernel")?;
@@ -1771,36 +1861,36 @@ impl<'a, 'c> Gen<'a, 'c> {
             }
             "broadcast" | "permute" => {
                 // Both gather: out[j] = in[Σ_d j_d · src_stride[d]] over the result's dims,
-                // with stride 0 where broadcast repeats a dim (added, or of size 1).
-                let rank = oshape.len();
-                let mut in_strides = vec![1u64; ishape.len()];
-                for d in (0..ishape.len().saturating_sub(1)).rev() {
-                    in_strides[d] = in_strides[d + 1] * ishape[d + 1].max(0) as u64;
-                }
-                let src_strides: Vec<u64> = if name == "permute" {
+                // with stride 0 where broadcast repeats a dim (added, or of size 1); the dims
+                // are collapsed first (fewer divisions, same index).
+                let dims = if name == "permute" {
+                    let mut in_strides = vec![1u64; ishape.len()];
+                    for d in (0..ishape.len().saturating_sub(1)).rev() {
+                        in_strides[d] = in_strides[d + 1] * ishape[d + 1].max(0) as u64;
+                    }
                     let perm = ctx
                         .inherent_attr(op, "perm")
                         .and_then(|a| ctx.attr_as_i64_array(a))
                         .ok_or("requires 'perm'")?;
-                    perm.iter()
+                    let src_strides: Vec<u64> = perm
+                        .iter()
                         .map(|&p| {
                             usize::try_from(p)
                                 .ok()
                                 .and_then(|p| in_strides.get(p).copied())
                         })
                         .collect::<Option<_>>()
-                        .filter(|s: &Vec<u64>| s.len() == rank)
-                        .ok_or("'perm' is not a permutation of the operand's dims")?
+                        .filter(|s: &Vec<u64>| s.len() == oshape.len())
+                        .ok_or("'perm' is not a permutation of the operand's dims")?;
+                    collapse(
+                        oshape
+                            .iter()
+                            .zip(src_strides)
+                            .map(|(&size, st)| (size.max(0) as u64, st))
+                            .collect(),
+                    )
                 } else {
-                    let lead = rank
-                        .checked_sub(ishape.len())
-                        .ok_or("broadcast to a lower rank")?;
-                    (0..rank)
-                        .map(|d| match d.checked_sub(lead) {
-                            Some(k) if ishape[k] != 1 => in_strides[k],
-                            _ => 0,
-                        })
-                        .collect()
+                    BroadcastIndex::new(&ishape, &oshape)?.dims
                 };
                 let x = input(0)?;
                 let it = self.int_ty(ik.bits());
@@ -1827,7 +1917,7 @@ impl<'a, 'c> Gen<'a, 'c> {
                     let vt = self.cx.i32_type().vec_type(4);
                     self.grid_loop(f, onumel / w, |g, v| {
                         let j = b!(g.b.build_int_mul(v, g.i64(w), "j"));
-                        let src = g.gather_index(j, &oshape, &src_strides)?;
+                        let src = g.strided_index(j, &dims)?;
                         let sp = unsafe { b!(g.b.build_in_bounds_gep(it, x, &[src], "sp")) };
                         let val = b!(g.b.build_load(vt, sp, "v16"));
                         if let Some(ins) = val.as_instruction_value() {
@@ -1845,7 +1935,9 @@ impl<'a, 'c> Gen<'a, 'c> {
                     done_bb = Some(done);
                 }
                 self.grid_loop(f, onumel, |g, j| {
-                    let src = g.gather_index(j, &oshape, &src_strides)?;
+                    // Shapes are constants, so the divisions are by constants
+                    // (multiplications after LLVM's lowering).
+                    let src = g.strided_index(j, &dims)?;
                     g.copy_elem(it, x, src, out, j)
                 })?;
                 if let Some(done) = done_bb {
@@ -2705,37 +2797,6 @@ impl<'a, 'c> Gen<'a, 'c> {
     }
 
     /// Copies one element's bits (data movement never converts, so NaN payloads survive).
-    /// The source index of result element `j` of a gather (broadcast, permute) with
-    /// per-result-dim source strides `src_strides` (0 where a dim repeats): the result index
-    /// peeled from the last dim; shapes are constants, so the divisions are by constants
-    /// (multiplications after LLVM's lowering).
-    fn gather_index(
-        &self,
-        j: IntValue<'c>,
-        oshape: &[i64],
-        src_strides: &[u64],
-    ) -> R<IntValue<'c>> {
-        let rank = oshape.len();
-        let mut rest = j;
-        let mut src = self.i64(0);
-        for d in (0..rank).rev() {
-            let size = oshape[d].max(1) as u64;
-            let idx = if d == 0 {
-                rest
-            } else {
-                b!(self.b.build_int_unsigned_rem(rest, self.i64(size), "jd"))
-            };
-            if src_strides[d] != 0 && size > 1 {
-                let term = b!(self.b.build_int_mul(idx, self.i64(src_strides[d]), "t"));
-                src = b!(self.b.build_int_add(src, term, "src"));
-            }
-            if d > 0 {
-                rest = b!(self.b.build_int_unsigned_div(rest, self.i64(size), "j"));
-            }
-        }
-        Ok(src)
-    }
-
     fn copy_elem(
         &self,
         it: inkwell::types::IntType<'c>,
@@ -3322,6 +3383,103 @@ pub fn movement_vector_width(ctx: &IrContext, op: OpId) -> u64 {
     } else {
         1
     }
+}
+
+/// Where the element at index `j` of a broadcast's result comes from: `Σ j_d · stride_d` over
+/// the result's dims, with stride 0 on the dims the broadcast adds (missing leading dims) or
+/// repeats (operand dims of size 1) and the operand's row-major strides on the others.
+/// [`collapse`]d: `[4096, 128] → [1, 32, 4096, 128]` is one dim of 32 with stride 0 and one of
+/// 524288 with stride 1 (index `j mod 524288`), `[1, 4096, 1] → [1, 4096, 4096]` is
+/// `[(4096, 1), (4096, 0)]` (index `j / 4096`), a scalar (or all-1) operand has no dim with a
+/// non-zero stride (index 0).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BroadcastIndex {
+    /// `(extent, operand stride)` per collapsed dim of the result, outer to inner.
+    pub dims: Vec<(u64, u64)>,
+}
+
+/// How the vector loop of a fused chain reads an absorbed broadcast's `width` consecutive
+/// elements (from an index that is a multiple of `width`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// The innermost dim is contiguous in the operand and a multiple of `width` long: the
+    /// elements are `width` consecutive operand elements from a multiple of `width`, one
+    /// aligned vector load.
+    Vector,
+    /// The innermost dim is repeated and a multiple of `width` long, or every dim is (a
+    /// scalar): one operand element for every lane, one scalar load.
+    Shared,
+    /// Otherwise (a run of the operand shorter than a vector or not a multiple of it): each
+    /// lane computes its source index and loads one element.
+    PerLane,
+}
+
+impl BroadcastIndex {
+    /// The map of a broadcast of `operand`-shaped tensors to `result` (the operand's dims
+    /// align with the result's trailing dims, each 1 or equal).
+    pub fn new(operand: &[i64], result: &[i64]) -> Result<BroadcastIndex, String> {
+        let rank = result.len();
+        let lead = rank
+            .checked_sub(operand.len())
+            .ok_or("broadcast to a lower rank")?;
+        let mut strides = vec![1u64; operand.len()];
+        for d in (0..operand.len().saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * operand[d + 1].max(0) as u64;
+        }
+        let dims = (0..rank)
+            .map(|d| {
+                let stride = match d.checked_sub(lead) {
+                    Some(k) if operand[k] != 1 => strides[k],
+                    _ => 0,
+                };
+                (result[d].max(0) as u64, stride)
+            })
+            .collect();
+        Ok(BroadcastIndex {
+            dims: collapse(dims),
+        })
+    }
+
+    /// The operand index of result element `j` (what the kernels compute).
+    pub fn source(&self, j: u64) -> u64 {
+        let mut rest = j;
+        let mut src = 0;
+        for &(size, stride) in self.dims.iter().rev() {
+            src += rest % size.max(1) * stride;
+            rest /= size.max(1);
+        }
+        src
+    }
+
+    /// How a vector of `width` elements is read.
+    pub fn access(&self, width: u64) -> Access {
+        if self.dims.iter().all(|d| d.1 == 0) {
+            return Access::Shared;
+        }
+        match self.dims.last() {
+            Some(&(e, 1)) if e % width == 0 => Access::Vector,
+            Some(&(e, 0)) if e % width == 0 => Access::Shared,
+            _ => Access::PerLane,
+        }
+    }
+}
+
+/// A strided gather's dims `(extent, source stride)`, outer to inner, simplified without
+/// changing the index `Σ j_d · stride_d`: dims of extent 1 dropped, and a dim merged into its
+/// inner neighbour when both are repeated (stride 0) or the outer's stride is the inner's
+/// stride times its extent (contiguous together).
+pub fn collapse(dims: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(dims.len());
+    for (size, stride) in dims {
+        if size == 1 {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if last.1 == stride * size => *last = (last.0 * size, stride),
+            _ => out.push((size, stride)),
+        }
+    }
+    out
 }
 
 /// Whether `compute.softmax` / `compute.reduce_sum` `op` runs one block per row (a contiguous

@@ -7,8 +7,9 @@
 //!   stream-ordered on the compute stream) and an `rt.free` right after its last reader, unless
 //!   it is returned (then the caller owns it). Arguments are the caller's buffers.
 //! - `comm.pool` / `comm.pool_release` become `rt.pool_alloc` / `rt.pool_free`.
-//! - elementwise chains are fused ([`crate::fusion`]); each kernel is an `rt.kernel` symbol
-//!   (identical kernels are shared) launched by `rt.launch`; matmuls become `rt.gemm`.
+//! - elementwise chains are fused, and broadcasts they read absorbed into them
+//!   ([`crate::fusion`]); each kernel is an `rt.kernel` symbol (identical kernels are shared)
+//!   launched by `rt.launch`; matmuls become `rt.gemm`.
 //! - a collective start becomes its `rt.nccl_*` call on the comm stream, preceded by an event
 //!   the comm stream waits for (the compute stream produced the buffer) and followed by an
 //!   event recorded on the comm stream; its `comm.wait` makes the compute stream wait for that
@@ -709,12 +710,9 @@ fn lower_op(
             // One 16-byte vector per thread where the kernel can (kernels::movement_vector_width).
             let w = crate::kernels::movement_vector_width(ctx, op) as i64;
             work = ((work + w - 1) / w).max(1);
-        } else if group
-            .ops
-            .iter()
-            .all(|o| crate::fusion::is_elementwise(ctx.op_name(*o)))
-        {
-            // A fused elementwise chain handles one vector per thread (kernels::elementwise).
+        } else if crate::fusion::is_fused_chain(ctx, &group.ops) {
+            // A fused elementwise chain (absorbed broadcasts included) handles one vector per
+            // thread (kernels::elementwise).
             let w = crate::kernels::elementwise_vector_width(ctx, &group.ops) as i64;
             work = ((work + w - 1) / w).max(1);
         }
@@ -1677,9 +1675,13 @@ fn kernel_symbol(
     if let Some(s) = kernels.by_key.get(&key) {
         return Ok(s.clone());
     }
+    // Named after its ops; an absorbed broadcast is a way of reading an input, not an op of
+    // the chain, so `kN_broadcast` always names a materializing kernel.
+    let fused = fusion::is_fused_chain(ctx, &group.ops);
     let short: Vec<&str> = group
         .ops
         .iter()
+        .filter(|o| !(fused && ctx.op_name(**o) == "compute.broadcast"))
         .map(|o| ctx.op_name(*o).trim_start_matches("compute."))
         .collect();
     let mut sym = format!("k{}_{}", kernels.count, short.join("_"));

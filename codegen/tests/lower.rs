@@ -304,23 +304,82 @@ fn fusion_of_the_model_ops() {
           return %y, %sw, %p, %mx : tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<4x2x4xf32>, tensor<2x4xf32>
         }",
     );
-    // iota, broadcast, permute and reduce_max are kernels of their own; compare, select,
-    // sigmoid, log and sin fuse like the other elementwise ops (%sw is returned as well as
-    // permuted, so it reaches memory).
+    // iota, permute and reduce_max are kernels of their own; the mask's broadcast is absorbed
+    // by the select's chain; compare, select, sigmoid, log and sin fuse like the other
+    // elementwise ops (%sw is returned as well as permuted, so it reaches memory).
     assert_eq!(
         group_names(&ctx, &plan),
         [
             "iota",
             "iota",
             "compare",
-            "broadcast",
-            "fill+scale+select",
+            "broadcast+fill+scale+select",
             "sigmoid+mul",
             "permute",
             "log+sin",
             "reduce_max"
         ]
     );
+}
+
+#[test]
+fn fusion_absorbs_broadcasts_read_only_by_chains() {
+    let (ctx, _, plan) = plan_of(
+        "func.func @f(%x: tensor<4x8xf32>, %r: tensor<4x1xf32>, %w: tensor<8xf32>, %k: tensor<8x2xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x2xf32>) {
+          %rb = compute.broadcast %r : (tensor<4x1xf32>) -> tensor<4x8xf32>
+          %wb = compute.broadcast %w : (tensor<8xf32>) -> tensor<4x8xf32>
+          %0 = compute.mul %x, %rb : tensor<4x8xf32>
+          %1 = compute.mul %0, %wb : tensor<4x8xf32>
+          %2 = compute.add %x, %wb : tensor<4x8xf32>
+          %m = compute.matmul %wb, %k : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+          return %1, %2, %m : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x2xf32>
+        }",
+    );
+    // %rb: only the first chain reads it, absorbed (no kernel). %wb: two chains take a copy
+    // each, the matmul still needs the materialized tensor.
+    assert_eq!(
+        group_names(&ctx, &plan),
+        ["broadcast", "broadcast+broadcast+mul+mul", "broadcast+add"]
+    );
+    assert_eq!(plan.absorbed.len(), 2); // %rb, and %0 into %1
+    let chain = &plan.groups[1];
+    let names: Vec<String> = chain
+        .inputs
+        .iter()
+        .map(|v| commlir_ir::printer::type_to_string(&ctx, ctx.value_type(*v)))
+        .collect();
+    // The chain reads the broadcasts' operands (first used by the broadcasts, which come
+    // first in program order), not their results.
+    assert_eq!(
+        names,
+        ["tensor<4x1xf32>", "tensor<8xf32>", "tensor<4x8xf32>"]
+    );
+}
+
+#[test]
+fn fusion_moves_broadcasts_across_barriers_only_for_plain_operands() {
+    let (ctx, _, plan) = plan_of(
+        "coll.group @tp {size = 2 : i64}
+        func.func @f(%a: tensor<8xf32>, %w: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+          %1 = compute.mul %a, %a : tensor<8xf32>
+          %r = coll.all_reduce %1 {reduce_op = \"sum\", group = @tp} : tensor<8xf32>
+          %y = coll.wait_tensor %r : tensor<8xf32>
+          %b = compute.broadcast %y : (tensor<8xf32>) -> tensor<4x8xf32>
+          %c = compute.broadcast %w : (tensor<8xf32>) -> tensor<4x8xf32>
+          %r2 = coll.all_reduce %a {reduce_op = \"sum\", group = @tp} : tensor<8xf32>
+          %y2 = coll.wait_tensor %r2 : tensor<8xf32>
+          %n = compute.neg %b : tensor<4x8xf32>
+          %e = compute.exp %c : tensor<4x8xf32>
+          return %n, %e : tensor<4x8xf32>, tensor<4x8xf32>
+        }",
+    );
+    // %b reads the first all-reduce's comm buffer, whose slot the second all-reduce's input
+    // reuses: it stays a kernel where it stands, and neg reads its result. %w is an argument:
+    // its broadcast moves into the exp beyond the second all-reduce.
+    let names = group_names(&ctx, &plan);
+    assert!(names.contains(&"broadcast".to_string()), "{names:?}");
+    assert!(names.contains(&"neg".to_string()), "{names:?}");
+    assert!(names.contains(&"broadcast+exp".to_string()), "{names:?}");
 }
 
 #[test]
