@@ -185,3 +185,22 @@ fn sin_cos_log_on_dense_ranges() {
         );
     }
 }
+
+#[test]
+fn permute_and_broadcast_move_16_byte_vectors() {
+    // Innermost dim kept and 16 elements long: whole 16-byte vectors (one for i8/i1, two for
+    // bf16, four for f32, eight for f64) on aligned buffers, the scalar loop on misaligned ones.
+    for t in FLOATS.iter().chain(&INTS) {
+        check(
+            &format!(
+                "func.func @f(%a: tensor<2x3x4x16x{t}>, %b: tensor<3x1x16x{t}>) -> (tensor<2x4x3x16x{t}>, tensor<4x3x2x16x{t}>, tensor<2x3x4x16x{t}>) {{
+  %0 = compute.permute %a {{perm = array<i64: 0, 2, 1, 3>}} : (tensor<2x3x4x16x{t}>) -> tensor<2x4x3x16x{t}>
+  %1 = compute.permute %a {{perm = array<i64: 2, 1, 0, 3>}} : (tensor<2x3x4x16x{t}>) -> tensor<4x3x2x16x{t}>
+  %2 = compute.broadcast %b : (tensor<3x1x16x{t}>) -> tensor<2x3x4x16x{t}>
+  return %0, %1, %2 : tensor<2x4x3x16x{t}>, tensor<4x3x2x16x{t}>, tensor<2x3x4x16x{t}>
+}}"
+            ),
+            2,
+        );
+    }
+}
