@@ -18,18 +18,31 @@
 //! wait cannot join (the merged op would come after that wait): it starts a new bucket.
 //!
 //! Buckets grow greedily in program order, each group with its own open bucket. A member
-//! joins when the bucket stays within `bucket-bytes` (0: no cap), the two-stream timeline
-//! ([`crate::analysis::timeline`]) of the whole function is not slower (merging saves the
-//! per-collective latency but delays the first members until the last input exists), and the
-//! peak memory ([`crate::analysis::buffers`]) stays within `(1 + peak-memory-budget) ×` the
-//! input's (members that move earlier allocate their results earlier). `ignore-cost` drops
-//! the timeline test (size-capped bucketing, as Inductor's `bucket_cap_mb`); the memory limit
-//! always holds.
+//! joins when
+//!
+//! 1. the bucket stays within `bucket-bytes` (0: no cap);
+//! 2. the two-stream timeline ([`crate::analysis::timeline`]) of the whole function in its
+//!    traced order is not slower (merging saves the per-collective latency but delays the
+//!    first members until the last input exists);
+//! 3. the timeline of the *scheduled order* is not slower either: the order
+//!    `comm-overlap-schedule` makes of the input at its default budget (computed once, with
+//!    the bucket laid out in it by the same rule). In the traced order nothing overlaps, so
+//!    merging always looks like a saving; once a scheduler prefetches each collective behind
+//!    the compute before its use, a bucket is prefetched only whole: its first members arrive
+//!    later, and on a comm stream shared with other groups (TP all-reduces between FSDP
+//!    all-gathers) the bucket holds back their collectives. Judging each merge on the
+//!    scheduled order too keeps the buckets that still pay after scheduling;
+//! 4. the peak memory ([`crate::analysis::buffers`]) stays within `(1 + peak-memory-budget) ×`
+//!    the input's (members that move earlier allocate their results earlier).
+//!
+//! `ignore-cost` drops tests 2 and 3 (size-capped bucketing, as Inductor's `bucket_cap_mb`);
+//! the memory limit always holds.
 //!
 //! A trial merge is judged without building the op: the members are laid out together in a
 //! virtual order, the earlier ones at no cost and the first member last with the merged
 //! op's cost, so that the comm stream starts the bucket once every input is ready and ends it
-//! when the merged op would; the waits are laid out together too, the first member's first.
+//! when the merged op would (one merged node, to the evaluation); the waits are laid out
+//! together too, the first member's first.
 //! Collectives carrying attributes other than `group` and `reduce_op` (a `cost_ns`
 //! override, a pinned order) are left alone: the merged op would have no faithful value for
 //! them. So are all-reduces on groups with `symm_mem`: `coll-to-comm` lowers each of those
@@ -41,11 +54,52 @@
 //! and waited values are copied into comm buffers before a collective reads them and a
 //! returned result is copied out at its wait (a merged op stages all its members' inputs at
 //! once, and its single wait copies every result out at the first member's wait).
+//!
+//! # Evaluation in near-linear time
+//!
+//! A trial changes the layout in a few places only (the bucket's place, its waits' place, the
+//! new member's old places), so it is evaluated incrementally ([`incremental`]), not by
+//! simulating the whole function. Each order (traced, scheduled) is kept as *slots* (the ops'
+//! positions in that order at the start; a moved op joins the slot it is moved next to), a
+//! bucket as one merged node and its waits as one node, with the timeline of the current
+//! layout: the stream times after each slot and each node's end, as stored values plus
+//! per-stream offsets in Fenwick trees, and for each node reading the other stream's result
+//! (a wait, a collective of a computed tensor) a lower bound of its *slack* (how much
+//! earlier its stream was free than its latest such input was ready; only the latest
+//! matters, each stream running its nodes in order) in a min segment tree with lazy adds.
+//! A trial simulates the changed slots exactly and crosses every unchanged run between them
+//! in O(log n): entering the run, the trial's streams are the current layout's shifted by one
+//! offset each, and they stay so over the whole run unless an input from the other stream
+//! becomes (or stops being) the later one of a node, which only a node whose slack is below
+//! the offsets' difference can do (the tree finds the first; its slack is made exact first),
+//! or a node reads one the trial simulated (checked by itself). Such a node's slot is
+//! simulated exactly and the run goes on with the new offsets. The zero-cost nodes at the end
+//! (the gradient waits) never move the makespan, the later stream's time where they start, so
+//! the simulation stops there. An accepted trial commits the same way: exact values for the
+//! simulated slots, range adds for the crossed runs. Times are integers (2⁻¹⁶ ns) so that
+//! shifted and simulated times agree exactly.
+//!
+//! Peak memory is a max-prefix-sum segment tree over the slots of the traced order (each
+//! slot's allocations and frees in its ops' order, a bucket's waits kept folded); a trial
+//! recomputes the events of the storages whose definition, last use or first wait moves and
+//! the slots they land in. A trial thus costs O(log n) per slot it touches, whatever the
+//! size of the function or of the bucket (but where a bucket's waits move to an earlier
+//! wait, or it moves past other readers of its inputs: then those are looked at).
+//!
+//! Decisions are the full simulation's (the whole function simulated per trial, floating
+//! point; [`full`]) up to the rounding of the integer times: a merge within a fraction of a
+//! nanosecond of a tie may go the other way. The pass checks the result with the
+//! floating-point simulator and, should it be slower than the input, decides again with the
+//! full simulation (statistic `full-simulation`), which also serves machines with an overlap
+//! slowdown and functions with in-place collectives, where the incremental timeline does not
+//! apply.
+
+mod full;
+mod incremental;
 
 use crate::analysis::buffers::BufferModel;
-use crate::analysis::cost::{coll_kind, collective_bytes, group_extent, CollKind, Machine, OpCost};
-use crate::analysis::timeline::{simulate_ops_overlap, Overlap};
-use crate::schedule::{apply_op_order, body_block, within_budget, CostTable};
+use crate::analysis::cost::{coll_kind, collective_bytes, CollKind, Machine};
+use crate::schedule::{apply_op_order, body_block, CostTable};
 use commlir_dialects::coll::group_of;
 use commlir_dialects::shape::tensor_bytes;
 use commlir_ir::pass::{
@@ -63,8 +117,9 @@ commlir_ir::register_pass!(
         description: "Merges runs of all-gathers, reduce-scatters or all-reduces on one group \
             (consecutive among the group's collectives, same reduce op) into the coalesced ops, \
             placed where every input exists, with one wait per result where the first wait was. \
-            A collective joins a bucket when the simulated makespan does not get worse, the \
-            peak memory stays within the budget and the bucket within `bucket-bytes`.",
+            A collective joins a bucket when the simulated makespan of the traced order and of \
+            the order comm-overlap-schedule makes does not get worse, the peak memory stays \
+            within the budget and the bucket within `bucket-bytes`.",
         anchor: Anchor::FUNC,
         options: &[
             OptionDef::new(
@@ -90,9 +145,11 @@ commlir_ir::register_pass!(
             StatisticDef::new("buckets", "Coalesced ops created"),
             StatisticDef::new("merged", "Collectives merged into them"),
             StatisticDef::new("kept-by-cost", "Merges refused because the timeline got slower"),
+            StatisticDef::new("kept-by-schedule", "Merges refused because the scheduled order's timeline got slower"),
             StatisticDef::new("kept-by-memory", "Merges refused by the peak-memory budget"),
             StatisticDef::new("kept-by-dependency", "Merges refused because an input comes after a member's wait"),
             StatisticDef::new("kept-by-size", "Merges refused by bucket-bytes"),
+            StatisticDef::new("full-simulation", "Functions whose trials simulated the whole function"),
         ],
         create: |o: &PassOptions| Ok(Box::new(CollBucket(
             BucketOptions::from_pass_options(o)?,
@@ -101,6 +158,20 @@ commlir_ir::register_pass!(
     }
 );
 
+/// How trial merges are evaluated (tests compare them; the pass picks by itself).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Evaluation {
+    /// Incremental where it applies, else the full simulation.
+    #[default]
+    Auto,
+    /// Simulate the whole function per trial.
+    Full,
+    /// Incremental, each trial also checked against a full simulation and the full memory
+    /// model (panics on a difference; for tests).
+    Checked,
+}
+
 /// The options of `coll-bucket`.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct BucketOptions {
@@ -108,8 +179,10 @@ pub struct BucketOptions {
     pub bucket_bytes: u64,
     /// Allowed peak increase as a fraction of the input's peak.
     pub peak_memory_budget: f64,
-    /// Skip the timeline test.
+    /// Skip the timeline tests.
     pub ignore_cost: bool,
+    #[doc(hidden)]
+    pub evaluation: Evaluation,
 }
 
 impl BucketOptions {
@@ -125,6 +198,7 @@ impl BucketOptions {
             bucket_bytes: o.get_uint("bucket-bytes"),
             peak_memory_budget: budget,
             ignore_cost: o.get_bool("ignore-cost"),
+            evaluation: Evaluation::Auto,
         })
     }
 }
@@ -138,9 +212,12 @@ pub struct BucketStats {
     pub buckets: u64,
     pub merged: u64,
     pub kept_by_cost: u64,
+    pub kept_by_schedule: u64,
     pub kept_by_memory: u64,
     pub kept_by_dependency: u64,
     pub kept_by_size: u64,
+    /// 1 when the trials simulated the whole function (see the module docs).
+    pub full_simulation: u64,
 }
 
 impl Pass for CollBucket {
@@ -158,16 +235,18 @@ impl Pass for CollBucket {
         env.add_stat("buckets", s.buckets);
         env.add_stat("merged", s.merged);
         env.add_stat("kept-by-cost", s.kept_by_cost);
+        env.add_stat("kept-by-schedule", s.kept_by_schedule);
         env.add_stat("kept-by-memory", s.kept_by_memory);
         env.add_stat("kept-by-dependency", s.kept_by_dependency);
         env.add_stat("kept-by-size", s.kept_by_size);
+        env.add_stat("full-simulation", s.full_simulation);
         Ok(())
     }
 }
 
 /// The collective families that have a coalesced form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     AllGather,
     ReduceScatter,
     AllReduce,
@@ -195,7 +274,7 @@ impl Kind {
         }
     }
 
-    fn cost_kind(self) -> CollKind {
+    pub(crate) fn cost_kind(self) -> CollKind {
         match self {
             Kind::AllGather => CollKind::AllGather,
             Kind::ReduceScatter => CollKind::ReduceScatter,
@@ -206,33 +285,36 @@ impl Kind {
 
 /// A collective that may join a bucket.
 #[derive(Clone, Debug)]
-struct Member {
-    op: OpId,
+pub(crate) struct Member {
+    pub(crate) op: OpId,
     /// The wait of each result, in result order.
-    waits: Vec<OpId>,
+    pub(crate) waits: Vec<OpId>,
     /// Bytes it moves per rank (the cost model's measure).
-    bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 /// What members of one bucket share besides their group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Key {
-    kind: Kind,
-    reduce_op: Option<Attr>,
-    group_size: u64,
+pub(crate) struct Key {
+    pub(crate) kind: Kind,
+    pub(crate) reduce_op: Option<Attr>,
+    pub(crate) group_size: u64,
 }
 
 /// An open or closed bucket: its members in program order.
 #[derive(Clone, Debug)]
-struct Bucket {
-    key: Key,
-    members: Vec<Member>,
-    bytes: u64,
+pub(crate) struct Bucket {
+    pub(crate) key: Key,
+    pub(crate) members: Vec<Member>,
+    pub(crate) bytes: u64,
 }
 
 /// Why a collective did not join the open bucket of its group.
-enum Refusal {
+pub(crate) enum Refusal {
+    /// The traced order's timeline gets slower.
     Cost,
+    /// The scheduled order's timeline gets slower, or cannot hold the bucket.
+    Schedule,
     Memory,
     Dependency,
 }
@@ -304,192 +386,175 @@ fn candidate(ctx: &Context, block: BlockId, op: OpId) -> Option<(String, Key, Me
     Some((group.name, key, member))
 }
 
-/// The state of the greedy search over one block.
-struct Search<'a> {
-    block: BlockId,
-    opts: &'a BucketOptions,
-    costs: CostTable,
-    /// Cost of bucketed members in the virtual layout, by op arena index.
-    overrides: Vec<Option<OpCost>>,
-    /// The current order (always the block's order between trials).
-    order: Vec<OpId>,
-    makespan: f64,
-    base_peak: i64,
-    /// The input's peak as `coll-to-comm` will lower it ([`layout_peak`]).
-    base_lowered_peak: i64,
-    /// The members of every bucket of two or more laid out so far, by first member.
-    laid_out: BTreeMap<OpId, Vec<OpId>>,
+/// A way to judge trial merges and keep the layout of the accepted ones.
+pub(crate) trait Trials {
+    /// Tries to add `m` to `bucket`; on success the layout holds the bucket with `m`.
+    fn try_extend(&mut self, ctx: &mut Context, bucket: &Bucket, m: &Member)
+        -> Result<(), Refusal>;
+    /// The traced order with every bucket laid out (members together, the first last).
+    fn order(&self, ctx: &Context) -> Vec<OpId>;
 }
 
-impl Search<'_> {
-    fn cost(&self, op: OpId) -> OpCost {
-        self.overrides
-            .get(op.index())
-            .copied()
-            .flatten()
-            .unwrap_or_else(|| self.costs.get(op))
-    }
-
-    fn makespan_of(&self, ctx: &Context, order: &[OpId]) -> f64 {
-        simulate_ops_overlap(
-            ctx,
-            order.iter().copied(),
-            |op| self.cost(op),
-            Overlap::of(&self.costs.machine),
-        )
-        .makespan_ns
-    }
-
-    /// Sets the virtual-layout costs of `bucket`'s members: the first carries the merged
-    /// op's time, the others nothing.
-    fn set_overrides(&mut self, ctx: &Context, bucket: &Bucket) {
-        // Members share their group, so the first tells how many nodes it spans.
-        let nodes = bucket
-            .members
-            .first()
-            .map_or(1, |m| group_extent(ctx, &self.costs.machine, m.op).1);
-        let ns = self
-            .costs
-            .machine
-            .collective_on(
-                bucket.key.kind.cost_kind(),
-                bucket.bytes,
-                bucket.key.group_size,
-                nodes,
-            )
-            .ns;
-        for (i, m) in bucket.members.iter().enumerate() {
-            let c = if i == 0 { ns } else { 0.0 };
-            if let Some(slot) = self.overrides.get_mut(m.op.index()) {
-                *slot = Some(OpCost::Collective(c));
-            }
-        }
-    }
-
-    /// The peak memory of the block as laid out, with each bucket counted as its merged op:
-    /// the members sit together, but the merged op allocates every result while every input
-    /// is still live, where the layout frees each member's inputs before the next member
-    /// allocates. With `staged`, as `coll-to-comm` will lower it (see [`layout_peak`]).
-    fn peak(&self, ctx: &Context, model: &BufferModel, staged: bool) -> i64 {
-        let mut span: Vec<(usize, usize)> = (0..model.ops.len()).map(|p| (p, p)).collect();
-        for members in self.laid_out.values() {
-            let Some(start) = members.iter().filter_map(|&m| model.pos(m)).min() else {
-                continue;
-            };
-            let end = (start + members.len() - 1).min(span.len().saturating_sub(1));
-            for s in span.iter_mut().take(end + 1).skip(start) {
-                *s = (start, end);
-            }
-        }
-        layout_peak(ctx, model, &span, staged)
-    }
-
-    /// Tries to add `m` to `bucket`; on success the block holds the new layout.
-    fn try_extend(
-        &mut self,
-        ctx: &mut Context,
-        bucket: &Bucket,
-        m: &Member,
-    ) -> Result<(), Refusal> {
-        let mut pos = vec![usize::MAX; ctx.num_op_slots()];
-        for (p, &op) in self.order.iter().enumerate() {
-            pos[op.index()] = p;
-        }
-        let at = |op: OpId| pos.get(op.index()).copied().unwrap_or(usize::MAX);
-        // Where the bucket's ops sit now (contiguous), and the last definition of m's inputs.
-        let start = bucket.members.iter().map(|b| at(b.op)).min().unwrap_or(0);
-        let mut last_def: Option<usize> = None;
-        for &v in ctx.operands(m.op) {
-            if let Some(d) = ctx.defining_op(v) {
-                let p = at(d);
-                if p == usize::MAX {
-                    return Err(Refusal::Dependency);
-                }
-                last_def = Some(last_def.map_or(p, |l| l.max(p)));
-            }
-        }
-        if at(m.op) == usize::MAX || at(m.op) < start {
-            return Err(Refusal::Dependency);
-        }
-        // The merged op goes after `after` (the latest input), or stays at `start`.
-        let after = last_def.filter(|&d| d >= start);
-        let waits: Vec<OpId> = bucket
-            .members
-            .iter()
-            .chain(std::iter::once(m))
-            .flat_map(|b| b.waits.iter().copied())
-            .collect();
-        let first_wait = waits.iter().map(|&w| at(w)).min().unwrap_or(usize::MAX);
-        if first_wait == usize::MAX || after.is_some_and(|d| first_wait <= d) {
-            return Err(Refusal::Dependency);
-        }
-        // The virtual layout: later members at no cost, then the first member; the first
-        // member's waits first, so that they take the stall.
-        let mut seq_ops: Vec<OpId> = bucket.members[1..].iter().map(|b| b.op).collect();
-        seq_ops.push(m.op);
-        seq_ops.push(bucket.members[0].op);
-        let mut moved = vec![false; ctx.num_op_slots()];
-        for &o in seq_ops.iter().chain(&waits) {
-            moved[o.index()] = true;
-        }
-        let mut trial = Vec::with_capacity(self.order.len());
-        for (p, &op) in self.order.iter().enumerate() {
-            if p == first_wait {
-                trial.extend_from_slice(&waits);
-            }
-            if after.is_none() && p == start {
-                trial.extend_from_slice(&seq_ops);
-            }
-            if !moved[op.index()] {
-                trial.push(op);
-            }
-            if after == Some(p) {
-                trial.extend_from_slice(&seq_ops);
-            }
-        }
-        let mut grown = bucket.clone();
-        grown.members.push(m.clone());
-        grown.bytes += m.bytes;
-        let saved: Vec<(OpId, Option<OpCost>)> = grown
-            .members
-            .iter()
-            .map(|b| (b.op, self.overrides.get(b.op.index()).copied().flatten()))
-            .collect();
-        self.set_overrides(ctx, &grown);
-        let makespan = self.makespan_of(ctx, &trial);
-        let restore_costs = |s: &mut Self| {
-            for &(op, c) in &saved {
-                if let Some(slot) = s.overrides.get_mut(op.index()) {
-                    *slot = c;
+/// The greedy search: buckets grow in program order, each group with its own open bucket.
+fn greedy(
+    ctx: &mut Context,
+    block: BlockId,
+    colls: &[OpId],
+    opts: &BucketOptions,
+    trials: &mut dyn Trials,
+) -> (BucketStats, Vec<Bucket>) {
+    let mut stats = BucketStats::default();
+    // The open bucket of each group (by name: deterministic), and the finished ones.
+    let mut open: BTreeMap<String, Bucket> = BTreeMap::new();
+    let mut done: Vec<Bucket> = Vec::new();
+    for &c in colls {
+        let Some((group, key, member)) = candidate(ctx, block, c) else {
+            // Any other collective on a group ends its bucket: members must be consecutive
+            // among the group's collectives.
+            if let Some(g) = ctx
+                .inherent_attr(c, "group")
+                .and_then(|a| ctx.attr_as_symbol(a))
+            {
+                if let Some(b) = open.remove(g) {
+                    done.push(b);
                 }
             }
+            continue;
         };
-        if !self.opts.ignore_cost && makespan > self.makespan {
-            restore_costs(self);
-            return Err(Refusal::Cost);
+        let fresh = |member: Member| Bucket {
+            key,
+            bytes: member.bytes,
+            members: vec![member],
+        };
+        let Some(bucket) = open.remove(&group) else {
+            open.insert(group, fresh(member));
+            continue;
+        };
+        if bucket.key != key {
+            done.push(bucket);
+            open.insert(group, fresh(member));
+            continue;
         }
-        apply_op_order(ctx, trial.iter().copied());
-        let lead = bucket.members[0].op;
-        let before = self
-            .laid_out
-            .insert(lead, grown.members.iter().map(|b| b.op).collect());
-        let budget = self.opts.peak_memory_budget;
-        let model = BufferModel::new(ctx, self.block);
-        if !within_budget(self.peak(ctx, &model, false), self.base_peak, budget)
-            || !within_budget(self.peak(ctx, &model, true), self.base_lowered_peak, budget)
-        {
-            apply_op_order(ctx, self.order.iter().copied());
-            restore_costs(self);
-            match before {
-                Some(v) => self.laid_out.insert(lead, v),
-                None => self.laid_out.remove(&lead),
-            };
-            return Err(Refusal::Memory);
+        if opts.bucket_bytes != 0 && bucket.bytes.saturating_add(member.bytes) > opts.bucket_bytes {
+            stats.kept_by_size += 1;
+            done.push(bucket);
+            open.insert(group, fresh(member));
+            continue;
         }
-        self.order = trial;
-        self.makespan = makespan;
-        Ok(())
+        match trials.try_extend(ctx, &bucket, &member) {
+            Ok(()) => {
+                let mut bucket = bucket;
+                bucket.bytes += member.bytes;
+                bucket.members.push(member);
+                open.insert(group, bucket);
+            }
+            Err(why) => {
+                match why {
+                    Refusal::Cost => stats.kept_by_cost += 1,
+                    Refusal::Schedule => stats.kept_by_schedule += 1,
+                    Refusal::Memory => stats.kept_by_memory += 1,
+                    Refusal::Dependency => stats.kept_by_dependency += 1,
+                }
+                done.push(bucket);
+                open.insert(group, fresh(member));
+            }
+        }
     }
+    done.extend(open.into_values());
+    (stats, done)
+}
+
+/// Runs the pass on `func` (a `func.func` with one block; others are left alone).
+pub fn bucket_function(ctx: &mut Context, func: OpId, opts: &BucketOptions) -> BucketStats {
+    bucket_function_on(ctx, crate::analysis::machine::default_machine(), func, opts)
+}
+
+/// [`bucket_function`] with the cost model of `machine`.
+pub fn bucket_function_on(
+    ctx: &mut Context,
+    machine: &Machine,
+    func: OpId,
+    opts: &BucketOptions,
+) -> BucketStats {
+    let Some(block) = body_block(ctx, func) else {
+        return BucketStats::default();
+    };
+    let input = ctx.block_op_list(block);
+    let colls: Vec<OpId> = input
+        .iter()
+        .copied()
+        .filter(|&o| ctx.op_has_trait(o, Trait::Collective))
+        .collect();
+    if colls.len() < 2 {
+        return BucketStats::default();
+    }
+    let costs = CostTable::new_on(ctx, machine, block);
+    // The scheduled order: what `comm-overlap-schedule` makes of the input at its default
+    // budget (none when it keeps the input order, which the traced order already judges).
+    let scheduled: Option<Vec<OpId>> = if opts.ignore_cost {
+        None
+    } else {
+        let sched_opts = crate::comm_overlap_schedule::OverlapOptions::default();
+        crate::comm_overlap_schedule::plan(ctx, block, &costs, &sched_opts).0
+    };
+    let incremental = match opts.evaluation {
+        Evaluation::Full => false,
+        Evaluation::Checked => true,
+        Evaluation::Auto => incremental::applies(ctx, &input, &costs),
+    };
+    let (mut stats, done) = if incremental {
+        let check = opts.evaluation == Evaluation::Checked;
+        let mut inc =
+            incremental::Incremental::new(ctx, block, &costs, scheduled.as_deref(), opts, check);
+        let (stats, done) = greedy(ctx, block, &colls, opts, &mut inc);
+        let order = inc.order(ctx);
+        // The integer times round each cost: check the result with the floating-point
+        // simulator, and should it be slower than the input, decide again on that one.
+        if opts.evaluation == Evaluation::Auto
+            && !opts.ignore_cost
+            && full::laid_out_makespan(ctx, &costs, &order, &done)
+                > full::laid_out_makespan(ctx, &costs, &input, &[])
+        {
+            let mut f = full::Full::new(ctx, block, &costs, scheduled, opts);
+            let (mut stats, done) = greedy(ctx, block, &colls, opts, &mut f);
+            stats.full_simulation = 1;
+            apply_op_order(ctx, f.order(ctx));
+            (stats, done)
+        } else {
+            apply_op_order(ctx, order);
+            (stats, done)
+        }
+    } else {
+        let mut f = full::Full::new(ctx, block, &costs, scheduled, opts);
+        let (mut stats, done) = greedy(ctx, block, &colls, opts, &mut f);
+        stats.full_simulation = 1;
+        apply_op_order(ctx, f.order(ctx));
+        (stats, done)
+    };
+    for b in done.iter().filter(|b| b.members.len() > 1) {
+        stats.buckets += 1;
+        stats.merged += b.members.len() as u64;
+        rewrite(ctx, b);
+    }
+    stats
+}
+
+/// The merged op's time: the cost model's estimate of one collective of the bucket's bytes
+/// (members share their group, so the first tells how many nodes it spans).
+pub(crate) fn merged_ns(ctx: &Context, machine: &Machine, key: Key, bytes: u64, lead: OpId) -> f64 {
+    let nodes = crate::analysis::cost::group_extent(ctx, machine, lead).1;
+    machine
+        .collective_on(key.kind.cost_kind(), bytes, key.group_size, nodes)
+        .ns
+}
+
+/// The members of `bucket` and `m` in their laid-out order: the later ones, then `m`, then
+/// the first (which carries the merged op's time).
+pub(crate) fn laid_out_members(bucket: &Bucket, m: Option<&Member>) -> Vec<OpId> {
+    let mut seq: Vec<OpId> = bucket.members[1..].iter().map(|b| b.op).collect();
+    seq.extend(m.map(|m| m.op));
+    seq.push(bucket.members[0].op);
+    seq
 }
 
 /// The peak memory of a block in which the ops at each `span[p] = (first, last)` act as one
@@ -500,7 +565,25 @@ impl Search<'_> {
 /// or broadcast's copy is its result, counted already), and a returned collective result is
 /// copied out of its comm buffer at its (first) wait. Without it, a bucket that gathers many arguments at
 /// once looks free at the `coll` level and is not after lowering.
-fn layout_peak(ctx: &Context, model: &BufferModel, span: &[(usize, usize)], staged: bool) -> i64 {
+pub(crate) fn layout_peak(
+    ctx: &Context,
+    model: &BufferModel,
+    span: &[(usize, usize)],
+    staged: bool,
+) -> i64 {
+    let (init, levels) = layout_levels(ctx, model, span, staged);
+    let peak = levels.into_iter().fold(init, u64::max);
+    i64::try_from(peak).unwrap_or(i64::MAX)
+}
+
+/// The memory of [`layout_peak`]'s model at entry and right after each position's
+/// allocations.
+pub(crate) fn layout_levels(
+    ctx: &Context,
+    model: &BufferModel,
+    span: &[(usize, usize)],
+    staged: bool,
+) -> (u64, Vec<u64>) {
     let n = model.ops.len();
     let at = |p: usize| span.get(p).copied().unwrap_or((p, p));
     let mut alloc = vec![0u64; n];
@@ -560,118 +643,14 @@ fn layout_peak(ctx: &Context, model: &BufferModel, span: &[(usize, usize)], stag
             }
         }
     }
-    let mut peak = cur;
+    let init = cur;
+    let mut levels = Vec::with_capacity(n);
     for p in 0..n {
         cur = cur.saturating_add(alloc[p]);
-        peak = peak.max(cur);
+        levels.push(cur);
         cur = cur.saturating_sub(free[p]);
     }
-    i64::try_from(peak).unwrap_or(i64::MAX)
-}
-
-/// Runs the pass on `func` (a `func.func` with one block; others are left alone).
-pub fn bucket_function(ctx: &mut Context, func: OpId, opts: &BucketOptions) -> BucketStats {
-    bucket_function_on(ctx, crate::analysis::machine::default_machine(), func, opts)
-}
-
-/// [`bucket_function`] with the cost model of `machine`.
-pub fn bucket_function_on(
-    ctx: &mut Context,
-    machine: &Machine,
-    func: OpId,
-    opts: &BucketOptions,
-) -> BucketStats {
-    let mut stats = BucketStats::default();
-    let Some(block) = body_block(ctx, func) else {
-        return stats;
-    };
-    let order = ctx.block_op_list(block);
-    let colls: Vec<OpId> = order
-        .iter()
-        .copied()
-        .filter(|&o| ctx.op_has_trait(o, Trait::Collective))
-        .collect();
-    if colls.len() < 2 {
-        return stats;
-    }
-    let costs = CostTable::new_on(ctx, machine, block);
-    let mut search = Search {
-        block,
-        opts,
-        costs,
-        overrides: vec![None; ctx.num_op_slots()],
-        makespan: 0.0,
-        base_peak: 0,
-        base_lowered_peak: 0,
-        laid_out: BTreeMap::new(),
-        order,
-    };
-    search.makespan = search.makespan_of(ctx, &search.order);
-    let model = BufferModel::new(ctx, block);
-    search.base_peak = search.peak(ctx, &model, false);
-    search.base_lowered_peak = search.peak(ctx, &model, true);
-    // The open bucket of each group (by name: deterministic), and the finished ones.
-    let mut open: BTreeMap<String, Bucket> = BTreeMap::new();
-    let mut done: Vec<Bucket> = Vec::new();
-    for c in colls {
-        let Some((group, key, member)) = candidate(ctx, block, c) else {
-            // Any other collective on a group ends its bucket: members must be consecutive
-            // among the group's collectives.
-            if let Some(g) = ctx
-                .inherent_attr(c, "group")
-                .and_then(|a| ctx.attr_as_symbol(a))
-            {
-                if let Some(b) = open.remove(g) {
-                    done.push(b);
-                }
-            }
-            continue;
-        };
-        let fresh = |member: Member| Bucket {
-            key,
-            bytes: member.bytes,
-            members: vec![member],
-        };
-        let Some(bucket) = open.remove(&group) else {
-            open.insert(group, fresh(member));
-            continue;
-        };
-        if bucket.key != key {
-            done.push(bucket);
-            open.insert(group, fresh(member));
-            continue;
-        }
-        if opts.bucket_bytes != 0 && bucket.bytes.saturating_add(member.bytes) > opts.bucket_bytes {
-            stats.kept_by_size += 1;
-            done.push(bucket);
-            open.insert(group, fresh(member));
-            continue;
-        }
-        match search.try_extend(ctx, &bucket, &member) {
-            Ok(()) => {
-                let mut bucket = bucket;
-                bucket.bytes += member.bytes;
-                bucket.members.push(member);
-                open.insert(group, bucket);
-            }
-            Err(why) => {
-                match why {
-                    Refusal::Cost => stats.kept_by_cost += 1,
-                    Refusal::Memory => stats.kept_by_memory += 1,
-                    Refusal::Dependency => stats.kept_by_dependency += 1,
-                }
-                done.push(bucket);
-                open.insert(group, fresh(member));
-            }
-        }
-    }
-    done.extend(open.into_values());
-    for b in done.iter().filter(|b| b.members.len() > 1) {
-        stats.buckets += 1;
-        stats.merged += b.members.len() as u64;
-        rewrite(ctx, b);
-    }
-    stats
+    (init, levels)
 }
 
 /// The op of `ops` that comes first in their block.
