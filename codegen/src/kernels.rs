@@ -1914,21 +1914,12 @@ impl<'a, 'c> Gen<'a, 'c> {
                     let done = self.cx.append_basic_block(f, "mdone");
                     b!(self.b.build_conditional_branch(aligned, vec_bb, sc));
                     self.b.position_at_end(vec_bb);
-                    let vt = self.cx.i32_type().vec_type(4);
                     self.grid_loop(f, onumel / w, |g, v| {
                         let j = b!(g.b.build_int_mul(v, g.i64(w), "j"));
                         let src = g.strided_index(j, &dims)?;
                         let sp = unsafe { b!(g.b.build_in_bounds_gep(it, x, &[src], "sp")) };
-                        let val = b!(g.b.build_load(vt, sp, "v16"));
-                        if let Some(ins) = val.as_instruction_value() {
-                            ins.set_alignment(VECTOR_BYTES as u32)
-                                .map_err(|e| e.to_string())?;
-                        }
                         let dp = unsafe { b!(g.b.build_in_bounds_gep(it, out, &[j], "dp")) };
-                        let st = b!(g.b.build_store(dp, val));
-                        st.set_alignment(VECTOR_BYTES as u32)
-                            .map_err(|e| e.to_string())?;
-                        Ok(())
+                        g.copy16(sp, dp)
                     })?;
                     b!(self.b.build_unconditional_branch(done));
                     self.b.position_at_end(sc);
@@ -2097,7 +2088,6 @@ impl<'a, 'c> Gen<'a, 'c> {
         len: u64,
     ) -> R<()> {
         let ct = self.cx.f32_type();
-        let i32t = self.cx.i32_type();
         let smem = self.shared_partials()?;
         let tid = self.sreg("llvm.nvvm.read.ptx.sreg.tid.x")?;
         let ntid = self.sreg("llvm.nvvm.read.ptx.sreg.ntid.x")?;
@@ -2188,21 +2178,7 @@ impl<'a, 'c> Gen<'a, 'c> {
                 ct.const_float(0.0)
             };
             for off in [16u64, 8, 4, 2, 1] {
-                let c = b!(g.b.build_call(
-                    shfl,
-                    &[
-                        i32t.const_int(0xffff_ffff, false).into(),
-                        v.into(),
-                        i32t.const_int(off, false).into(),
-                        i32t.const_int(31, false).into(),
-                    ],
-                    "sh"
-                ));
-                let mut o = c
-                    .try_as_basic_value()
-                    .basic()
-                    .ok_or("shfl without value")?
-                    .into_float_value();
+                let mut o = g.shfl_bfly(shfl, v, off)?;
                 if attn.is_some() {
                     // A partner lane past the block's last thread holds nothing (a block
                     // that is not a whole number of warps, such as the host tests' single
@@ -2772,16 +2748,8 @@ impl<'a, 'c> Gen<'a, 'c> {
         let vt = self.cx.i32_type().vec_type(4);
         self.counted(f, gid, self.i64(nv), stride, |g, i| {
             let sp = unsafe { b!(g.b.build_in_bounds_gep(vt, src, &[i], "vsp")) };
-            let v = b!(g.b.build_load(vt, sp, "v"));
-            if let Some(ins) = v.as_instruction_value() {
-                ins.set_alignment(COPY_VECTOR_BYTES as u32)
-                    .map_err(|e| e.to_string())?;
-            }
             let dp = unsafe { b!(g.b.build_in_bounds_gep(vt, dst, &[i], "vdp")) };
-            let st = b!(g.b.build_store(dp, v));
-            st.set_alignment(COPY_VECTOR_BYTES as u32)
-                .map_err(|e| e.to_string())?;
-            Ok(())
+            g.copy16(sp, dp)
         })?;
         if nv * per < n {
             scalar(self, gid, stride, nv * per)?;
@@ -2797,6 +2765,40 @@ impl<'a, 'c> Gen<'a, 'c> {
     }
 
     /// Copies one element's bits (data movement never converts, so NaN payloads survive).
+    /// Copies the 16 bytes at `sp` to `dp` (both 16-byte aligned) with one vector load and
+    /// one vector store.
+    fn copy16(&self, sp: PointerValue<'c>, dp: PointerValue<'c>) -> R<()> {
+        let vt = self.cx.i32_type().vec_type(4);
+        let v = b!(self.b.build_load(vt, sp, "v16"));
+        if let Some(ins) = v.as_instruction_value() {
+            ins.set_alignment(VECTOR_BYTES as u32)
+                .map_err(|e| e.to_string())?;
+        }
+        let st = b!(self.b.build_store(dp, v));
+        st.set_alignment(VECTOR_BYTES as u32)
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// `shfl.sync.bfly` of `v` with the lane `off` away (`shfl` the f32 intrinsic), full warp.
+    fn shfl_bfly(&self, shfl: FunctionValue<'c>, v: FloatValue<'c>, off: u64) -> R<FloatValue<'c>> {
+        let i32t = self.cx.i32_type();
+        let c = b!(self.b.build_call(
+            shfl,
+            &[
+                i32t.const_int(0xffff_ffff, false).into(),
+                v.into(),
+                i32t.const_int(off, false).into(),
+                i32t.const_int(31, false).into(),
+            ],
+            "sh"
+        ));
+        Ok(c.try_as_basic_value()
+            .basic()
+            .ok_or("shfl without value")?
+            .into_float_value())
+    }
+
     fn copy_elem(
         &self,
         it: inkwell::types::IntType<'c>,

@@ -194,20 +194,7 @@ impl<'a, 'c> Gen<'a, 'c> {
         let quad = |g: &Self, v: FloatValue<'c>, max: bool| -> R<FloatValue<'c>> {
             let mut v = v;
             for off in [1u64, 2] {
-                let o = b!(g.b.build_call(
-                    shfl,
-                    &[
-                        i32t.const_int(0xffff_ffff, false).into(),
-                        v.into(),
-                        i32t.const_int(off, false).into(),
-                        i32t.const_int(31, false).into(),
-                    ],
-                    "sh"
-                ))
-                .try_as_basic_value()
-                .basic()
-                .ok_or("shfl without value")?
-                .into_float_value();
+                let o = g.shfl_bfly(shfl, v, off)?;
                 v = if max {
                     g.call_f(maxf, &[v, o])?
                 } else {
@@ -292,7 +279,6 @@ impl<'a, 'c> Gen<'a, 'c> {
                 let key0 = b!(g.b.build_int_mul(kt, g.i64(KEY_TILE), "key0"));
                 // The block copies the key tile (64 × d) and the value tile (dv × 64 of vt)
                 // into shared memory, 16 bytes a thread at a time.
-                let v16 = cx.i32_type().vec_type(4);
                 let copy = |g: &Self,
                             rows: u64,
                             cols: u64,
@@ -316,16 +302,11 @@ impl<'a, 'c> Gen<'a, 'c> {
                             let sp = unsafe {
                                 b!(g.b.build_in_bounds_gep(cx.bf16_type(), from, &[si], "sp"))
                             };
-                            let x = b!(g.b.build_load(v16, sp, "x16"));
-                            if let Some(ins) = x.as_instruction_value() {
-                                ins.set_alignment(16).map_err(|e| e.to_string())?;
-                            }
                             let di = at(g, g.i64(dst0), row, dst_ld, col)?;
                             let dp = unsafe {
                                 b!(g.b.build_in_bounds_gep(cx.bf16_type(), smem, &[di], "dp"))
                             };
-                            let st = b!(g.b.build_store(dp, x));
-                            st.set_alignment(16).map_err(|e| e.to_string())?;
+                            g.copy16(sp, dp)?;
                             Ok(())
                         },
                     )

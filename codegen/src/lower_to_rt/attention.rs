@@ -102,12 +102,7 @@ pub(super) fn lower(
     let pb = bld.create_value("rt.alloc", &[], p_m, &[]);
 
     let mut attrs = vec![("q_len", i64_attr(ctx, lq))];
-    if let Some(a) = ctx.inherent_attr(op, "scale") {
-        attrs.push(("scale", a));
-    }
-    if let Some(a) = ctx.inherent_attr(op, "causal") {
-        attrs.push(("causal", a));
-    }
+    attrs.extend(scale_and_causal(ctx, op));
     let softmax = synthetic_kernel_with(
         ctx,
         module,
@@ -263,13 +258,7 @@ fn lower_flash(
         vt3,
     )?;
     launch(ctx, op, &transpose, &[views[2], vtb], heads * lk * dv);
-    let mut attrs = Vec::new();
-    if let Some(a) = ctx.inherent_attr(op, "scale") {
-        attrs.push(("scale", a));
-    }
-    if let Some(a) = ctx.inherent_attr(op, "causal") {
-        attrs.push(("causal", a));
-    }
+    let attrs = scale_and_causal(ctx, op);
     let flash = synthetic_kernel_with(
         ctx,
         module,
@@ -292,4 +281,12 @@ fn lower_flash(
     );
     st.compute_dirty = true;
     Ok(())
+}
+
+/// The attention's `scale` and (if set) `causal` attributes, for the kernel ops.
+fn scale_and_causal(ctx: &Context, op: OpId) -> Vec<(&'static str, commlir_ir::Attr)> {
+    ["scale", "causal"]
+        .into_iter()
+        .filter_map(|n| ctx.inherent_attr(op, n).map(|a| (n, a)))
+        .collect()
 }
