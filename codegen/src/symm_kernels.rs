@@ -7,7 +7,8 @@
 //! uint64_t in_offset, void *out, uint32_t site)`; peer p's input is at
 //! `desc->base[p] + in_offset`.
 //!
-//! Every kernel is: start barrier; data movement; end barrier. The barrier is per block
+//! Every kernel but the LL one-shot (the one-shot of at most `SYMM_LL_MAX_BYTES`, barrier-free:
+//! [`ll`]) is: start barrier; data movement; end barrier. The barrier is per block
 //! (block b of every rank meets block b of every peer; the grid is a compile-time constant of
 //! the launch, so every rank runs the same blocks): for every peer p (threads striding over
 //! the peers, thread p on the GPU), a *put* spins `cmpxchg release` (system scope) of
@@ -46,6 +47,7 @@
 //! slot, which the epilogue never writes.
 
 pub mod fused;
+mod ll;
 
 use crate::abi;
 use inkwell::builder::Builder;
@@ -68,6 +70,16 @@ const VECTORS_PER_THREAD: u64 = 2;
 /// `MAX_BLOCK * VECTORS_PER_THREAD` vectors (16 KiB), up to [`MAX_GRID`].
 pub fn launch_shape(coll: &str, count: i64, elem_bytes: u64, world: u64) -> (u64, u64) {
     let count = count.max(0) as u64;
+    if coll == "one_shot_all_reduce" && abi::symm_one_shot_is_ll(count * elem_bytes) {
+        // LL: one thread per 8-byte line, two lines per thread at the grid's target size
+        // (at most `ll::BLOCK_LINES` per block: 1 MiB is 64 blocks of 2048).
+        let lines = (count * elem_bytes).div_ceil(8);
+        let block = lines.next_multiple_of(32).clamp(32, MAX_BLOCK);
+        let grid = lines
+            .div_ceil(MAX_BLOCK * VECTORS_PER_THREAD)
+            .clamp(1, MAX_GRID);
+        return (grid, block);
+    }
     let elems = match coll {
         // Each rank reduces and pushes one chunk.
         "two_shot_all_reduce" => count.div_ceil(world.max(1)),
@@ -374,6 +386,18 @@ impl<'a, 'c> Gen<'a, 'c> {
             timeout: self.desc_u64(desc, self.i64(136), "timeout")?,
             failed: b!(self.b.build_alloca(self.cx.i32_type(), "failed")),
         };
+        if spec.coll == "one_shot_all_reduce"
+            && abi::symm_one_shot_is_ll(spec.count * self.ty.bytes())
+        {
+            let call = epi.map(|epi| EpiCall {
+                epi,
+                extras: extra_ptrs.clone(),
+                out,
+            });
+            self.ll_one_shot(&env, spec.count, call.as_ref())?;
+            b!(self.b.build_return(None));
+            return Ok(());
+        }
         self.barrier(&env)?;
         match spec.coll.as_str() {
             "one_shot_all_reduce" => {
@@ -517,7 +541,6 @@ impl<'a, 'c> Gen<'a, 'c> {
         peer: IntValue<'c>,
         failed: PointerValue<'c>,
     ) -> R<()> {
-        let i32t = self.cx.i32_type();
         let t0 = self.sreg_u64("globaltimer")?;
         let head = self
             .cx
@@ -549,6 +572,15 @@ impl<'a, 'c> Gen<'a, 'c> {
         let out = b!(self.b.build_and(armed, late, "out"));
         b!(self.b.build_conditional_branch(out, fault, head));
         self.b.position_at_end(fault);
+        self.write_fault(e, peer, failed)?;
+        b!(self.b.build_unconditional_branch(done));
+        self.b.position_at_end(done);
+        Ok(())
+    }
+
+    /// Writes the fault word naming `peer` and this kernel's site, and sets `failed`.
+    fn write_fault(&self, e: &Env<'c>, peer: IntValue<'c>, failed: PointerValue<'c>) -> R<()> {
+        let i32t = self.cx.i32_type();
         let peer32 = b!(self.b.build_int_truncate(peer, i32t, "peer"));
         let hi = b!(self.b.build_left_shift(peer32, self.i32(24), "hi"));
         let lo = b!(self.b.build_and(e.site, self.i32(0x00ff_ffff), "lo"));
@@ -563,8 +595,6 @@ impl<'a, 'c> Gen<'a, 'c> {
             AtomicOrdering::Monotonic
         ));
         b!(self.b.build_store(failed, self.i32(1)));
-        b!(self.b.build_unconditional_branch(done));
-        self.b.position_at_end(done);
         Ok(())
     }
 

@@ -12,7 +12,7 @@
 //! the sim's (`commlir-run --backend sim`) byte for byte, for G = 2 and G = 4.
 
 use commlir_codegen::{kernels, lower_to_rt};
-use commlir_dialects::rt::abi::{SymmDesc, SYMM_MAX_BLOCKS, SYMM_MAX_PEERS};
+use commlir_dialects::rt::abi::{symm_pad_bytes, SymmDesc};
 use commlir_dialects::rt::memref_info;
 use commlir_dialects::shape::elem_bytes;
 use commlir_ir::{Context, Value};
@@ -217,12 +217,12 @@ fn run(p: &Program, world: usize, mapped: bool) -> Vec<Vec<Vec<u8>>> {
         .iter()
         .map(|b| (0..world).map(|_| vec![0u128; b.div_ceil(16)]).collect())
         .collect();
-    let pads: Vec<Vec<Vec<u32>>> = p
+    let pads: Vec<Vec<Vec<u128>>> = p
         .pool_bytes
         .iter()
         .map(|_| {
             (0..world)
-                .map(|_| vec![0u32; SYMM_MAX_BLOCKS * SYMM_MAX_PEERS])
+                .map(|_| common::storage(symm_pad_bytes(world)))
                 .collect()
         })
         .collect();

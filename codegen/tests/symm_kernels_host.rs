@@ -13,7 +13,7 @@
 //! peer and the site, and return).
 
 use commlir_codegen::kernels;
-use commlir_dialects::rt::abi::{symm_fault_code, SymmDesc, SYMM_MAX_BLOCKS, SYMM_MAX_PEERS};
+use commlir_dialects::rt::abi::{symm_fault_code, symm_pad_bytes, SymmDesc};
 use commlir_ir::{Context, Signedness};
 use commlir_runtime::numeric::{bf16_bits, f16_bits, f16_value};
 use commlir_runtime::sim::collective::{reduce, ReduceOp};
@@ -59,7 +59,7 @@ fn jit(specs: &[(&str, u64, &str, Option<&str>, u64)]) -> Jit {
 struct Group {
     world: usize,
     pools: Vec<Vec<u128>>,
-    pads: Vec<Vec<u32>>,
+    pads: Vec<Vec<u128>>,
     status: Vec<AtomicU64>,
     outs: Vec<Vec<u128>>,
 }
@@ -70,7 +70,7 @@ impl Group {
             world,
             pools: (0..world).map(|_| common::storage(pool_bytes)).collect(),
             pads: (0..world)
-                .map(|_| vec![0u32; SYMM_MAX_BLOCKS * SYMM_MAX_PEERS])
+                .map(|_| common::storage(symm_pad_bytes(world)))
                 .collect(),
             status: (0..world).map(|_| AtomicU64::new(0)).collect(),
             outs: (0..world).map(|_| common::storage(out_bytes)).collect(),

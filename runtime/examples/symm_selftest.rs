@@ -218,7 +218,7 @@ fn run() -> Result<bool, String> {
                     "cuMemcpyHtoD",
                     cu::cuMemcpyHtoD_v2(rk.base, b.as_ptr() as *const c_void, b.len()),
                 )?;
-                let pad_bytes = abi::SYMM_MAX_BLOCKS * abi::SYMM_MAX_PEERS * 4;
+                let pad_bytes = abi::symm_pad_bytes(g);
                 check("cuMemAlloc", cu::cuMemAlloc_v2(&mut rk.pad, pad_bytes))?;
                 check("cuMemsetD8", cu::cuMemsetD8_v2(rk.pad, 0, pad_bytes))?;
                 rk.out = if k.coll == "two_shot_all_reduce" {

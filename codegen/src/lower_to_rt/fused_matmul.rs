@@ -94,8 +94,7 @@ fn launch_attrs(
     elem: u64,
     world: i64,
 ) -> [(&'static str, commlir_ir::Attr); 2] {
-    let (grid, block) =
-        crate::symm_kernels::launch_shape("one_shot_all_reduce", elems, elem, world as u64);
+    let (grid, block) = crate::symm_kernels::launch_shape("copy", elems, elem, world as u64);
     [
         ("grid", i64_attr(ctx, grid as i64)),
         ("block", i64_attr(ctx, block as i64)),

@@ -85,6 +85,28 @@ pub const SYMM_MAX_PEERS: usize = 8;
 /// The largest grid of a symm kernel: a signal pad has one row of [`SYMM_MAX_PEERS`] slots
 /// per block.
 pub const SYMM_MAX_BLOCKS: usize = 128;
+/// Bytes of a signal pad: `u32[SYMM_MAX_BLOCKS][SYMM_MAX_PEERS]`.
+pub const SYMM_SIGNAL_PAD_BYTES: usize = SYMM_MAX_BLOCKS * SYMM_MAX_PEERS * 4;
+/// Control words after each rank's signal pad, touched only by that rank's own kernels:
+/// `u32 epoch[SYMM_MAX_BLOCKS]`, the LL calls block b of a grid took part in on the pool.
+pub const SYMM_CTRL_BYTES: usize = SYMM_MAX_BLOCKS * 4;
+/// The largest message of the LL (low-latency) one-shot all-reduce: each rank pushes its
+/// input into every peer's LL area as 16-byte lines of 8 data bytes and two copies of the
+/// call's epoch flag, and reads the lines that arrived in its own area; no barrier.
+pub const SYMM_LL_MAX_BYTES: usize = 1 << 20;
+/// Bytes of one LL slot (one source rank, one parity): the lines of the largest message.
+pub const SYMM_LL_SLOT_BYTES: usize = 2 * SYMM_LL_MAX_BYTES;
+
+/// Bytes after each rank's pool that its peers map with it: the signal pad, the control
+/// words and the LL area (`2 parities × world sources` slots), for a group of `world` ranks.
+pub fn symm_pad_bytes(world: usize) -> usize {
+    SYMM_SIGNAL_PAD_BYTES + SYMM_CTRL_BYTES + 2 * world * SYMM_LL_SLOT_BYTES
+}
+
+/// Whether a one-shot all-reduce of `bytes` per rank takes the LL protocol.
+pub fn symm_one_shot_is_ll(bytes: u64) -> bool {
+    bytes > 0 && bytes <= SYMM_LL_MAX_BYTES as u64
+}
 
 /// The peer descriptor of a peer-mapped `symm_mem` pool (`commlir_symm_desc`), in device
 /// memory; the first parameter of every symm kernel.
@@ -93,7 +115,8 @@ pub const SYMM_MAX_BLOCKS: usize = 128;
 pub struct SymmDesc {
     /// Pool base of each group rank, mapped in this process (index = group rank).
     pub base: [u64; SYMM_MAX_PEERS],
-    /// Signal pad of each group rank: `u32[SYMM_MAX_BLOCKS][SYMM_MAX_PEERS]`.
+    /// Signal pad of each group rank: `u32[SYMM_MAX_BLOCKS][SYMM_MAX_PEERS]`, followed by
+    /// its control words and LL area ([`symm_pad_bytes`]).
     pub signal: [u64; SYMM_MAX_PEERS],
     /// Device address of this rank's fault word (`u32`, host-mapped).
     pub status: u64,

@@ -96,6 +96,12 @@ pub struct Machine {
     pub symm_read_gbps: f64,
     /// NVLink bandwidth of one rank reading and writing its peers' memory (two-shot), GB/s.
     pub symm_rw_gbps: f64,
+    /// The LL one-shot all-reduce (messages of at most `SYMM_LL_MAX_BYTES`, no barrier):
+    /// launch plus one NVLink write and the flag poll, µs.
+    pub symm_ll_us: f64,
+    /// The LL one-shot's payload rate into each peer, GB/s (its lines carry 8 data bytes in
+    /// 16, so about half the link's write bandwidth).
+    pub symm_ll_gbps: f64,
     /// GEMM efficiency against rows `m` is modelled as `m / (m + chunk_half_rows)` (Hockney's
     /// n½ on the chunked dimension): a fused op's chunk has 1/G of the rows, fewer tiles per
     /// wave and the ramp-up and tail paid G times, so it runs below the whole GEMM's rate.
@@ -176,6 +182,8 @@ pub const H200_NVLINK: Machine = Machine {
     symm_push_us: 1.5,
     symm_read_gbps: 300.0,
     symm_rw_gbps: 330.0,
+    symm_ll_us: 4.0,
+    symm_ll_gbps: 150.0,
     chunk_half_rows: 256.0,
     chunk_min_efficiency: 0.9,
     chunk_step_ns: 32_000.0,
@@ -326,6 +334,10 @@ impl Machine {
         let fixed = self.symm_launch_us + 2.0 * self.symm_barrier_us;
         // µs: bytes / (GB/s · 10³).
         let us = match algo {
+            // LL: each rank pushes its buffer, as flagged lines, into every peer; no barrier.
+            SymmAlgo::OneShotAllReduce if commlir_dialects::rt::abi::symm_one_shot_is_ll(bytes) => {
+                self.symm_ll_us + (nf - 1.0) * s / (self.symm_ll_gbps * 1e3)
+            }
             // Each rank reads the whole buffer of every peer.
             SymmAlgo::OneShotAllReduce => fixed + (nf - 1.0) * s / (self.symm_read_gbps * 1e3),
             // Each rank reads its chunk from every peer, then writes it to every peer.

@@ -4,7 +4,9 @@
 //!
 //! A pool is one CUDA virtual-memory allocation (`cuMemCreate`, exportable as a POSIX file
 //! descriptor) holding the pool's bytes, then the signal pad
-//! (`u32[SYMM_MAX_BLOCKS][SYMM_MAX_PEERS]`, zeroed before any peer can signal). Every rank of
+//! (`u32[SYMM_MAX_BLOCKS][SYMM_MAX_PEERS]`), the control words and the LL area of the
+//! low-latency one-shot all-reduce (`symm_pad_bytes`), all zeroed before any peer can
+//! signal. Every rank of
 //! the group maps every peer's allocation:
 //! - ranks that are threads of one process share one address space: the owner grants the
 //!   group's devices access to its mapping (`cuMemSetAccess`) and publishes the address on an
@@ -30,7 +32,7 @@
 //! code into this rank's host-mapped fault word of the pool and leave; `check_faults` turns
 //! it into an error naming the kernel (hence the op) and the pool.
 
-use super::abi::{SymmDesc, SYMM_MAX_BLOCKS, SYMM_MAX_PEERS};
+use super::abi::{symm_pad_bytes, SymmDesc, SYMM_MAX_PEERS};
 use super::ffi::{cu_check, nccl_check};
 use cudarc::driver::sys as cu;
 use cudarc::nccl::sys as nccl;
@@ -56,8 +58,6 @@ pub fn peer_map_enabled() -> bool {
     PEER_MAP.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Bytes of a signal pad.
-pub const SIGNAL_PAD_BYTES: usize = SYMM_MAX_BLOCKS * SYMM_MAX_PEERS * 4;
 /// Fault words per rank (one per symm pool, by creation order modulo this).
 const FAULT_WORDS: usize = 256;
 
@@ -348,7 +348,8 @@ impl SymmState {
             *s += 1;
             *s
         };
-        // 1. This rank's allocation: pool bytes, then the signal pad.
+        // 1. This rank's allocation: pool bytes, then the signal pad, the control words and
+        //    the LL area.
         let prop = alloc_prop(dev);
         let mut gran = 0usize;
         let local =
@@ -363,7 +364,7 @@ impl SymmState {
                 )?;
                 let gran = gran.max(alignment as usize).max(4096);
                 let pad_offset = round_up(bytes.max(1) as usize, 256);
-                let map_bytes = round_up(pad_offset + SIGNAL_PAD_BYTES, gran);
+                let map_bytes = round_up(pad_offset + symm_pad_bytes(g), gran);
                 let mut h: cu::CUmemGenericAllocationHandle = 0;
                 cu_check("cuMemCreate", cu::cuMemCreate(&mut h, map_bytes, &prop, 0))?;
                 let devices: Vec<i32> = match &exchange {
