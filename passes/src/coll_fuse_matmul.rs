@@ -635,7 +635,7 @@ impl Plan {
             .and_then(|&m| value_tensor_view(ctx, ctx.result(m, 0)))
             .and_then(|t| t.shape.first().copied())
             .unwrap_or(1) as f64;
-        let pipelined = pipelined_ns(machine, mm, comm, g, rows);
+        let pipelined = pipelined_ns(machine, mm, comm, g, rows, self.gather);
         if pipelined >= mm + comm + views {
             Verdict::KeepSerial
         } else if hidden >= MIN_HIDDEN_FRACTION * comm

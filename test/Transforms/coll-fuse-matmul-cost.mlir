@@ -1,9 +1,12 @@
 // RUN: commlir-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(coll-fuse-matmul))" | FileCheck %s
 
-// The cost check at the shapes measured on 2×H200 (tokens×hidden×ffn; A row-sharded over the
-// two ranks, B the local column or row shard, bf16): at 2048×4096×16384 the chunked pipeline
-// loses to the unfused sequence and is left alone; at 8192×4096×16384 and 8192×8192×28672
-// it wins and is fused. Both sides, all-gather→matmul and matmul→reduce-scatter.
+// The cost check at the shapes of the fused-op benchmark (tokens×hidden×ffn; A row-sharded
+// over the two ranks, B the local column or row shard, bf16), as measured for commlir's own
+// pipelines (docs/benchmarks.md, *GPU: async tensor parallelism*): at 2048×4096×16384 the
+// chunked pipeline loses to the unfused sequence on both sides and is left alone; at
+// 8192×4096×16384 and 8192×8192×28672 the reduce-scatter pipeline wins and is fused, while
+// the all-gather pipeline (its chunk GEMMs slowed by the shard copies beside them) still
+// loses and is left alone.
 
 module {
   coll.group @tp {size = 2 : i64, symm_mem}
@@ -31,8 +34,9 @@ module {
   }
 
   // CHECK-LABEL: func.func @ag_m
-  // CHECK-NOT: coll.all_gather_into_tensor
-  // CHECK: symm.fused_all_gather_matmul %{{.*}}, %{{.*}} {group = @tp} : (tensor<4096x4096xbf16>, tensor<4096x8192xbf16>) -> tensor<8192x8192xbf16>
+  // CHECK: coll.all_gather_into_tensor
+  // CHECK: compute.matmul
+  // CHECK-NOT: symm.fused_all_gather_matmul
   func.func @ag_m(%a: tensor<4096x4096xbf16>, %b: tensor<4096x8192xbf16>) -> tensor<8192x8192xbf16> {
     %g = coll.all_gather_into_tensor %a {group = @tp} : (tensor<4096x4096xbf16>) -> tensor<8192x4096xbf16>
     %y = coll.wait_tensor %g : tensor<8192x4096xbf16>
@@ -51,8 +55,9 @@ module {
   }
 
   // CHECK-LABEL: func.func @ag_l
-  // CHECK-NOT: coll.all_gather_into_tensor
-  // CHECK: symm.fused_all_gather_matmul %{{.*}}, %{{.*}} {group = @tp} : (tensor<4096x8192xbf16>, tensor<8192x14336xbf16>) -> tensor<8192x14336xbf16>
+  // CHECK: coll.all_gather_into_tensor
+  // CHECK: compute.matmul
+  // CHECK-NOT: symm.fused_all_gather_matmul
   func.func @ag_l(%a: tensor<4096x8192xbf16>, %b: tensor<8192x14336xbf16>) -> tensor<8192x14336xbf16> {
     %g = coll.all_gather_into_tensor %a {group = @tp} : (tensor<4096x8192xbf16>) -> tensor<8192x8192xbf16>
     %y = coll.wait_tensor %g : tensor<8192x8192xbf16>

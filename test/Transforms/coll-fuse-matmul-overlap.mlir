@@ -6,8 +6,10 @@
 // The cost check compares the fused op with the unfused sequence as an overlap scheduler
 // places it: a collective that independent compute hides costs nothing, so the pipeline's
 // steps make fusing lose. Costs are explicit: a 400 µs collective and a 1 ms matmul, whose
-// pipeline takes 1175 µs (two chunks at 0.9 of the whole GEMM's rate plus two 32 µs steps),
-// 175 µs beyond the matmul: it beats the serial 1400 µs, not a hidden collective's 1000 µs.
+// all-gather pipeline takes 1308 µs (two chunks at 0.9 of the whole GEMM's rate, the second
+// 1.24× slower beside the shard's copy, plus two 32 µs steps), 308 µs beyond the matmul (the
+// reduce-scatter pipeline: 1231 µs): it beats the serial 1400 µs, not a hidden collective's
+// 1000 µs.
 // Only `overlap-aware=false` (serial comparison) and `ignore-cost=true` fuse every pattern.
 
 // STATS: CollFuseMatmul
@@ -18,7 +20,7 @@
 
 // (a) 500 µs of compute independent of the all-gather lies between it and its matmul: the
 // scheduler runs it while the all-gather is in flight, the all-gather is hidden, and fusing
-// would expose 175 µs. Left alone.
+// would expose 308 µs. Left alone.
 coll.group @tp {size = 2 : i64, symm_mem}
 // CHECK-LABEL: func.func @ag_hidden
 // SERIAL-LABEL: func.func @ag_hidden
@@ -108,9 +110,9 @@ func.func @rs_alone(%a: tensor<1024x2048xbf16>, %b: tensor<2048x1024xbf16>) -> t
 // -----
 
 // A partial cover does not count: 150 µs of independent compute could hide 150 of the
-// all-gather's 400 µs, under half of it. With a 2.3 ms matmul the pipeline exposes 320 µs,
-// more than the 250 µs left of the collective, but less than its serial 400 µs: the serial
-// comparison decides, and the pattern is fused.
+// all-gather's 400 µs, under half of it. The pipeline exposes 308 µs, more than the 250 µs
+// left of the collective, but less than its serial 400 µs: the serial comparison decides,
+// and the pattern is fused.
 coll.group @tp {size = 2 : i64, symm_mem}
 // CHECK-LABEL: func.func @ag_partly_hidden
 // SERIAL-LABEL: func.func @ag_partly_hidden
@@ -120,6 +122,6 @@ func.func @ag_partly_hidden(%a: tensor<512x1024xbf16>, %b: tensor<1024x2048xbf16
   %g = coll.all_gather_into_tensor %a {group = @tp, cost_ns = 400000} : (tensor<512x1024xbf16>) -> tensor<1024x1024xbf16>
   %w = coll.wait_tensor %g : tensor<1024x1024xbf16>
   %e = compute.exp %m {cost_ns = 150000} : tensor<4096x4096xf32>
-  %c = compute.matmul %w, %b {cost_ns = 2300000} : (tensor<1024x1024xbf16>, tensor<1024x2048xbf16>) -> tensor<1024x2048xbf16>
+  %c = compute.matmul %w, %b {cost_ns = 1000000} : (tensor<1024x1024xbf16>, tensor<1024x2048xbf16>) -> tensor<1024x2048xbf16>
   return %c, %e : tensor<1024x2048xbf16>, tensor<4096x4096xf32>
 }

@@ -1,8 +1,8 @@
 // The machine description the cost model uses: the `machine` pass option (a built-in name or
 // a machine file), else the module's `commlir.machine` attribute, else h200x2-nvlink. At this
-// shape (all-gather of 2048x4096 bf16 into a 4096-row matmul) fusing wins on the default
-// machine and loses on 8xH100, whose all-gather is faster (370 vs 254 GB/s busbw), so there
-// is less communication for the pipeline to hide.
+// shape (a 4096-row matmul reduce-scattered into 2048x4096 bf16) fusing wins on the default
+// machine and loses on 8xH100, whose reduce-scatter is faster (370 vs 254 GB/s busbw), so
+// there is less communication for the pipeline to hide.
 
 // RUN: commlir-opt %s --pass-pipeline="builtin.module(func.func(coll-fuse-matmul))" | FileCheck %s --check-prefix=FUSE
 // RUN: commlir-opt %s --pass-pipeline="builtin.module(func.func(coll-fuse-matmul{machine=h200x2-nvlink}))" | FileCheck %s --check-prefix=FUSE
@@ -30,16 +30,16 @@
 // RUN: not commlir-opt %t.badattr.mlir --pass-pipeline="builtin.module(func.func(coll-fuse-matmul))" 2>&1 | FileCheck %s --check-prefix=BADATTR
 // RUN: commlir-opt --list-machines | FileCheck %s --check-prefix=LIST
 
-// FUSE-LABEL: func.func @ag
-// FUSE: symm.fused_all_gather_matmul
-// KEEP-LABEL: func.func @ag
-// KEEP: coll.all_gather_into_tensor
-// KEEP-NOT: symm.fused_all_gather_matmul
+// FUSE-LABEL: func.func @rs
+// FUSE: symm.fused_matmul_reduce_scatter
+// KEEP-LABEL: func.func @rs
+// KEEP: coll.reduce_scatter_tensor
+// KEEP-NOT: symm.fused_matmul_reduce_scatter
 
-// The all-gather of 16 MiB (output): 87.0 us on 2xH200, 66.3 us on 8xH100.
-// REPORT-H200: "op": "coll.all_gather_into_tensor"
+// The reduce-scatter of 32 MiB (input): 87.0 us on 2xH200, 66.3 us on 8xH100.
+// REPORT-H200: "op": "coll.reduce_scatter_tensor"
 // REPORT-H200: "comm_ns": 87000.0
-// REPORT-H100: "op": "coll.all_gather_into_tensor"
+// REPORT-H100: "op": "coll.reduce_scatter_tensor"
 // REPORT-H100: "comm_ns": 66343.8
 
 // UNKNOWN: error: unknown machine 'no-such': not a built-in (h200x2-nvlink, h100x8-nvlink, h200x8-nvlink, h100x8x4-ib400)
@@ -52,10 +52,10 @@
 
 module {
   coll.group @tp {size = 2 : i64, symm_mem}
-  func.func @ag(%a: tensor<2048x4096xbf16>, %b: tensor<4096x8192xbf16>) -> tensor<4096x8192xbf16> {
-    %g = coll.all_gather_into_tensor %a {group = @tp} : (tensor<2048x4096xbf16>) -> tensor<4096x4096xbf16>
-    %y = coll.wait_tensor %g : tensor<4096x4096xbf16>
-    %c = compute.matmul %y, %b : (tensor<4096x4096xbf16>, tensor<4096x8192xbf16>) -> tensor<4096x8192xbf16>
-    return %c : tensor<4096x8192xbf16>
+  func.func @rs(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<2048x4096xbf16> {
+    %p = compute.matmul %a, %b : (tensor<4096x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16>
+    %r = coll.reduce_scatter_tensor %p {group = @tp, reduce_op = "sum"} : (tensor<4096x4096xbf16>) -> tensor<2048x4096xbf16>
+    %y = coll.wait_tensor %r : tensor<2048x4096xbf16>
+    return %y : tensor<2048x4096xbf16>
   }
 }

@@ -226,6 +226,8 @@ machine_file!(
         chunk_half_rows,
         chunk_min_efficiency,
         chunk_step_ns,
+        chunk_gather_slowdown,
+        chunk_scatter_slowdown,
         overlap_compute_slowdown,
         overlap_comm_slowdown,
     ],
