@@ -28,6 +28,7 @@ pub mod artifact;
 pub mod baseline;
 pub mod calibrate;
 pub mod check;
+pub mod crash;
 pub mod ffi;
 pub mod graph;
 pub mod op_profile;
@@ -312,6 +313,7 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
         std::env::set_var("NCCL_NVLS_ENABLE", "0");
     }
     let layout = Layout::from_env(opts.ranks).map_err(|e| format!("error: {e}"))?;
+    crash::install(layout.local.first().map(|&(r, _)| r));
     // SAFETY: cuInit takes flags 0 and may be called any number of times.
     cu_check("cuInit", unsafe { cu::cuInit(0) }).map_err(|e| format!("error: {e}"))?;
     let mut count = 0;
@@ -497,6 +499,7 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
         // to time out in the next barriers): the watchdog polls the fault words.
         if let Some(fault) = symm::poll_faults() {
             let comms = shared.comms.lock().map(|c| c.clone()).unwrap_or_default();
+            crash::abandon();
             for c in &comms {
                 // SAFETY: as below, for the timeout.
                 unsafe {
@@ -549,6 +552,7 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => continue,
             Err(_) => {
                 let comms = shared.comms.lock().map(|c| c.clone()).unwrap_or_default();
+                crash::abandon();
                 for c in &comms {
                     // SAFETY: aborting a live communicator from another thread is what
                     // ncclCommAbort is for; the rank threads are abandoned afterwards.
