@@ -2,9 +2,11 @@
 process per GPU): torch.compile of the model written with functional collectives, timed as
 STEPS steps captured in one CUDA graph (decode runs under graphs) and as plain calls.
 
-    python3 bench/gpu/decode_torch.py TOKENS [HIDDEN] [LAYERS]
+    python3 bench/gpu/decode_torch.py TOKENS[,TOKENS...] [HIDDEN] [LAYERS]
 
-Prints `compile_graph,<tokens>,<us per step>` and `compile,<tokens>,<us per step>` (rank 0)."""
+Prints `compile_graph,<tokens>,<us per step>` and `compile,<tokens>,<us per step>` (rank 0)
+per token count. Every token count runs in the same two processes (one process group, one
+free port), each compiled for its own static shape."""
 import os
 import statistics
 import sys
@@ -27,15 +29,12 @@ def model(x, ws):
     return x
 
 
-def worker(rank, world, t, h, layers):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29541")
-    torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
+def measure(rank, t, h, layers):
     bf = dict(dtype=torch.bfloat16, device="cuda")
     x = torch.randn(t, h, **bf)
     ws = [tuple(torch.randn(*s, **bf) * 0.02 for s in ((h, h // 2), (h // 2, h), (h, 2 * h), (2 * h, h)))
           for _ in range(layers)]
-    fn = torch.compile(model, fullgraph=True)
+    fn = torch.compile(model, fullgraph=True, dynamic=False)
     for _ in range(5):
         fn(x, ws)
     torch.cuda.synchronize()
@@ -79,11 +78,26 @@ def worker(rank, world, t, h, layers):
     if rank == 0:
         for k, v in res.items():
             print(f"{k},{t},{v:.1f}", flush=True)
+
+
+def worker(rank, world, tokens, h, layers, port):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
+    for t in tokens:
+        measure(rank, t, h, layers)
     dist.destroy_process_group()
 
 
+def free_port():
+    import socket
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
 if __name__ == "__main__":
-    t = int(sys.argv[1])
+    tokens = [int(v) for v in sys.argv[1].split(",")]
     h = int(sys.argv[2]) if len(sys.argv) > 2 else 4096
     layers = int(sys.argv[3]) if len(sys.argv) > 3 else 4
-    mp.spawn(worker, args=(2, t, h, layers), nprocs=2, join=True)
+    mp.spawn(worker, args=(2, tokens, h, layers, free_port()), nprocs=2, join=True)

@@ -76,7 +76,8 @@ if [[ $parts == *4* ]]; then
       o=$(timeout 120 "$R" "$dir/decode/decode_${t}_$s.commlir" --backend cuda --ranks 2 --cuda-graph --graph-calls 10 --bench-iters 20 --warmup 5 2>&1)
       say "decode,$t,commlir_symm$s,$(echo "$o" | sed -n 's/^time(events): \([0-9.]*\) us per call.*/\1/p')$(echo "$o" | grep -m1 -i error | sed 's/^/,/')"
     done
-    (cd "$dir" && timeout 300 python3 decode_torch.py "$t" 2>&1 | grep -E '^compile|Error' | sed 's/^/decode,/' | tee -a "$log")
   done
+  # Every token count in one pair of processes (one process group, a compile per shape).
+  (cd "$dir" && PYTHONUNBUFFERED=1 timeout ${DECODE_TIMEOUT:-400} python3 decode_torch.py 1,8,32,128 2>&1 | grep -E '^compile|Error' | sed 's/^/decode,/' | tee -a "$log")
 fi
 say "== done"; date -u | tee -a "$log"

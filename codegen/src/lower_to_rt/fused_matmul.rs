@@ -87,7 +87,10 @@ fn fused_kernel(
     sym
 }
 
-/// `(grid, block)` of the launches that move `elems` elements per step.
+/// `(grid, block)` of the launches that move `elems` elements per step. The grid is the symm
+/// kernels' (up to 64 blocks); `COMMLIR_FUSED_COPY_GRID=N` at compile time caps it at N, so
+/// that the transfers leave more SMs to the GEMM beside them (an experiment knob of the
+/// benchmarks: bench/gpu/prepare_async_tp.sh builds both).
 fn launch_attrs(
     ctx: &mut Context,
     elems: i64,
@@ -95,6 +98,11 @@ fn launch_attrs(
     world: i64,
 ) -> [(&'static str, commlir_ir::Attr); 2] {
     let (grid, block) = crate::symm_kernels::launch_shape("copy", elems, elem, world as u64);
+    let grid = std::env::var("COMMLIR_FUSED_COPY_GRID")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&cap| cap >= 1)
+        .map_or(grid, |cap| grid.min(cap));
     [
         ("grid", i64_attr(ctx, grid as i64)),
         ("block", i64_attr(ctx, block as i64)),
