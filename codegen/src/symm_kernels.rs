@@ -501,9 +501,7 @@ impl<'a, 'c> Gen<'a, 'c> {
         pad_of: IntValue<'c>,
         src: IntValue<'c>,
     ) -> R<PointerValue<'c>> {
-        let off = b!(self.b.build_int_mul(pad_of, self.i64(8), "o"));
-        let off = b!(self.b.build_int_add(off, self.i64(64), "o"));
-        let pad = self.desc_u64(e.desc, off, "pad")?;
+        let pad = self.pad_addr(e, pad_of)?;
         let slot = b!(self.b.build_int_add(row, src, "slot"));
         let slot = b!(self.b.build_int_mul(slot, self.i64(4), "slotb"));
         let addr = b!(self.b.build_int_add(pad, slot, "addr"));
@@ -560,6 +558,20 @@ impl<'a, 'c> Gen<'a, 'c> {
             .build_cmpxchg(addr, self.i32(from), self.i32(to), ok, fail));
         let swapped = b!(self.b.build_extract_value(x, 1, "ok")).into_int_value();
         b!(self.b.build_conditional_branch(swapped, done, check));
+        self.timeout_tail(e, t0, [check, fault, head, done], peer, failed)
+    }
+
+    /// The tail of a spin started at `t0`: block `check` reads the clock and goes back to
+    /// `head`, or past `desc->timeout_ns` (when nonzero) to `fault`, which writes the fault
+    /// word naming `peer`, sets `failed` and joins `done`, where the builder is left.
+    fn timeout_tail(
+        &self,
+        e: &Env<'c>,
+        t0: IntValue<'c>,
+        [check, fault, head, done]: [inkwell::basic_block::BasicBlock<'c>; 4],
+        peer: IntValue<'c>,
+        failed: PointerValue<'c>,
+    ) -> R<()> {
         self.b.position_at_end(check);
         let now = self.sreg_u64("globaltimer")?;
         let dt = b!(self.b.build_int_sub(now, t0, "dt"));

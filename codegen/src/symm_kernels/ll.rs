@@ -66,7 +66,7 @@ impl<'a, 'c> Gen<'a, 'c> {
     }
 
     /// The signal pad address (i64) of group rank `p`.
-    fn pad_addr(&self, e: &Env<'c>, p: IntValue<'c>) -> R<IntValue<'c>> {
+    pub(super) fn pad_addr(&self, e: &Env<'c>, p: IntValue<'c>) -> R<IntValue<'c>> {
         let off = b!(self.b.build_int_mul(p, self.i64(8), "po"));
         let off = b!(self.b.build_int_add(off, self.i64(64), "po"));
         self.desc_u64(e.desc, off, "pad")
@@ -195,21 +195,7 @@ impl<'a, 'c> Gen<'a, 'c> {
             .build_int_compare(IntPredicate::NE, fv, self.i32(0), "gaveup"));
         let leave = b!(self.b.build_or(ok, gave_up, "leave"));
         b!(self.b.build_conditional_branch(leave, done, check));
-        self.b.position_at_end(check);
-        let now = self.sreg_u64("globaltimer")?;
-        let dt = b!(self.b.build_int_sub(now, t0, "dt"));
-        let armed = b!(self
-            .b
-            .build_int_compare(IntPredicate::NE, e.timeout, self.i64(0), "armed"));
-        let late = b!(self
-            .b
-            .build_int_compare(IntPredicate::UGT, dt, e.timeout, "late"));
-        let out = b!(self.b.build_and(armed, late, "out"));
-        b!(self.b.build_conditional_branch(out, fault, head));
-        self.b.position_at_end(fault);
-        self.write_fault(e, peer, e.failed)?;
-        b!(self.b.build_unconditional_branch(done));
-        self.b.position_at_end(done);
+        self.timeout_tail(e, t0, [check, fault, head, done], peer, e.failed)?;
         let lo = b!(self.b.build_int_z_extend(lo, i64t, "lo"));
         let hi = b!(self.b.build_int_z_extend(hi, i64t, "hi"));
         let hi = b!(self.b.build_left_shift(hi, self.i64(32), "hi"));
