@@ -9,8 +9,9 @@
 //!
 //! One fault is expected: once the watchdog has aborted the NCCL communicators to end a run
 //! that cannot finish ([`abandon`]), a rank thread still inside NCCL may fault on them. Such a
-//! thread is parked instead (it was abandoned already), so that the watchdog's error is what
-//! the run reports and the process exits with 1, not with the signal.
+//! rank thread is parked instead (it was abandoned already), so that the watchdog's error is
+//! what the run reports, and `commlir-run` ends with 1 through [`exit_if_abandoned`], not
+//! with the signal.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -20,6 +21,19 @@ static ABANDONED: AtomicBool = AtomicBool::new(false);
 /// Marks the rank threads abandoned: from now on a fault in one of them parks it.
 pub fn abandon() {
     ABANDONED.store(true, Ordering::SeqCst);
+}
+
+/// After the rank threads were abandoned, ends the process with `code` at once, without the
+/// exit handlers (a parked thread may hold a lock of the CUDA or NCCL library that they
+/// would wait for); otherwise returns. Standard output and error are flushed first.
+pub fn exit_if_abandoned(code: i32) {
+    if ABANDONED.load(Ordering::SeqCst) {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        // SAFETY: _exit(2) ends the process; nothing after it runs.
+        unsafe { libc::_exit(code) }
+    }
 }
 
 /// This process's global rank, for the message (`usize::MAX`: not known yet).
@@ -49,8 +63,10 @@ pub fn install(rank: Option<usize>) {
 }
 
 extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
-    let main = std::thread::current().name() == Some("main");
-    if ABANDONED.load(Ordering::SeqCst) && sig != libc::SIGABRT && !main {
+    let rank_thread = std::thread::current()
+        .name()
+        .is_some_and(|n| n.starts_with("rank"));
+    if ABANDONED.load(Ordering::SeqCst) && sig != libc::SIGABRT && rank_thread {
         // An abandoned rank thread faulting on an aborted communicator: park it until the
         // watchdog's thread exits the process with its error.
         loop {
@@ -112,7 +128,8 @@ mod tests {
             // The parked thread never returns; the main thread exits as the watchdog does.
             std::thread::sleep(std::time::Duration::from_millis(300));
             eprintln!("error: the watchdog's error");
-            std::process::exit(1);
+            super::exit_if_abandoned(1);
+            unreachable!("exit_if_abandoned exits once the threads are abandoned");
         }
         let _ = t.join();
     }

@@ -548,6 +548,8 @@ fn main() -> ExitCode {
         }
         Err(diags) => {
             eprint!("{diags}");
+            // A CUDA run whose watchdog abandoned its rank threads ends here, at once.
+            commlir_runtime::cuda::crash::exit_if_abandoned(1);
             ExitCode::FAILURE
         }
     }
