@@ -1,12 +1,29 @@
 // The transfer kernels of a fused pipeline take the symm kernels' launch shape (a 4 MiB
 // shard: 512 threads, 64 blocks); COMMLIR_FUSED_COPY_GRID caps the grid at compile time (the
-// benchmarks' experiment with fewer SMs for the transfer, more for the GEMM beside it).
+// benchmarks' experiment with fewer SMs for the transfer, more for the GEMM beside it). The
+// pipeline's steps, as the host program launches them.
 // RUN: commlir-translate %s --pass-pipeline='builtin.module(func.func(coll-to-comm,comm-plan-pools))' --emit=rt | FileCheck %s --check-prefix=DEFAULT
 // RUN: env COMMLIR_FUSED_COPY_GRID=4 commlir-translate %s --pass-pipeline='builtin.module(func.func(coll-to-comm,comm-plan-pools))' --emit=rt | FileCheck %s --check-prefix=CAP
 // RUN: env COMMLIR_FUSED_COPY_GRID=0 commlir-translate %s --pass-pipeline='builtin.module(func.func(coll-to-comm,comm-plan-pools))' --emit=rt | FileCheck %s --check-prefix=DEFAULT
+// RUN: commlir-translate %s --pass-pipeline='builtin.module(func.func(coll-to-comm,comm-plan-pools))' --emit=host-ll | FileCheck %s --check-prefix=HOST
 
 // DEFAULT: rt.symm_fused_all_gather_matmul {{.*}}block = 512 : i64{{.*}}grid = 64 : i64
+// DEFAULT-NOT: return_a
 // CAP: rt.symm_fused_all_gather_matmul {{.*}}block = 512 : i64{{.*}}grid = 4 : i64
+
+// The gathered tensor is not a result (no `return_a`): nobody reads its own block, so the
+// first comm step is the start barrier alone (step G + 1 = 3, the kernel's fifth parameter),
+// then step 1 (the peer's shard) and step 2 (the end barrier).
+// HOST-LABEL: define i32 @commlir_fn_main(
+// HOST: getelementptr inbounds ptr, ptr %kvals, i64 4
+// HOST-NEXT: store i32 3, ptr
+// HOST: call i32 %launch_on{{[0-9]*}}(ptr %{{.*}}, i32 1, i32 {{[0-9]+}}, i32 64, i32 512, i32 0, ptr %kparams, i32 5)
+// HOST: getelementptr inbounds ptr, ptr %kvals, i64 4
+// HOST-NEXT: store i32 1, ptr
+// HOST: call i32 %launch_on{{[0-9]*}}(
+// HOST: getelementptr inbounds ptr, ptr %kvals, i64 4
+// HOST-NEXT: store i32 2, ptr
+// HOST: call i32 %launch_on{{[0-9]*}}(
 module {
   coll.group @tp {size = 2 : i64, symm_mem}
   func.func @main(%a: tensor<2048x1024xbf16>, %b: tensor<1024x512xbf16>) -> tensor<4096x512xbf16> {

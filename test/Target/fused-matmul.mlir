@@ -28,9 +28,9 @@ module {
 // RT-LABEL: func.func @main
 // RT: %[[POOL:.*]] = rt.pool_alloc {{.*}}kind = "symm_mem"
 // RT: %[[GA:.*]] = rt.alloc : memref<16x16xbf16>
-// RT: rt.symm_fused_all_gather_matmul %[[POOL]], %[[GA]], %[[GA]], %arg1, %arg2, %{{.*}}, %{{.*}} {batch = 1 : i64, {{.*}}kernel = @[[AG]], m = 8 : i64, ns = array<i64: 32, 8>, offset = 0 : i64}
+// RT: rt.symm_fused_all_gather_matmul %[[POOL]], %[[GA]], %[[GA]], %arg1, %arg2, %{{.*}}, %{{.*}} {batch = 1 : i64, {{.*}}kernel = @[[AG]], m = 8 : i64, ns = array<i64: 32, 8>, offset = 0 : i64, return_a}
 // RT: %[[STAGE:.*]] = rt.alloc : memref<2x2x3x16xbf16>
-// RT: rt.symm_fused_all_gather_matmul %[[POOL]], %{{.*}}, %[[STAGE]], %arg2, %{{.*}} {batch = 2 : i64, {{.*}}kernel = @[[AG3]], m = 3 : i64, ns = array<i64: 8>, offset = {{[0-9]+}} : i64, unpack = @[[UNPACK]]}
+// RT: rt.symm_fused_all_gather_matmul %[[POOL]], %{{.*}}, %[[STAGE]], %arg2, %{{.*}} {batch = 2 : i64, {{.*}}kernel = @[[AG3]], m = 3 : i64, ns = array<i64: 8>, offset = {{[0-9]+}} : i64, return_a, unpack = @[[UNPACK]]}
 // RT: %[[WS:.*]] = rt.pool_alloc {alignment = 64 : i64, group = @tp, kind = "symm_mem", size = 1536 : i64}
 // RT-NEXT: rt.symm_fused_matmul_reduce_scatter %[[WS]], %arg4, %arg5, %{{.*}} {a_step = 128 : i64, a_stride = 256 : i64, b_step = 0 : i64, batch = 1 : i64, {{.*}}chunk = 192 : i64, {{.*}}kernel = @[[RS]], ldb = 24 : i64, m = 8 : i64, n = 24 : i64, offset = 0 : i64, reduce_op = "avg"}
 // RT-NEXT: rt.pool_free %[[WS]]

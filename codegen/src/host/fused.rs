@@ -269,7 +269,10 @@ impl<'c> Host<'_, 'c> {
         // The shard was written on the compute stream: the comm stream starts after it.
         self.record(compute, events[0])?;
         self.wait(comm, events[0])?;
-        step(0)?;
+        // The own block of the gathered buffer is read only when the buffer is a result;
+        // otherwise the first step is the start barrier alone (step G + 1).
+        let return_a = ctx.inherent_attr(op, "return_a").is_some();
+        step(if return_a { 0 } else { world + 1 })?;
         for s in 1..world {
             step(s)?;
             self.record(comm, events[s as usize])?;

@@ -212,6 +212,9 @@ pub(super) fn lower_all_gather_matmul(
         ("dtype", ctx.str_attr(dtype)),
         ("group", group),
     ];
+    if return_a {
+        attrs.push(("return_a", ctx.unit_attr()));
+    }
     if let Some(u) = unpack {
         attrs.push(("unpack", ctx.symbol_ref(&u)));
     }

@@ -126,9 +126,23 @@ impl<'c> Gen<'_, 'c> {
                 self.b.position_at_end(fin);
                 self.barrier(&env)?;
                 b!(self.b.build_return(None));
+                // Step G + 1: the start barrier alone (no reader of the own block).
+                self.b.position_at_end(mid);
+                let only = b!(self.b.build_int_compare(
+                    IntPredicate::EQ,
+                    step,
+                    self.i64(self.world + 1),
+                    "only"
+                ));
+                let barrier_only = self.cx.append_basic_block(f, "start_only");
+                let steps = self.cx.append_basic_block(f, "steps");
+                b!(self.b.build_conditional_branch(only, barrier_only, steps));
+                self.b.position_at_end(barrier_only);
+                self.barrier(&env)?;
+                b!(self.b.build_return(None));
                 // Step 0: the start barrier (every shard is written), then the own shard;
                 // step s: the shard of rank (rank + s) mod G.
-                self.b.position_at_end(mid);
+                self.b.position_at_end(steps);
                 let first =
                     b!(self
                         .b

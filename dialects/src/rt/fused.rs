@@ -30,7 +30,8 @@ register_op!(
             (at `in_offset` of the pool; `outer` segments of `seg` elements) into block `rank` \
             of the gathered buffer `out` (`outer` segments of G·`seg`), step s in [1, G) \
             copies the shard of rank (rank + s) mod G from that peer's pool, step G is the end \
-            barrier. `matmul_reduce_scatter`: the pool holds at `in_offset` this rank's G \
+            barrier, and step G + 1 is the start barrier alone (for a gathered buffer that is \
+            not a result, whose own block nobody reads). `matmul_reduce_scatter`: the pool holds at `in_offset` this rank's G \
             partial chunks of `seg` elements, then G receive slots; step s in [1, G) signals \
             rank (rank + s) mod G that its chunk is ready, waits for the signal of rank \
             (rank − s) mod G and copies that peer's chunk for this rank into receive slot \
@@ -104,6 +105,11 @@ register_op!(
             AttrDef::required("kernel", AttrConstraint::SymbolRef),
             AttrDef::optional("unpack", AttrConstraint::SymbolRef)
                 .doc("The `rt.kernel` restoring the gathered layout in the fallback."),
+            AttrDef::optional("return_a", AttrConstraint::Unit).doc(
+                "The gathered buffer is a result: this rank's shard is copied into it too. \
+                 Without it the pipeline's first step is the start barrier alone (this rank's \
+                 GEMMs read the shard from the pool).",
+            ),
             GEMM_ATTRS[0],
             GEMM_ATTRS[1],
             GEMM_ATTRS[2],
