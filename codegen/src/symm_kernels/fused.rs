@@ -126,33 +126,29 @@ impl<'c> Gen<'_, 'c> {
                 self.b.position_at_end(fin);
                 self.barrier(&env)?;
                 b!(self.b.build_return(None));
-                // Step G + 1: the start barrier alone (no reader of the own block).
-                self.b.position_at_end(mid);
-                let only = b!(self.b.build_int_compare(
-                    IntPredicate::EQ,
-                    step,
-                    self.i64(self.world + 1),
-                    "only"
-                ));
-                let barrier_only = self.cx.append_basic_block(f, "start_only");
-                let steps = self.cx.append_basic_block(f, "steps");
-                b!(self.b.build_conditional_branch(only, barrier_only, steps));
-                self.b.position_at_end(barrier_only);
-                self.barrier(&env)?;
-                b!(self.b.build_return(None));
                 // Step 0: the start barrier (every shard is written), then the own shard;
+                // step G + 1: the start barrier alone (no reader of the own block);
                 // step s: the shard of rank (rank + s) mod G.
-                self.b.position_at_end(steps);
-                let first =
-                    b!(self
-                        .b
-                        .build_int_compare(IntPredicate::EQ, step, self.i64(0), "first"));
+                self.b.position_at_end(mid);
+                let is = |v: u64, nm: &str| -> R<IntValue<'c>> {
+                    Ok(b!(self.b.build_int_compare(
+                        IntPredicate::EQ,
+                        step,
+                        self.i64(v),
+                        nm
+                    )))
+                };
+                let only = is(self.world + 1, "only")?;
+                let first = b!(self.b.build_or(is(0, "zero")?, only, "first"));
                 let start = self.cx.append_basic_block(f, "start");
                 let copy = self.cx.append_basic_block(f, "copy");
+                let done = self.cx.append_basic_block(f, "start_only");
                 b!(self.b.build_conditional_branch(first, start, copy));
                 self.b.position_at_end(start);
                 self.barrier(&env)?;
-                b!(self.b.build_unconditional_branch(copy));
+                b!(self.b.build_conditional_branch(only, done, copy));
+                self.b.position_at_end(done);
+                b!(self.b.build_return(None));
                 self.b.position_at_end(copy);
                 let p = b!(self.b.build_int_add(rank, step, "ps"));
                 let p = b!(self.b.build_int_unsigned_rem(p, world, "p"));

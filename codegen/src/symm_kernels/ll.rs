@@ -97,7 +97,7 @@ impl<'a, 'c> Gen<'a, 'c> {
     /// The bits of element `idx` of `ptr` as an i64 (zero-extended).
     fn elem_bits(&self, ptr: PointerValue<'c>, idx: IntValue<'c>) -> R<IntValue<'c>> {
         let st = self.storage();
-        let it = self.cx.i8_type().get_context().custom_width_int_type(
+        let it = self.cx.custom_width_int_type(
             std::num::NonZeroU32::new(8 * self.ty.bytes() as u32).ok_or("zero width")?,
         )?;
         let p = unsafe { b!(self.b.build_in_bounds_gep(st, ptr, &[idx], "ep")) };
