@@ -70,8 +70,11 @@ pub struct Machine {
     pub overlap_comm_slowdown: f64,
     /// All-reduce protocols (ring); tree uses the same with `tree_bw_factor`.
     pub all_reduce: [ProtoParams; 3],
-    /// All-gather / reduce-scatter / all-to-all / broadcast protocols (ring).
+    /// All-gather / all-to-all / broadcast protocols (ring).
     pub all_gather: [ProtoParams; 3],
+    /// Reduce-scatter protocols (ring): the all-gather's ring plus a reduction per step,
+    /// which costs bandwidth at large sizes (about 30 % on 2×H100, NCCL 2.28.9).
+    pub reduce_scatter: [ProtoParams; 3],
     /// Tree bandwidth relative to ring (NVLink single node: trees gain only latency).
     pub tree_bw_factor: f64,
     /// Dense matmul peak by element type, FLOP/s.
@@ -124,6 +127,28 @@ pub struct Machine {
 /// Calibrated on 2×H200 with NVLink (DESIGN §5). How each value was obtained is in
 /// docs/cost-model.md: the all-reduce LL128 line passes through the 1 MiB and 16 MiB points,
 /// the Simple line through 256 MiB and 1 GiB; all-gather Simple through its two points.
+/// The all-gather ring of [`H200_NVLINK`]; its reduce-scatter uses the same (fitted on both).
+const H200_RING: [ProtoParams; 3] = [
+    ProtoParams {
+        protocol: Protocol::LL,
+        base_us: 6.0,
+        step_us: 0.6,
+        bus_gbps: 40.0,
+    },
+    ProtoParams {
+        protocol: Protocol::LL128,
+        base_us: 9.0,
+        step_us: 1.0,
+        bus_gbps: 180.0,
+    },
+    ProtoParams {
+        protocol: Protocol::Simple,
+        base_us: 21.0,
+        step_us: 2.0,
+        bus_gbps: 254.2,
+    },
+];
+
 pub const H200_NVLINK: Machine = Machine {
     name: Cow::Borrowed("h200x2-nvlink"),
     source: Cow::Borrowed(
@@ -154,26 +179,8 @@ pub const H200_NVLINK: Machine = Machine {
             bus_gbps: 341.8,
         },
     ],
-    all_gather: [
-        ProtoParams {
-            protocol: Protocol::LL,
-            base_us: 6.0,
-            step_us: 0.6,
-            bus_gbps: 40.0,
-        },
-        ProtoParams {
-            protocol: Protocol::LL128,
-            base_us: 9.0,
-            step_us: 1.0,
-            bus_gbps: 180.0,
-        },
-        ProtoParams {
-            protocol: Protocol::Simple,
-            base_us: 21.0,
-            step_us: 2.0,
-            bus_gbps: 254.2,
-        },
-    ],
+    all_gather: H200_RING,
+    reduce_scatter: H200_RING,
     tree_bw_factor: 0.8,
     matmul_flops_bf16: 788e12,
     matmul_flops_f32: 51e12,
@@ -266,9 +273,8 @@ impl Machine {
         // Bus factor (data each rank moves relative to the buffer) and number of steps.
         let (params, factor, steps) = match kind {
             CollKind::AllReduce => (&self.all_reduce, 2.0 * (nf - 1.0) / nf, 2 * (n - 1)),
-            CollKind::AllGather | CollKind::ReduceScatter => {
-                (&self.all_gather, (nf - 1.0) / nf, n - 1)
-            }
+            CollKind::AllGather => (&self.all_gather, (nf - 1.0) / nf, n - 1),
+            CollKind::ReduceScatter => (&self.reduce_scatter, (nf - 1.0) / nf, n - 1),
             CollKind::AllToAll => (&self.all_gather, (nf - 1.0) / nf, 1),
             CollKind::Broadcast => (&self.all_gather, 1.0, n - 1),
         };

@@ -126,6 +126,8 @@ macro_rules! machine_file {
             all_reduce: Option<ProtoTable>,
             #[serde(skip_serializing_if = "Option::is_none")]
             all_gather: Option<ProtoTable>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            reduce_scatter: Option<ProtoTable>,
             #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
             inter_node: Option<Option<ProtoTable>>,
             $(
@@ -137,7 +139,7 @@ macro_rules! machine_file {
         /// Every key a file may hold, in the order [`to_json`] writes them.
         pub const KEYS: &[&str] = &[
             "name", "base", "source", "sources", $(stringify!($u),)*
-            "all_reduce", "all_gather", "inter_node", $(stringify!($f),)*
+            "all_reduce", "all_gather", "reduce_scatter", "inter_node", $(stringify!($f),)*
         ];
 
         impl MachineFile {
@@ -169,6 +171,13 @@ macro_rules! machine_file {
                     )*
                     all_reduce: table(&self.all_reduce, base.map(|b| b.all_reduce), "all_reduce")?,
                     all_gather: table(&self.all_gather, base.map(|b| b.all_gather), "all_gather")?,
+                    // Without its own table, a file's reduce-scatter is its all-gather (the
+                    // one table files had before), else the base's reduce-scatter.
+                    reduce_scatter: table(
+                        &self.reduce_scatter.or(self.all_gather),
+                        base.map(|b| b.reduce_scatter),
+                        "all_gather",
+                    )?,
                     inter_node: match (&self.inter_node, base) {
                         (Some(t), _) => t.map(ProtoTable::to_params),
                         (None, Some(b)) => b.inter_node,
@@ -194,6 +203,7 @@ macro_rules! machine_file {
                     $($u: Some(m.$u),)*
                     all_reduce: Some(ProtoTable::from_params(&m.all_reduce)),
                     all_gather: Some(ProtoTable::from_params(&m.all_gather)),
+                    reduce_scatter: Some(ProtoTable::from_params(&m.reduce_scatter)),
                     inter_node: Some(m.inter_node.as_ref().map(ProtoTable::from_params)),
                     $($f: Some(m.$f),)*
                 }
@@ -356,6 +366,7 @@ fn validate(m: &Machine) -> Result<(), (&'static str, String)> {
     let tables = [
         ("all_reduce", Some(&m.all_reduce)),
         ("all_gather", Some(&m.all_gather)),
+        ("reduce_scatter", Some(&m.reduce_scatter)),
         ("inter_node", m.inter_node.as_ref()),
     ];
     for (key, t) in tables {
@@ -565,6 +576,37 @@ mod tests {
         assert_eq!(m.name, H200_NVLINK.name);
         // The whole struct (the source text too).
         assert_eq!(*m, H200_NVLINK);
+    }
+
+    /// A file's reduce-scatter is its own table where it has one, else its all-gather (files
+    /// written before the key existed keep their meaning), else the base's.
+    #[test]
+    fn reduce_scatter_table_falls_back() {
+        use super::super::cost::CollKind;
+        let mut none =
+            |b: &str| -> Result<Machine, String> { builtin(b).cloned().ok_or(format!("no {b}")) };
+        let rs = |m: &Machine| m.collective(CollKind::ReduceScatter, 256 << 20, 2).ns;
+        let ag = |m: &Machine| m.collective(CollKind::AllGather, 256 << 20, 2).ns;
+        let base = default_machine();
+        assert_eq!(rs(base), ag(base));
+        let slow = r#"{"base": "h200x2-nvlink", "reduce_scatter": {
+            "LL": {"base_us": 6.0, "step_us": 0.6, "bus_gbps": 30.0},
+            "LL128": {"base_us": 9.0, "step_us": 1.0, "bus_gbps": 150.0},
+            "Simple": {"base_us": 21.0, "step_us": 2.0, "bus_gbps": 200.0}}}"#;
+        let m = parse("rs.json", slow, &mut none).unwrap();
+        assert_eq!(ag(&m), ag(base));
+        assert!(rs(&m) > 1.2 * ag(&m), "{} vs {}", rs(&m), ag(&m));
+        // A file that sets only all_gather moves both, as before.
+        let ag_only = slow.replace("reduce_scatter", "all_gather");
+        let m2 = parse("ag.json", &ag_only, &mut none).unwrap();
+        assert_eq!(rs(&m2), ag(&m2));
+        assert!(ag(&m2) > ag(base));
+        // Inheriting from m keeps m's separate table.
+        let m3 = parse("m3.json", r#"{"base": "x", "name": "m3"}"#, &mut |_| {
+            Ok(m.clone())
+        })
+        .unwrap();
+        assert_eq!(rs(&m3), rs(&m));
     }
 
     #[test]
