@@ -12,8 +12,8 @@
 #      rs_<shape>_{fused,unfused,auto,mm}: symm.fused_matmul_reduce_scatter of (T x F/2) .
 #        (F/2 x H), scatter dim 0; matmul + reduce_scatter_tensor + wait_tensor; that sequence
 #        through coll-fuse-matmul; the matmul alone;
-#      {ag,rs}_<shape>_fused16: the fused op with its transfer kernels capped at 16 blocks
-#        (COMMLIR_FUSED_COPY_GRID=16);
+#      {ag,rs}_<shape>_fusedk: the fused op with its chunks moved by the transfer kernel's
+#        blocks instead of copy engines (COMMLIR_FUSED_TRANSFER=kernel);
 #    all compiled with builtin.module(func.func(coll-to-comm,comm-plan-pools)) (auto: with
 #    coll-fuse-matmul in front);
 #  - tf/: the 4-layer TP transformer (gen_transformer tp 4 TOKENS 4096 16384, bf16) at the
@@ -121,11 +121,11 @@ $head
   }
 }
 MLIR
-  # The fused ops again with their transfer kernels capped at 16 blocks (more SMs left to the
-  # GEMM beside them; codegen/src/lower_to_rt/fused_matmul.rs).
+  # The fused ops again with the transfer kernel's blocks moving the chunks instead of copy
+  # engines (codegen/src/lower_to_rt/fused_matmul.rs).
   for side in ag rs; do
-    COMMLIR_FUSED_COPY_GRID=16 build "$dir/micro/${side}_${shape}_fused.mlir" "$plain_mm" \
-      "$dir/micro/${side}_${shape}_fused16.commlir"
+    COMMLIR_FUSED_TRANSFER=kernel build "$dir/micro/${side}_${shape}_fused.mlir" "$plain_mm" \
+      "$dir/micro/${side}_${shape}_fusedk.commlir"
   done
 done
 

@@ -6,7 +6,7 @@
 #  2. fused all-gather-matmul and matmul-reduce-scatter at tokens x hidden x ffn =
 #     2048x4096x16384, 8192x4096x16384 and 8192x8192x28672 (bf16, A row-sharded on 2 ranks):
 #     commlir's matmul alone, unfused sequence, the cost model's choice (auto) and fused op
-#     (also with its transfer kernels capped at 16 blocks: fused16),
+#     (with copy engines moving the chunks, and with the transfer kernel's blocks: fusedk),
 #     each 20 calls per CUDA graph replayed 20 times after 5 warm-up (`--cuda-graph
 #     --graph-calls 20 --bench-iters 20 --warmup 5`, `time(events)`); PyTorch 2.11's matmul
 #     alone, unfused sequence and torch.ops.symm_mem.fused_* at the same shapes
@@ -47,9 +47,9 @@ us() {  # us ARTIFACT [runner args...]: time(events) in us, then `,error` if any
 if [[ $parts == *1* ]]; then
   say "== 1. --check against the sim"
   for side in ag rs; do
-    for v in fused fused16 unfused auto mm; do
+    for v in fused fusedk unfused auto mm; do
       b=${side}_64x256x1024_$v
-      chk "$dir/micro/$b.commlir" "$dir/micro/${b%16}.mlir"
+      chk "$dir/micro/$b.commlir" "$dir/micro/${b%k}.mlir"
     done
     b=${side}_64x256x1024_fused
     chk "$dir/micro/$b.commlir" "$dir/micro/$b.mlir" --cuda-graph --bench-iters 20 --warmup 3
@@ -64,7 +64,7 @@ if [[ $parts == *2* ]]; then
   say "== 2. fused ops, us per call (20 calls per CUDA graph, 20 replays, 5 warm-up)"
   for shape in 2048x4096x16384 8192x4096x16384 8192x8192x28672; do
     for side in ag rs; do
-      for v in mm unfused auto fused fused16; do
+      for v in mm unfused auto fused fusedk; do
         a="$dir/micro/${side}_${shape}_$v.commlir"
         have "$a" || continue
         say "atp,$side,$shape,$v,$(us "$a" --cuda-graph --graph-calls 20 --bench-iters 20 --warmup 5)"

@@ -51,12 +51,15 @@ if [[ $parts == *2* ]]; then
   COMMLIR_FAULT_SKIP_SYMM=1 timeout 60 "$R" "$dir/probe/symm_chain.full.commlir" --backend cuda --ranks 2 --timeout-s 8 2>&1 | grep -E 'error|note' | head -5 | tee -a "$log"
   say "exit ${PIPESTATUS[0]} after $((SECONDS - s)) s"
   rm -f /tmp/commlir-rdzv-fault
+  s=$SECONDS
   for r in 0 1; do
     COMMLIR_FAULT_SKIP_SYMM=1 WORLD_SIZE=2 RANK=$r LOCAL_RANK=$r COMMLIR_RDZV_FILE=/tmp/commlir-rdzv-fault timeout 60 "$R" "$dir/probe/symm_chain.full.commlir" \
       --backend cuda --timeout-s 8 >"$out/fault$r.txt" 2>&1 &
+    pids[r]=$!
   done
-  wait
-  say "two processes:"; grep -hE 'error' "$out"/fault0.txt "$out"/fault1.txt | head -4 | tee -a "$log"
+  for r in 0 1; do wait "${pids[r]}"; codes[r]=$?; done
+  say "two processes (exit ${codes[0]} and ${codes[1]} after $((SECONDS - s)) s):"
+  for r in 0 1; do grep -E 'error|signal' "$out/fault$r.txt" | head -3 | sed "s/^/rank $r: /" | tee -a "$log"; done
 fi
 if [[ $parts == *3* ]]; then
   say "== 3. bf16 all-reduce, us per call (100 calls per CUDA graph, 20 replays)"

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define COMMLIR_RT_ABI_VERSION 3u
+#define COMMLIR_RT_ABI_VERSION 4u
 
 /* Streams. */
 enum { COMMLIR_STREAM_COMPUTE = 0, COMMLIR_STREAM_COMM = 1 };
@@ -52,7 +52,7 @@ typedef struct commlir_symm_desc {
 
 typedef struct commlir_rt_api {
   uint32_t abi_version; /* COMMLIR_RT_ABI_VERSION; commlir_main returns -1 on a mismatch */
-  uint32_t num_fns;     /* number of function pointers that follow (19 in version 3) */
+  uint32_t num_fns;     /* number of function pointers that follow (20 in version 4) */
   /* compute stream, stream-ordered (cudaMallocAsync / cudaFreeAsync) */
   int (*alloc)(void *rt, uint64_t bytes, void **out);
   int (*free)(void *rt, void *ptr);
@@ -111,6 +111,13 @@ typedef struct commlir_rt_api {
                    uint32_t shared_bytes, void **params, uint32_t num_params);
   /* host only: *rank = this process's rank in `group` (index in the artifact's group table) */
   int (*group_rank)(void *rt, uint32_t group, uint32_t *rank);
+  /* version 4 (copy-engine transfers of the fused pipelines): a copy engine's
+   * cuMemcpy2DAsync on `stream` of `rows` rows of `row_bytes` bytes, read contiguously from
+   * group rank `peer`'s mapping of the peer-mapped symm_mem pool at pool_base (src_offset
+   * bytes in) and written to dst, `dst_pitch` bytes apart; no SM does the moving */
+  int (*symm_peer_copy)(void *rt, uint32_t stream, void *pool_base, uint32_t peer,
+                        uint64_t src_offset, void *dst, uint64_t rows, uint64_t row_bytes,
+                        uint64_t dst_pitch);
 } commlir_rt_api;
 
 /* The entry of a compiled function: args[i] = device pointer of argument i (the caller's

@@ -302,6 +302,7 @@ impl<'a, 'c> Host<'a, 'c> {
             "symm_pool_desc" => vec![p, p, p],
             "launch_on" => vec![p, u32t, u32t, u32t, u32t, u32t, p, u32t],
             "group_rank" => vec![p, u32t, p],
+            "symm_peer_copy" => vec![p, u32t, p, u32t, u64t, p, u64t, u64t, u64t],
             "event_record" | "stream_wait" => vec![p, u32t, u32t],
             _ => vec![p],
         };

@@ -393,6 +393,42 @@ unsafe extern "C" fn m_a2a(
     m_unused(rt)
 }
 
+/// A copy engine: rows out of group rank `peer`'s pool of the same allocation sequence.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn m_symm_peer_copy(
+    rt: *mut c_void,
+    stream: u32,
+    pool: *mut c_void,
+    peer: u32,
+    src_offset: u64,
+    dst: *mut c_void,
+    rows: u64,
+    row_bytes: u64,
+    dst_pitch: u64,
+) -> Status {
+    let m = mock(rt);
+    if stream != abi::STREAM_COMM {
+        return m.fail(format!("symm_peer_copy on stream {stream}"));
+    }
+    let Some(&seq) = m.pools.get(&(pool as usize)) else {
+        return m.fail(format!("symm_peer_copy from {pool:?}, not a live pool"));
+    };
+    let rows_of = m.group.rows.lock().unwrap();
+    let Some(Some((base, _))) = rows_of[seq].ranks.get(peer as usize).copied() else {
+        drop(rows_of);
+        return m.fail(format!("symm_peer_copy from group rank {peer}, not mapped"));
+    };
+    drop(rows_of);
+    for r in 0..rows {
+        std::ptr::copy_nonoverlapping(
+            (base as *const u8).add((src_offset + r * row_bytes) as usize),
+            (dst as *mut u8).add((r * dst_pitch) as usize),
+            row_bytes as usize,
+        );
+    }
+    0
+}
+
 static API: CommlirRtApi = CommlirRtApi {
     abi_version: abi::ABI_VERSION,
     num_fns: abi::API_FIELDS.len() as u32,
@@ -415,14 +451,39 @@ static API: CommlirRtApi = CommlirRtApi {
     symm_pool_desc: m_symm_pool_desc,
     launch_on: m_launch_on,
     group_rank: m_group_rank,
+    symm_peer_copy: m_symm_peer_copy,
 };
 
 /// Runs `text` on `world` ranks, peer-mapped or not, against the sim.
-fn check(text: &str, world: usize, mapped: bool) {
+/// How a peer-mapped pipeline moves its chunks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Transfer {
+    /// `symm_peer_copy` between signalling launches (what `comm-to-rt` emits).
+    CopyEngine,
+    /// The kernel's blocks (`COMMLIR_FUSED_TRANSFER=kernel`): `copy_engine` removed.
+    Kernel,
+}
+
+fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) {
     let (want, in_types) = sim_reference(text, world);
 
     let mut ctx = Context::new();
     let m = lower(&mut ctx, text, PIPELINE);
+    let mut fused = Vec::new();
+    ctx.walk(m, |op| {
+        if ctx.inherent_attr(op, "copy_engine").is_some() {
+            fused.push(op);
+        }
+    });
+    assert!(
+        !text.contains("symm.fused") || !fused.is_empty(),
+        "no copy_engine attribute"
+    );
+    if transfer == Transfer::Kernel {
+        for op in fused {
+            ctx.remove_attr(op, "copy_engine");
+        }
+    }
     let dev = kernels::compile(&ctx, m).unwrap_or_else(|d| panic!("{}\n{text}", d.message));
     let hc = host::compile(&ctx, m, &dev, None, false)
         .unwrap_or_else(|d| panic!("{}\n{text}", d.message));
@@ -488,7 +549,7 @@ fn check(text: &str, world: usize, mapped: bool) {
                     let got = unsafe { std::slice::from_raw_parts(*p as *const u8, exp.len()) };
                     assert!(
                         got == exp.as_slice(),
-                        "rank {rank} result {i} differs from the sim (G = {world}, mapped = {mapped})\n{text}"
+                        "rank {rank} result {i} differs from the sim (G = {world}, mapped = {mapped}, {transfer:?})\n{text}"
                     );
                     rt.allocs.remove(&(*p as usize));
                 }
@@ -550,9 +611,9 @@ fn program(g: usize, ty: &str) -> String {
 fn run_all(g: usize) {
     for ty in ["bf16", "f32"] {
         let text = program(g, ty);
-        for mapped in [true, false] {
-            check(&text, g, mapped);
-        }
+        check(&text, g, true, Transfer::CopyEngine);
+        check(&text, g, true, Transfer::Kernel);
+        check(&text, g, false, Transfer::CopyEngine);
     }
 }
 
@@ -588,6 +649,6 @@ fn all_slice_program(g: usize) -> String {
 #[test]
 fn all_slice_takes_this_ranks_block() {
     for g in [2, 4] {
-        check(&all_slice_program(g), g, true);
+        check(&all_slice_program(g), g, true, Transfer::CopyEngine);
     }
 }

@@ -246,6 +246,20 @@ unsafe extern "C" fn m_launch_on(
 unsafe extern "C" fn m_group_rank(rt: *mut c_void, _g: u32, _rank: *mut u32) -> Status {
     mock(rt).fail("fused collective-matmul ops are not generated".into())
 }
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn m_symm_peer_copy(
+    rt: *mut c_void,
+    _stream: u32,
+    _pool: *mut c_void,
+    _peer: u32,
+    _src_offset: u64,
+    _dst: *mut c_void,
+    _rows: u64,
+    _row_bytes: u64,
+    _dst_pitch: u64,
+) -> Status {
+    mock(rt).fail("fused collective-matmul ops are not generated".into())
+}
 unsafe extern "C" fn m_event_record(rt: *mut c_void, _stream: u32, e: u32) -> Status {
     let m = mock(rt);
     if e >= m.num_events {
@@ -284,6 +298,7 @@ static API: CommlirRtApi = CommlirRtApi {
     symm_pool_desc: m_symm_pool_desc,
     launch_on: m_launch_on,
     group_rank: m_group_rank,
+    symm_peer_copy: m_symm_peer_copy,
 };
 
 const T: &str = "tensor<4x16xf32>";

@@ -1,8 +1,9 @@
 // The machine description the cost model uses: the `machine` pass option (a built-in name or
 // a machine file), else the module's `commlir.machine` attribute, else h200x2-nvlink. At this
-// shape (a 4096-row matmul reduce-scattered into 2048x4096 bf16) fusing wins on the default
-// machine and loses on 8xH100, whose reduce-scatter is faster (370 vs 254 GB/s busbw), so
-// there is less communication for the pipeline to hide.
+// shape (a 4096x16384 by 16384x1024 matmul reduce-scattered into 2048x1024 bf16) fusing wins
+// on the default machine and loses on 8xH100, whose reduce-scatter is faster (370 vs 254 GB/s
+// busbw) and whose GEMMs are slower: less communication to hide, and a longer GEMM beside the
+// transfer to slow down.
 
 // RUN: commlir-opt %s --pass-pipeline="builtin.module(func.func(coll-fuse-matmul))" | FileCheck %s --check-prefix=FUSE
 // RUN: commlir-opt %s --pass-pipeline="builtin.module(func.func(coll-fuse-matmul{machine=h200x2-nvlink}))" | FileCheck %s --check-prefix=FUSE
@@ -36,11 +37,11 @@
 // KEEP: coll.reduce_scatter_tensor
 // KEEP-NOT: symm.fused_matmul_reduce_scatter
 
-// The reduce-scatter of 32 MiB (input): 87.0 us on 2xH200, 66.3 us on 8xH100.
+// The reduce-scatter of 8 MiB (input): 32.3 us on 2xH200, 25.0 us on 8xH100.
 // REPORT-H200: "op": "coll.reduce_scatter_tensor"
-// REPORT-H200: "comm_ns": 87000.0
+// REPORT-H200: "comm_ns": 32301.68
 // REPORT-H100: "op": "coll.reduce_scatter_tensor"
-// REPORT-H100: "comm_ns": 66343.8
+// REPORT-H100: "comm_ns": 25008.79
 
 // UNKNOWN: error: unknown machine 'no-such': not a built-in (h200x2-nvlink, h100x8-nvlink, h200x8-nvlink, h100x8x4-ib400)
 // BADFILE: bad-machine.json:4:3: error: unknown field `mem_bandwidth`
@@ -52,10 +53,10 @@
 
 module {
   coll.group @tp {size = 2 : i64, symm_mem}
-  func.func @rs(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<2048x4096xbf16> {
-    %p = compute.matmul %a, %b : (tensor<4096x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16>
-    %r = coll.reduce_scatter_tensor %p {group = @tp, reduce_op = "sum"} : (tensor<4096x4096xbf16>) -> tensor<2048x4096xbf16>
-    %y = coll.wait_tensor %r : tensor<2048x4096xbf16>
-    return %y : tensor<2048x4096xbf16>
+  func.func @rs(%a: tensor<4096x16384xbf16>, %b: tensor<16384x1024xbf16>) -> tensor<2048x1024xbf16> {
+    %p = compute.matmul %a, %b : (tensor<4096x16384xbf16>, tensor<16384x1024xbf16>) -> tensor<4096x1024xbf16>
+    %r = coll.reduce_scatter_tensor %p {group = @tp, reduce_op = "sum"} : (tensor<4096x1024xbf16>) -> tensor<2048x1024xbf16>
+    %y = coll.wait_tensor %r : tensor<2048x1024xbf16>
+    return %y : tensor<2048x1024xbf16>
   }
 }

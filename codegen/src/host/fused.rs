@@ -139,6 +139,37 @@ impl<'c> Host<'_, 'c> {
         )
     }
 
+    /// `symm_peer_copy` on the comm stream: `rows` rows of `row_bytes` bytes from group rank
+    /// `peer`'s mapping of `pool` (`src_offset` bytes in), to `dst`, rows `dst_pitch` apart.
+    #[allow(clippy::too_many_arguments)]
+    fn peer_copy(
+        &self,
+        pool: PointerValue<'c>,
+        peer: IntValue<'c>,
+        src_offset: IntValue<'c>,
+        dst: PointerValue<'c>,
+        rows: i64,
+        row_bytes: i64,
+        dst_pitch: i64,
+    ) -> R<()> {
+        let peer = b!(self
+            .b
+            .build_int_truncate(peer, self.cx.i32_type(), "peer32"));
+        self.call(
+            "symm_peer_copy",
+            &[
+                self.i32(u64::from(abi::STREAM_COMM)).into(),
+                pool.into(),
+                peer.into(),
+                src_offset.into(),
+                dst.into(),
+                self.i64(rows).into(),
+                self.i64(row_bytes).into(),
+                self.i64(dst_pitch).into(),
+            ],
+        )
+    }
+
     fn record(&self, stream: u32, e: u32) -> R<()> {
         self.call(
             "event_record",
@@ -265,19 +296,39 @@ impl<'c> Host<'_, 'c> {
         let rank = self.fused_rank(ctx, op)?;
         let events = self.take_events(next_event, world as u32 + 1);
         let (compute, comm) = (abi::STREAM_COMPUTE, abi::STREAM_COMM);
-        let step = |s: i64| self.symm_step(kernel, grid, block, desc, offset, gathered, s);
+        let step =
+            |s: i64, grid: i64| self.symm_step(kernel, grid, block, desc, offset, gathered, s);
         // The shard was written on the compute stream: the comm stream starts after it.
         self.record(compute, events[0])?;
         self.wait(comm, events[0])?;
         // The own block of the gathered buffer is read only when the buffer is a result;
         // otherwise the first step is the start barrier alone (step G + 1).
         let return_a = ctx.inherent_attr(op, "return_a").is_some();
-        step(if return_a { 0 } else { world + 1 })?;
-        for s in 1..world {
-            step(s)?;
-            self.record(comm, events[s as usize])?;
+        if ctx.inherent_attr(op, "copy_engine").is_some() {
+            // Copy engines move the chunks; the kernel only signals, with one block.
+            let shard_bytes = m * k * esz;
+            let copy = |p: IntValue<'c>| -> R<()> {
+                let dst = self.offset(gathered, p, shard_bytes)?;
+                let src = self.i64(offset);
+                self.peer_copy(pool, p, src, dst, batch, shard_bytes, world * shard_bytes)
+            };
+            step(world + 1, 1)?;
+            for s in 1..world {
+                copy(self.chunk_of(rank, s, world)?)?;
+                self.record(comm, events[s as usize])?;
+            }
+            if return_a {
+                copy(rank)?;
+            }
+            step(world, 1)?;
+        } else {
+            step(if return_a { 0 } else { world + 1 }, grid)?;
+            for s in 1..world {
+                step(s, grid)?;
+                self.record(comm, events[s as usize])?;
+            }
+            step(world, grid)?;
         }
-        step(world)?;
         self.record(comm, events[world as usize])?;
         // This rank's shard needs no copy: its GEMMs run at once, from the pool.
         gemm(rank, shard, m * k)?;
@@ -357,23 +408,37 @@ impl<'c> Host<'_, 'c> {
         let rank = self.fused_rank(ctx, op)?;
         let events = self.take_events(next_event, world as u32 + 1);
         let (compute, comm) = (abi::STREAM_COMPUTE, abi::STREAM_COMM);
-        let step = |s: i64| self.symm_step(kernel, grid, block, desc, offset, out, s);
-        // Own chunk first, then the chunk of rank + s, whose transfer (step s on the comm
-        // stream) overlaps the GEMM of the next chunk.
-        for s in 0..world {
+        let step = |s: i64, grid: i64| self.symm_step(kernel, grid, block, desc, offset, out, s);
+        let copy_engine = ctx.inherent_attr(op, "copy_engine").is_some();
+        let chunk_bytes = chunk * esz;
+        // The peers' chunks first (rank + s for s = 1 … G − 1), each one's transfer (step s on
+        // the comm stream) overlapping the GEMM of the next; this rank's own chunk last, so
+        // that it hides the last transfer too (as the seed's producer pipeline orders them).
+        for s in (1..world).chain([0]) {
             let p = self.chunk_of(rank, s, world)?;
             gemm(p)?;
             if s > 0 {
                 self.record(compute, events[s as usize])?;
                 self.wait(comm, events[s as usize])?;
-                step(s)?;
+                if copy_engine {
+                    // Step s's signals (one block), then a copy engine pulls rank
+                    // (rank − s)'s partial for this rank into receive slot rank − s.
+                    step(world + s, 1)?;
+                    let from = self.chunk_of(rank, world - s, world)?;
+                    let by = b!(self.b.build_int_mul(rank, self.i64(chunk_bytes), "mine"));
+                    let src = b!(self.b.build_int_add(by, self.i64(offset), "src_off"));
+                    let recv = self.offset(partials, from, chunk_bytes)?;
+                    let dst = self.at(recv, world * chunk_bytes)?;
+                    self.peer_copy(pool, from, src, dst, 1, chunk_bytes, chunk_bytes)?;
+                } else {
+                    step(s, grid)?;
+                }
             }
         }
-        if world == 1 {
-            self.record(compute, events[0])?;
-            self.wait(comm, events[0])?;
-        }
-        step(world)?;
+        // The reduction reads the own partial: the comm stream waits for its GEMM.
+        self.record(compute, events[0])?;
+        self.wait(comm, events[0])?;
+        step(world, grid)?;
         self.record(comm, events[world as usize])?;
         self.wait(compute, events[world as usize])?;
         b!(self.b.build_unconditional_branch(join));

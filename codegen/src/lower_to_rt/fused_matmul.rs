@@ -87,26 +87,33 @@ fn fused_kernel(
     sym
 }
 
-/// `(grid, block)` of the launches that move `elems` elements per step. The grid is the symm
-/// kernels' (up to 64 blocks); `COMMLIR_FUSED_COPY_GRID=N` at compile time caps it at N, so
-/// that the transfers leave more SMs to the GEMM beside them (an experiment knob of the
-/// benchmarks: bench/gpu/prepare_async_tp.sh builds both).
+/// `(grid, block)` of the launches that move `elems` elements per step, and `copy_engine`.
+/// The chunks move through copy engines (`symm_peer_copy`), which leave every SM to the GEMM
+/// beside them; `COMMLIR_FUSED_TRANSFER=kernel` at compile time moves them with the kernel's
+/// blocks instead, and `COMMLIR_FUSED_COPY_GRID=N` caps that kernel's grid (up to 64 blocks,
+/// the symm kernels') at N. Both are experiment knobs of the benchmarks
+/// (bench/gpu/prepare_async_tp.sh builds the variants).
 fn launch_attrs(
     ctx: &mut Context,
     elems: i64,
     elem: u64,
     world: i64,
-) -> [(&'static str, commlir_ir::Attr); 2] {
+) -> Vec<(&'static str, commlir_ir::Attr)> {
     let (grid, block) = crate::symm_kernels::launch_shape("copy", elems, elem, world as u64);
     let grid = std::env::var("COMMLIR_FUSED_COPY_GRID")
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
         .filter(|&cap| cap >= 1)
         .map_or(grid, |cap| grid.min(cap));
-    [
+    let mut attrs = vec![
         ("grid", i64_attr(ctx, grid as i64)),
         ("block", i64_attr(ctx, block as i64)),
-    ]
+    ];
+    let kernel = std::env::var("COMMLIR_FUSED_TRANSFER").is_ok_and(|v| v.trim() == "kernel");
+    if !kernel {
+        attrs.push(("copy_engine", ctx.unit_attr()));
+    }
+    attrs
 }
 
 /// `symm.fused_all_gather_matmul` → `rt.symm_fused_all_gather_matmul`.

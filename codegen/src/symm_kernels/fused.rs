@@ -9,6 +9,10 @@
 //! one persistent kernel, so that the events between them can release the compute stream's
 //! GEMM of each chunk as soon as that chunk has arrived.
 //!
+//! Copy engines: steps above G do a step's signalling alone (all-gather G + 1: the start
+//! barrier; reduce-scatter G + s: the signals of step s), so that a copy engine
+//! (`symm_peer_copy`) can move the chunk between two such launches without using an SM.
+//!
 //! Signals: every step that talks to peers does so through the pad slot (block, source) as
 //! the barrier does, and every rank issues the same sequence of puts and waits per pair of
 //! ranks (all-gather: barrier, barrier; reduce-scatter: one put from q to p at step
@@ -196,14 +200,29 @@ impl<'c> Gen<'_, 'c> {
                 )?;
                 b!(self.b.build_return(None));
                 // Step s in [1, G): tell rank (rank + s) its chunk is ready, wait for rank
-                // (rank − s), then pull that peer's partial for this rank.
+                // (rank − s), then pull that peer's partial for this rank. Step G + s: the
+                // signals of step s alone (a copy engine pulls the chunk).
                 self.b.position_at_end(mid);
+                let signal_only =
+                    b!(self
+                        .b
+                        .build_int_compare(IntPredicate::UGT, step, world, "signal_only"));
+                let s_of = b!(self.b.build_int_sub(step, world, "s_of"));
+                let step = b!(self.b.build_select(signal_only, s_of, step, "s")).into_int_value();
                 let to = b!(self.b.build_int_add(rank, step, "to"));
                 let to = b!(self.b.build_int_unsigned_rem(to, world, "to"));
                 let from = b!(self.b.build_int_add(rank, world, "fr"));
                 let from = b!(self.b.build_int_sub(from, step, "fr"));
                 let from = b!(self.b.build_int_unsigned_rem(from, world, "from"));
                 self.signal_pair(&env, to, from)?;
+                let pull = self.cx.append_basic_block(f, "pull");
+                let signalled = self.cx.append_basic_block(f, "signalled");
+                b!(self
+                    .b
+                    .build_conditional_branch(signal_only, signalled, pull));
+                self.b.position_at_end(signalled);
+                b!(self.b.build_return(None));
+                self.b.position_at_end(pull);
                 let fo = b!(self.b.build_int_mul(from, self.i64(8), "fo"));
                 let peer = self.desc_u64(desc, fo, "peer")?;
                 let src = b!(self.b.build_int_add(peer, in_offset, "src"));

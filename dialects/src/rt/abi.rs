@@ -9,7 +9,7 @@
 use std::ffi::c_void;
 
 /// Bumped on every incompatible change of [`CommlirRtApi`] or of `commlir_main`.
-pub const ABI_VERSION: u32 = 3;
+pub const ABI_VERSION: u32 = 4;
 
 /// Stream numbers.
 pub const STREAM_COMPUTE: u32 = 0;
@@ -69,6 +69,7 @@ pub const API_FIELDS: &[&str] = &[
     "symm_pool_desc",
     "launch_on",
     "group_rank",
+    "symm_peer_copy",
 ];
 
 /// Symmetric-memory collectives: the `coll` argument of `symm_fallback`, by the name of
@@ -263,6 +264,20 @@ pub struct CommlirRtApi {
     /// This process's rank in a group (version 3): a fused pipeline's chunk order is rotated
     /// per rank, and the host program addresses the chunks.
     pub group_rank: unsafe extern "C" fn(rt: Rt, group: u32, rank: *mut u32) -> Status,
+    /// A copy engine's strided copy out of a peer's mapping of a symm_mem pool (version 4):
+    /// the fused pipelines' transfers without SMs.
+    #[allow(clippy::type_complexity)]
+    pub symm_peer_copy: unsafe extern "C" fn(
+        rt: Rt,
+        stream: u32,
+        pool_base: *mut c_void,
+        peer: u32,
+        src_offset: u64,
+        dst: *mut c_void,
+        rows: u64,
+        row_bytes: u64,
+        dst_pitch: u64,
+    ) -> Status,
 }
 
 /// `int32_t commlir_main(const commlir_rt_api *api, void *rt, void *const *args, void **results)`.

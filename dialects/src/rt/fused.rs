@@ -35,7 +35,8 @@ register_op!(
             partial chunks of `seg` elements, then G receive slots; step s in [1, G) signals \
             rank (rank + s) mod G that its chunk is ready, waits for the signal of rank \
             (rank − s) mod G and copies that peer's chunk for this rank into receive slot \
-            (rank − s) mod G; step G is the end barrier and the reduction of the G chunks in \
+            (rank − s) mod G, and step G + s does step s's signalling alone (a copy engine \
+            moves the chunk); step G is the end barrier and the reduction of the G chunks in \
             rank order into `out`.",
         attributes: &[
             AttrDef::required("sym_name", AttrConstraint::SymbolName),
@@ -71,6 +72,11 @@ register_op!(
         example: "rt.symm_fused_kernel @s0_fused_all_gather_matmul {dtype = \"bf16\", kind = \"all_gather_matmul\", outer = 1 : i64, seg = 128 : i64, world = 2 : i64}",
         ..OpDef::EMPTY
     }
+);
+
+const COPY_ENGINE: AttrDef = AttrDef::optional("copy_engine", AttrConstraint::Unit).doc(
+    "Peer-mapped: the chunks move through `symm_peer_copy` (a copy engine, no SM) between \
+     launches of `kernel` that only signal; without it `kernel` moves them with its blocks.",
 );
 
 const GEMM_ATTRS: [AttrDef; 6] = [
@@ -110,6 +116,7 @@ register_op!(
                  Without it the pipeline's first step is the start barrier alone (this rank's \
                  GEMMs read the shard from the pool).",
             ),
+            COPY_ENGINE,
             GEMM_ATTRS[0],
             GEMM_ATTRS[1],
             GEMM_ATTRS[2],
@@ -161,9 +168,9 @@ register_op!(
             dimension `ldb`) and the result (one chunk). Chunk p of the product is the GEMM of \
             `a` from `a_step·p` (batch stride `a_stride`) and `b` from `b_step·p`, `m`×`n` per \
             batch, into partial slot p. Peer-mapped: the compute stream computes the chunks in \
-            the order rank, rank + 1, … (mod G) while the comm stream runs `kernel` step s as \
-            soon as chunk rank + s is computed (peers pull their chunk and this rank pulls its \
-            own), then reduces in rank order. Else all chunks are computed and \
+            the order rank + 1, …, rank + G − 1 (mod G), then rank, while the comm stream runs \
+            `kernel` step s as soon as chunk rank + s is computed (peers pull their chunk and \
+            this rank pulls its own), then, after the own chunk, reduces in rank order. Else all chunks are computed and \
             `symm_fallback` reduce-scatters them on the compute stream.",
         operands: &[
             ArgDef::one("pool", ANY),
@@ -190,6 +197,7 @@ register_op!(
             GROUP,
             AttrDef::required("grid", AttrConstraint::Integer),
             AttrDef::required("block", AttrConstraint::Integer),
+            COPY_ENGINE,
         ],
         traits: &[Trait::Collective, Trait::MemRead, Trait::MemWrite, Trait::Blocking],
         verify: Some(|ctx, op| {

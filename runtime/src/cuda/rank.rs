@@ -1607,6 +1607,67 @@ unsafe extern "C" fn rt_launch_on(
     })
 }
 
+/// ABI `symm_peer_copy`: a copy engine's strided copy out of a peer's mapping of a
+/// peer-mapped symm_mem pool (the fused pipelines' transfers, no SM used).
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn rt_symm_peer_copy(
+    rt: *mut c_void,
+    stream: u32,
+    pool_base: *mut c_void,
+    peer: u32,
+    src_offset: u64,
+    dst: *mut c_void,
+    rows: u64,
+    row_bytes: u64,
+    dst_pitch: u64,
+) -> Status {
+    with_state(rt, |s| {
+        let (base, bytes) = s.symm.peer_base(pool_base as u64, peer)?;
+        // The rows are read contiguously: they must lie inside the pool.
+        let span = rows
+            .checked_mul(row_bytes)
+            .and_then(|n| n.checked_add(src_offset));
+        if span.is_none_or(|end| end > bytes) || (rows > 1 && dst_pitch < row_bytes) {
+            return Err(format!(
+                "symm_peer_copy: {rows} rows of {row_bytes} B at offset {src_offset} (pitch {dst_pitch}) do not fit the pool of {bytes} B"
+            ));
+        }
+        s.timed(
+            stream,
+            |_| {
+                (
+                    format!("copy engine {} B from group rank {peer}", rows * row_bytes),
+                    rows * row_bytes,
+                    1.0,
+                )
+            },
+            |s| {
+                let st = s.stream(stream)?;
+                let src = base + src_offset;
+                let r = s.prof.cuda(Driver::Other, || {
+                    if rows <= 1 {
+                        cu::cuMemcpyDtoDAsync_v2(dst as u64, src, row_bytes as usize, st)
+                    } else {
+                        let c = cu::CUDA_MEMCPY2D {
+                            srcMemoryType: cu::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                            srcDevice: src,
+                            srcPitch: row_bytes as usize,
+                            dstMemoryType: cu::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                            dstDevice: dst as u64,
+                            dstPitch: dst_pitch as usize,
+                            WidthInBytes: row_bytes as usize,
+                            Height: rows as usize,
+                            ..std::mem::zeroed()
+                        };
+                        cu::cuMemcpy2DAsync_v2(&c, st)
+                    }
+                });
+                cu_check("symm_peer_copy", r)
+            },
+        )
+    })
+}
+
 /// ABI `group_rank`: this rank's index in a group's communicator (host only).
 unsafe extern "C" fn rt_group_rank(rt: *mut c_void, group: u32, rank: *mut u32) -> Status {
     with_state(rt, |s| {
@@ -1656,6 +1717,7 @@ pub static API: CommlirRtApi = CommlirRtApi {
     symm_pool_desc: rt_symm_pool_desc,
     launch_on: rt_launch_on,
     group_rank: rt_group_rank,
+    symm_peer_copy: rt_symm_peer_copy,
 };
 
 /// Loads the kernels of `ptx` (NUL-terminated) and looks up `names` in order.

@@ -107,6 +107,9 @@ pub struct SymmPool {
     imported: Vec<(u64, cu::CUmemGenericAllocationHandle)>,
     /// The descriptor in device memory.
     pub desc: u64,
+    /// Every group rank's pool base as mapped in this process (the descriptor's `base`, on
+    /// the host: where `symm_peer_copy` reads).
+    pub peers: Vec<u64>,
     pub fault_word: usize,
     pub group: u32,
     pub bytes: u64,
@@ -564,6 +567,7 @@ impl SymmState {
                 base: va,
                 imported,
                 desc,
+                peers: peers.to_vec(),
                 fault_word,
                 group,
                 bytes,
@@ -681,6 +685,22 @@ impl SymmState {
     /// The descriptor of the pool at `base`, or 0 when it is not peer-mapped.
     pub fn desc(&self, base: u64) -> u64 {
         self.pools.get(&base).map_or(0, |p| p.desc)
+    }
+
+    /// Group rank `peer`'s mapping of the peer-mapped pool at `base` in this process, and the
+    /// pool's byte size.
+    pub fn peer_base(&self, base: u64, peer: u32) -> Result<(u64, u64), String> {
+        let p = self
+            .pools
+            .get(&base)
+            .ok_or_else(|| format!("symm_peer_copy: no peer-mapped pool at {base:#x}"))?;
+        let at = p.peers.get(peer as usize).copied().ok_or_else(|| {
+            format!(
+                "symm_peer_copy: group rank {peer} is outside the pool's group of {}",
+                p.peers.len()
+            )
+        })?;
+        Ok((at, p.bytes))
     }
 
     /// The first fault a symm kernel reported since the last check, as an error naming the
