@@ -75,6 +75,10 @@ pub fn apply_profile(ctx: &mut Context, root: OpId, profile: &Profile) -> (u64, 
             // cost_ns is an integer count of ns (DESIGN §3.1).
             let a = ctx.int_attr(ns.round().min(i64::MAX as f64) as i64, 64);
             ctx.set_attr(op, "cost_ns", a);
+            // Measured where it ran, beside whatever overlapped it: the timeline's overlap
+            // slowdown is already in this time.
+            let unit = ctx.unit_attr();
+            ctx.set_attr(op, crate::analysis::timeline::COST_MEASURED, unit);
             applied += 1;
         }
         unmatched.extend(m.unmatched);

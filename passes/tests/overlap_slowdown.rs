@@ -193,6 +193,49 @@ func.func @f(%x: tensor<16xf32>, %y: tensor<16xf32>) -> (tensor<16xf32>, tensor<
     );
 }
 
+/// The same overlap with costs measured in the running program (`cost_measured`, as
+/// `comm-apply-profile` marks them): their times already hold the slowdown, so the kernel and
+/// the collective both take their 100 µs; with only the collective measured, the kernel alone
+/// runs slowed while the collective runs its 100 µs (doing 100 / 1.5 of its work), then the
+/// rest at full rate: 100 + 100 / 3 µs.
+#[test]
+fn measured_costs_are_not_slowed_again() {
+    let text = |k: &str, c: &str| {
+        format!(
+            r#"
+coll.group @g {{size = 2 : i64}}
+func.func @f(%x: tensor<16xf32>, %y: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {{
+  %r = coll.all_reduce %x {{reduce_op = "sum", group = @g, cost_ns = 100000 : i64{c}}} : tensor<16xf32>
+  %e = compute.exp %y {{cost_ns = 100000 : i64{k}}} : tensor<16xf32>
+  %w = coll.wait_tensor %r : tensor<16xf32>
+  return %w, %e : tensor<16xf32>, tensor<16xf32>
+}}
+"#
+        )
+    };
+    let o = Overlap {
+        compute: 1.5,
+        comm: 1.2,
+    };
+    let m = machine::default_machine();
+    for (k, c, want) in [
+        (", cost_measured", ", cost_measured", 100_000.0),
+        ("", ", cost_measured", 100_000.0 + 100_000.0 / 3.0),
+        ("", "", 140_000.0),
+    ] {
+        let mut ctx = Context::new();
+        let module = common::parse(&mut ctx, &text(k, c));
+        let b = bodies(&ctx, module)[0];
+        let ops = ctx.block_op_list(b);
+        let t = simulate_ops_overlap(&ctx, ops.iter().copied(), |op| op_cost(&ctx, m, op), o);
+        assert!(
+            close(t.makespan_ns, want),
+            "kernel{k} coll{c}: {}",
+            t.makespan_ns
+        );
+    }
+}
+
 /// `comm-overlap-schedule` on a machine whose factors are above 1: deterministic, and never
 /// slower than its input on that machine's (slowed) timeline.
 #[test]

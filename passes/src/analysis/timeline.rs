@@ -10,10 +10,17 @@
 //! share SMs and memory bandwidth). With a machine's overlap factors ([`Overlap`]) above 1,
 //! the simulator is event-driven: while both streams run, compute progresses at
 //! 1 / `overlap_compute_slowdown` of its rate and communication at 1 / `overlap_comm_slowdown`,
-//! each op ending when its work is done. With both factors at 1 (every built-in machine but a
+//! each op ending when its work is done — except an op whose `cost_ns` was measured where it
+//! ran (`cost_measured`, from `comm-apply-profile`), whose time has the slowdown in it. With
+//! both factors at 1 (every built-in machine but a
 //! calibrated one) the simple one-pass simulator runs, exactly as without the model.
 
 use super::cost::{op_cost, Machine, OpCost};
+
+/// The discardable unit attribute marking a `cost_ns` measured in the running program (a
+/// profile's per-op time, overlap included): the overlap model does not slow such an op
+/// again.
+pub const COST_MEASURED: &str = "cost_measured";
 use commlir_ir::{BlockId, Context, OpId, Trait};
 
 /// One collective's timing.
@@ -449,6 +456,9 @@ struct Task {
     /// The compute stream's free time when a wait or blocking op reached it.
     lane_free: f64,
     done: bool,
+    /// Its cost was measured in the running program (`cost_measured`, set by
+    /// `comm-apply-profile`): the slowdown of overlapping is in it already.
+    measured: bool,
 }
 
 /// The event-driven simulator with overlap slowdown: the one-pass simulator's semantics
@@ -569,6 +579,7 @@ fn simulate_rates(
             end: 0.0,
             lane_free: 0.0,
             done: false,
+            measured: ctx.get_attr(op, COST_MEASURED).is_some(),
         });
     }
 
@@ -660,8 +671,18 @@ fn simulate_rates(
         // A blocking op holds the compute stream while it runs.
         let blocking = run_m.is_some_and(|(i, _)| tasks[i].kind == TaskKind::Blocking);
         let both = run_c.is_some() && run_m.is_some();
-        let rc = if both { 1.0 / overlap.compute } else { 1.0 };
-        let rm = if both { 1.0 / overlap.comm } else { 1.0 };
+        let slowed =
+            |run: Option<(usize, f64)>| both && run.is_some_and(|(i, _)| !tasks[i].measured);
+        let rc = if slowed(run_c) {
+            1.0 / overlap.compute
+        } else {
+            1.0
+        };
+        let rm = if slowed(run_m) {
+            1.0 / overlap.comm
+        } else {
+            1.0
+        };
         let dc = run_c.map(|(_, w)| w / rc);
         let dm = run_m.map(|(_, w)| w / rm);
         let dt = match (dc, dm) {
