@@ -25,8 +25,9 @@ fn container(sections: &[(&[u8; 4], &[u8])]) -> Vec<u8> {
     out
 }
 
+/// The manifest, `ABI` standing for the runner's ABI version.
 const MANIFEST: &str = r#"{
-  "abi_version": 3, "block_size": 256, "entry": "main", "entry_symbol": "commlir_main",
+  "abi_version": ABI, "block_size": 256, "entry": "main", "entry_symbol": "commlir_main",
   "format": "commlir-artifact", "format_version": 1,
   "functions": [{"name": "main", "symbol": "commlir_fn_main",
                  "args": ["memref<4x8xbf16>"], "results": ["memref<4x8xbf16>"]}],
@@ -35,9 +36,13 @@ const MANIFEST: &str = r#"{
   "target": {"cpu": "sm_90", "ptx_features": "+ptx80", "triple": "nvptx64-nvidia-cuda"}
 }"#;
 
+fn manifest() -> String {
+    MANIFEST.replace("ABI", &cuda::abi::ABI_VERSION.to_string())
+}
+
 fn sample() -> Vec<u8> {
     container(&[
-        (b"MANI", MANIFEST.as_bytes()),
+        (b"MANI", manifest().as_bytes()),
         (b"PTX\0", b".version 8.0\n\0"),
         (b"HOST", b"\x7fELF-not-really-a-library"),
         (b"RTIR", b"module {}"),
@@ -72,9 +77,9 @@ fn rejects_broken_artifacts_with_reasons() {
     assert!(err(&v).contains("truncated"));
     let whole = sample();
     assert!(err(&whole[..whole.len() - 5]).contains("outside the file"));
-    let no_host = container(&[(b"MANI", MANIFEST.as_bytes())]);
+    let no_host = container(&[(b"MANI", manifest().as_bytes())]);
     assert!(err(&no_host).contains("HOST"));
-    let bad_abi = MANIFEST.replace("\"abi_version\": 3", "\"abi_version\": 7");
+    let bad_abi = MANIFEST.replace("ABI", "7");
     let v = container(&[(b"MANI", bad_abi.as_bytes()), (b"HOST", b"\x7fELF")]);
     assert!(err(&v).contains("ABI version 7"));
     let bad_json = container(&[(b"MANI", b"{"), (b"HOST", b"\x7fELF")]);

@@ -15,8 +15,12 @@ fn without_a_driver_the_cuda_backend_fails_clearly() {
         return;
     }
     // A minimal artifact: the runner reads it before it looks for the driver.
-    let manifest = br#"{"abi_version": 3, "entry": "main", "entry_symbol": "commlir_main",
-        "functions": [{"name": "main", "symbol": "commlir_fn_main", "args": [], "results": []}]}"#;
+    let manifest = format!(
+        r#"{{"abi_version": {}, "entry": "main", "entry_symbol": "commlir_main",
+        "functions": [{{"name": "main", "symbol": "commlir_fn_main", "args": [], "results": []}}]}}"#,
+        commlir_runtime::cuda::abi::ABI_VERSION
+    );
+    let manifest = manifest.as_bytes();
     let mut art = b"CMLIRART".to_vec();
     art.extend_from_slice(&1u32.to_le_bytes());
     art.extend_from_slice(&2u32.to_le_bytes());
