@@ -124,9 +124,6 @@ pub struct Machine {
     pub chunk_scatter_slowdown: f64,
 }
 
-/// Calibrated on 2×H200 with NVLink (DESIGN §5). How each value was obtained is in
-/// docs/cost-model.md: the all-reduce LL128 line passes through the 1 MiB and 16 MiB points,
-/// the Simple line through 256 MiB and 1 GiB; all-gather Simple through its two points.
 /// The all-gather ring of [`H200_NVLINK`]; its reduce-scatter uses the same (fitted on both).
 const H200_RING: [ProtoParams; 3] = [
     ProtoParams {
@@ -149,6 +146,9 @@ const H200_RING: [ProtoParams; 3] = [
     },
 ];
 
+/// Calibrated on 2×H200 with NVLink (DESIGN §5). How each value was obtained is in
+/// docs/cost-model.md: the all-reduce LL128 line passes through the 1 MiB and 16 MiB points,
+/// the Simple line through 256 MiB and 1 GiB; all-gather Simple through its two points.
 pub const H200_NVLINK: Machine = Machine {
     name: Cow::Borrowed("h200x2-nvlink"),
     source: Cow::Borrowed(

@@ -485,6 +485,8 @@ fn simulate_rates(
     let mut colls: Vec<CollectiveTiming> = Vec::new();
     let mut coll_task: Vec<usize> = Vec::new();
     let (mut compute_q, mut comm_q): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+    // Interned once (absent: no op carries it): the loop below compares keys, not text.
+    let measured_key = ctx.find_ident(COST_MEASURED);
     for op in ops {
         let i = tasks.len();
         let bits = traits.of(ctx, op);
@@ -579,7 +581,7 @@ fn simulate_rates(
             end: 0.0,
             lane_free: 0.0,
             done: false,
-            measured: ctx.get_attr(op, COST_MEASURED).is_some(),
+            measured: measured_key.is_some_and(|k| ctx.inherent_attr_id(op, k).is_some()),
         });
     }
 
