@@ -14,6 +14,11 @@
 #        through coll-fuse-matmul; the matmul alone;
 #      {ag,rs}_<shape>_fusedk: the fused op with its chunks moved by the transfer kernel's
 #        blocks instead of copy engines (COMMLIR_FUSED_TRANSFER=kernel);
+#      ag_<shape>_fused{c,m}: the all-gather's argument copied into the pool by copy_on on the
+#        comm stream beside the first GEMM (COMMLIR_FUSED_SHARD_COPY=comm), or on the compute
+#        stream (=compute), instead of the clone kernel;
+#      rs_<shape>_fused{1,2,4}: the reduce-scatter accumulating in that many row blocks
+#        (COMMLIR_FUSED_PARTS; 1 = reduced after the last GEMM);
 #    all compiled with builtin.module(func.func(coll-to-comm,comm-plan-pools)) (auto: with
 #    coll-fuse-matmul in front);
 #  - tf/: the 4-layer TP transformer (gen_transformer tp 4 TOKENS 4096 16384, bf16) at the
@@ -23,7 +28,8 @@
 #      tp4_<sz>.symm    @tp with symm_mem, the same pipeline;
 #      tp4_<sz>.sp      @tp with symm_mem, coll-sequence-parallel + coll-fuse-matmul (the cost
 #                       model decides what fuses) in front of the full pipeline;
-#      tp4_<sz>.spf     the same with coll-fuse-matmul{ignore-cost=true} (every pattern fused).
+#      tp4_<sz>.spf     the same with coll-fuse-matmul{ignore-cost=true} (every pattern fused);
+#      tp4_<sz>.sp2     sp with every reduce-scatter accumulating in 2 row blocks.
 #   bench/gpu/prepare_async_tp.sh [DIR]
 # COMMLIR_BIN=/path/to/target/release uses binaries built elsewhere (commlir-run, commlir-opt,
 # commlir-translate, examples/gen_transformer) instead of building them here.
@@ -127,6 +133,19 @@ MLIR
     COMMLIR_FUSED_TRANSFER=kernel build "$dir/micro/${side}_${shape}_fused.mlir" "$plain_mm" \
       "$dir/micro/${side}_${shape}_fusedk.commlir"
   done
+  # The all-gather's argument copied into the pool by copy_on on the comm stream beside the
+  # first GEMM (fusedc), or on the compute stream before the op (fusedm), instead of the clone
+  # kernel.
+  COMMLIR_FUSED_SHARD_COPY=comm build "$dir/micro/ag_${shape}_fused.mlir" "$plain_mm" \
+    "$dir/micro/ag_${shape}_fusedc.commlir"
+  COMMLIR_FUSED_SHARD_COPY=compute build "$dir/micro/ag_${shape}_fused.mlir" "$plain_mm" \
+    "$dir/micro/ag_${shape}_fusedm.commlir"
+  # The reduce-scatter with its chunks in N row blocks accumulated onto the peer's partial
+  # (fused<N>; 1: the final reduction after the last GEMM, whatever the chunk size).
+  for parts in 1 2 4; do
+    COMMLIR_FUSED_PARTS=$parts build "$dir/micro/rs_${shape}_fused.mlir" "$plain_mm" \
+      "$dir/micro/rs_${shape}_fused$parts.commlir"
+  done
 done
 
 # The 4-layer TP transformer, with and without sequence parallelism and fusion.
@@ -142,6 +161,7 @@ for sz in "big 2048 4096 16384" "small 64 256 1024"; do
   build "$dir/tf/tp4_$1_symm.mlir" "$full" "$dir/tf/tp4_$1.symm.commlir"
   build "$dir/tf/tp4_$1_symm.mlir" "$sp" "$dir/tf/tp4_$1.sp.commlir"
   build "$dir/tf/tp4_$1_symm.mlir" "$spf" "$dir/tf/tp4_$1.spf.commlir"
+  COMMLIR_FUSED_PARTS=2 build "$dir/tf/tp4_$1_symm.mlir" "$sp" "$dir/tf/tp4_$1.sp2.commlir"
   # What the SP/fusion pipeline made of it, for the log (ops counted at the coll/symm level).
   for v in sp spf; do
     p=$sp; [ $v = spf ] && p=$spf

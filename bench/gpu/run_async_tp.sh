@@ -6,16 +6,21 @@
 #  2. fused all-gather-matmul and matmul-reduce-scatter at tokens x hidden x ffn =
 #     2048x4096x16384, 8192x4096x16384 and 8192x8192x28672 (bf16, A row-sharded on 2 ranks):
 #     commlir's matmul alone, unfused sequence, the cost model's choice (auto) and fused op
-#     (with copy engines moving the chunks, and with the transfer kernel's blocks: fusedk),
+#     (with copy engines moving the chunks, and with the transfer kernel's blocks: fusedk;
+#     the reduce-scatter also accumulating in 1, 2 and 4 row blocks: fused1, fused2, fused4;
+#     the all-gather's argument copied in by copy_on beside the first GEMM, fusedc, or before
+#     it, fusedm; AG_VARIANTS / RS_VARIANTS choose others, TORCH_MICRO=0 skips PyTorch),
 #     each 20 calls per CUDA graph replayed 20 times after 5 warm-up (`--cuda-graph
 #     --graph-calls 20 --bench-iters 20 --warmup 5`, `time(events)`); PyTorch 2.11's matmul
 #     alone, unfused sequence and torch.ops.symm_mem.fused_* at the same shapes
 #     (async_tp_torch.py micro);
 #  3. the 4-layer TP transformer step (2048 tokens, hidden 4096, ffn 16384, bf16): commlir
 #     without sequence parallelism (plain; symm: on a symm_mem group), with coll-sequence-parallel
-#     + coll-fuse-matmul (sp) and with every pattern fused (spf), 30 calls after 5 warm-up, and
+#     + coll-fuse-matmul (sp), with every pattern fused (spf), and sp with every reduce-scatter
+#     accumulating in 2 row blocks (sp2), 30 calls after 5 warm-up, and
 #     10 calls per CUDA graph replayed 20 times; PyTorch eager, torch.compile, and torch.compile
-#     of the sequence-parallel model with and without _micro_pipeline_tp (async_tp_torch.py steps).
+#     of the sequence-parallel model with and without _micro_pipeline_tp (async_tp_torch.py steps;
+#     STEP_MODES=eager,compile measures only those).
 #   bench/gpu/run_async_tp.sh [DIR] [OUT] [PARTS]     PARTS: any of 123 (default all)
 # Lines: atp,<side>,<TxHxF>,<variant>,<us> / torch,<side>,<TxHxF>,<variant>,<us>,<graph|events> /
 #        step,<variant>,<us>,<graph_us> (commlir) / MODE,tp4_...,mean_us,median_us (PyTorch).
@@ -47,15 +52,16 @@ us() {  # us ARTIFACT [runner args...]: time(events) in us, then `,error` if any
 if [[ $parts == *1* ]]; then
   say "== 1. --check against the sim"
   for side in ag rs; do
-    for v in fused fusedk unfused auto mm; do
+    vs="fused fusedk unfused auto mm"; [ $side = rs ] && vs="$vs fused2 fused4"; [ $side = ag ] && vs="$vs fusedc fusedm"
+    for v in $vs; do
       b=${side}_64x256x1024_$v
-      chk "$dir/micro/$b.commlir" "$dir/micro/${b%k}.mlir"
+      chk "$dir/micro/$b.commlir" "$dir/micro/$(echo "$b" | sed 's/fused[a-z0-9]*$/fused/').mlir"
     done
     b=${side}_64x256x1024_fused
     chk "$dir/micro/$b.commlir" "$dir/micro/$b.mlir" --cuda-graph --bench-iters 20 --warmup 3
   done
   chk "$dir/tf/tp4_small.plain.commlir" "$dir/tf/tp4_small.mlir"
-  for v in symm sp spf; do
+  for v in symm sp spf sp2; do
     chk "$dir/tf/tp4_small.$v.commlir" "$dir/tf/tp4_small_symm.mlir"
   done
   chk "$dir/tf/tp4_small.spf.commlir" "$dir/tf/tp4_small_symm.mlir" --cuda-graph --bench-iters 20 --warmup 3
@@ -64,25 +70,27 @@ if [[ $parts == *2* ]]; then
   say "== 2. fused ops, us per call (20 calls per CUDA graph, 20 replays, 5 warm-up)"
   for shape in 2048x4096x16384 8192x4096x16384 8192x8192x28672; do
     for side in ag rs; do
-      for v in mm unfused auto fused fusedk; do
+      if [ $side = ag ]; then vs=${AG_VARIANTS:-mm unfused auto fused fusedk fusedc fusedm}
+      else vs=${RS_VARIANTS:-mm unfused auto fused fusedk fused1 fused2 fused4}; fi
+      for v in $vs; do
         a="$dir/micro/${side}_${shape}_$v.commlir"
         have "$a" || continue
         say "atp,$side,$shape,$v,$(us "$a" --cuda-graph --graph-calls 20 --bench-iters 20 --warmup 5)"
       done
     done
   done
-  say "\$ python3 async_tp_torch.py micro"
-  (cd "$dir" && PYTHONUNBUFFERED=1 timeout 300 python3 async_tp_torch.py micro 2>&1 | grep -E '^torch,|^#|Error|error' | tee -a "$log")
+  [ "${TORCH_MICRO:-1}" = 0 ] || say "\$ python3 async_tp_torch.py micro"
+  [ "${TORCH_MICRO:-1}" = 0 ] || (cd "$dir" && PYTHONUNBUFFERED=1 timeout 300 python3 async_tp_torch.py micro 2>&1 | grep -E '^torch,|^#|Error|error' | tee -a "$log")
 fi
 if [[ $parts == *3* ]]; then
   say "== 3. 4-layer TP transformer step, 2048x4096x16384 (us: 30 calls after 5 warm-up; 10 calls per CUDA graph, 20 replays)"
-  for v in plain symm sp spf; do
+  for v in plain symm sp spf sp2; do
     a="$dir/tf/tp4_big.$v.commlir"
     have "$a" || continue
     say "step,$v,$(us "$a" --bench-iters 30 --warmup 5),$(us "$a" --cuda-graph --graph-calls 10 --bench-iters 20 --warmup 5)"
   done
-  say "\$ python3 async_tp_torch.py steps 4 2048 4096 16384 30"
-  (cd "$dir" && PYTHONUNBUFFERED=1 timeout ${STEPS_TIMEOUT:-300} python3 async_tp_torch.py steps 4 2048 4096 16384 30 2>&1 |
+  say "\$ python3 async_tp_torch.py steps 4 2048 4096 16384 30 ${STEP_MODES:-}"
+  (cd "$dir" && PYTHONUNBUFFERED=1 timeout ${STEPS_TIMEOUT:-300} python3 async_tp_torch.py steps 4 2048 4096 16384 30 ${STEP_MODES:-} 2>&1 |
     grep -E '^(eager|compile|compile_sp|compile_sp_mptp|fused|diff),|Error' | tee -a "$log")
 fi
 say "== done"; date -u | tee -a "$log"

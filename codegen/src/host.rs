@@ -294,6 +294,14 @@ impl<'a, 'c> Host<'a, 'c> {
                 p, u32t, u32t, u64t, u64t, u64t, p, u64t, u64t, p, u64t, u64t, p, u64t, u64t, u64t,
                 u32t,
             ],
+            "gemm_acc" => {
+                let f64t = self.cx.f64_type().into();
+                vec![
+                    p, u32t, u32t, u64t, u64t, u64t, p, u64t, u64t, p, u64t, u64t, p, u64t, u64t,
+                    u64t, u32t, f64t, f64t,
+                ]
+            }
+            "copy_on" => vec![p, u32t, p, p, u64t],
             "all_reduce" | "reduce_scatter" | "broadcast" => vec![p, u32t, p, p, u64t, u32t, u32t],
             "all_gather" => vec![p, u32t, p, p, u64t, u32t],
             "all_to_all" => vec![p, u32t, p, p, u64t, u64t, u32t, p, p],

@@ -400,6 +400,9 @@ struct Lowering {
     /// transposed operand instead, and the transpose emits nothing
     /// ([`gemm_operand_transposes`]).
     gemm_transposed: HashSet<OpId>,
+    /// Shards of fused all-gather-matmuls that a plain clone would have copied into their
+    /// pool: clone result → the buffer cloned (the pipeline copies it on the comm stream).
+    shard_sources: HashMap<Value, Value>,
 }
 
 fn err(ctx: &Context, op: OpId, msg: impl std::fmt::Display) -> Diagnostic {
@@ -439,6 +442,7 @@ fn lower_function(
         comm_dirty: false,
         last_comm_event: None,
         gemm_transposed: gemm_operand_transposes(ctx, &ops, &plan),
+        shard_sources: HashMap::new(),
     };
     // Arguments become the caller's buffers.
     for &a in ctx.block_args(block).to_vec().iter() {
@@ -622,6 +626,28 @@ fn result_buffer(
     Ok(b)
 }
 
+/// With `COMMLIR_FUSED_SHARD_COPY` set (`fused_matmul::shard_copy_mode`), the value a plain
+/// `compute.clone` copies into a comm buffer whose one reader is a fused all-gather-matmul's
+/// shard: the pipeline then copies it into the pool itself (`copy_on`) instead of the clone
+/// kernel.
+fn fused_shard_source(ctx: &Context, op: OpId, group: &crate::fusion::Group) -> Option<Value> {
+    fused_matmul::shard_copy_mode()?;
+    if ctx.op_name(op) != "compute.clone"
+        || group.ops.len() != 1
+        || !crate::kernels::is_plain_copy(ctx, op, &group.inputs)
+    {
+        return None;
+    }
+    let r = ctx.result(op, 0);
+    buffer_encoding(ctx, ctx.value_type(r))?;
+    match ctx.uses(r) {
+        [u] if u.index == 0 && ctx.op_name(u.op) == "symm.fused_all_gather_matmul" => {
+            Some(ctx.operand(op, 0))
+        }
+        _ => None,
+    }
+}
+
 /// The (pool, offset) of a comm-buffer operand.
 fn comm_loc(ctx: &Context, st: &Lowering, op: OpId, v: Value) -> Result<(Value, u64), Diagnostic> {
     st.comm.get(&v).copied().ok_or_else(|| {
@@ -679,6 +705,13 @@ fn lower_op(
     }
     if let Some(&g) = plan.root_group.get(&op) {
         let group = &plan.groups[g];
+        if let Some(src) = fused_shard_source(ctx, op, group) {
+            let r = ctx.result(op, 0);
+            result_buffer(ctx, st, op, r)?;
+            let b = buffer(ctx, st, op, src)?;
+            st.shard_sources.insert(r, b);
+            return Ok(());
+        }
         if let Some(b) = reshape_alias(ctx, st, op, group) {
             let r = ctx.result(op, 0);
             let m = memref_of(ctx, ctx.value_type(r));

@@ -95,6 +95,20 @@ pub fn launch_shape(coll: &str, count: i64, elem_bytes: u64, world: u64) -> (u64
     (grid, block)
 }
 
+/// The grid of a launch that moves `count` elements of `elem_bytes` within this GPU only (no
+/// NVLink to keep busy, and nothing beside it): one block per `MAX_BLOCK * VECTORS_PER_THREAD`
+/// vectors, up to the signal pad's [`abi::SYMM_MAX_BLOCKS`] rows, so that HBM, not the grid,
+/// bounds it.
+pub fn local_grid(count: i64, elem_bytes: u64) -> u64 {
+    let vectors = (count.max(0) as u64)
+        .saturating_mul(elem_bytes)
+        .div_ceil(16)
+        .max(1);
+    vectors
+        .div_ceil(MAX_BLOCK * VECTORS_PER_THREAD)
+        .clamp(1, abi::SYMM_MAX_BLOCKS as u64)
+}
+
 /// What a symm kernel computes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SymmSpec {

@@ -66,6 +66,8 @@ struct Mock<'g> {
     num_events: u32,
     recorded: HashSet<u32>,
     error: Option<String>,
+    /// `copy_on` calls (shards copied into their pool by the pipeline).
+    copies_on: usize,
 }
 
 impl Mock<'_> {
@@ -218,6 +220,35 @@ unsafe extern "C" fn m_gemm(
     batch: i64,
     d: u32,
 ) -> Status {
+    m_gemm_acc(
+        rt, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch, d, 1.0, 0.0,
+    )
+}
+
+/// `gemm_acc`: `C = alpha·A·B + beta·C`, in f32 with one rounding, as cuBLAS's 32F compute
+/// type does it.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn m_gemm_acc(
+    rt: *mut c_void,
+    ta: u32,
+    tb: u32,
+    m: i64,
+    n: i64,
+    k: i64,
+    a: *const c_void,
+    lda: i64,
+    sa: i64,
+    b: *const c_void,
+    ldb: i64,
+    sb: i64,
+    c: *mut c_void,
+    ldc: i64,
+    sc: i64,
+    batch: i64,
+    d: u32,
+    alpha: f64,
+    beta: f64,
+) -> Status {
     let bf16 = match d {
         9 => true,
         7 => false,
@@ -240,6 +271,11 @@ unsafe extern "C" fn m_gemm(
                 let mut r = 0f32;
                 for l in 0..k {
                     r += ld(bb, j * ldb + l, bf16) * ld(ab, l * lda + i, bf16);
+                }
+                if beta != 0.0 {
+                    r = alpha as f32 * r + beta as f32 * ld(cb, j * ldc + i, bf16);
+                } else if alpha != 1.0 {
+                    r *= alpha as f32;
                 }
                 st(cb, j * ldc + i, r, bf16);
             }
@@ -429,6 +465,23 @@ unsafe extern "C" fn m_symm_peer_copy(
     0
 }
 
+/// `copy_on`: the comm stream's copy of a shard into its pool.
+unsafe extern "C" fn m_copy_on(
+    rt: *mut c_void,
+    stream: u32,
+    dst: *mut c_void,
+    src: *const c_void,
+    bytes: u64,
+) -> Status {
+    let m = mock(rt);
+    if stream > abi::STREAM_COMM {
+        return m.fail(format!("copy_on stream {stream}"));
+    }
+    m.copies_on += 1;
+    std::ptr::copy(src as *const u8, dst as *mut u8, bytes as usize);
+    0
+}
+
 static API: CommlirRtApi = CommlirRtApi {
     abi_version: abi::ABI_VERSION,
     num_fns: abi::API_FIELDS.len() as u32,
@@ -452,6 +505,8 @@ static API: CommlirRtApi = CommlirRtApi {
     launch_on: m_launch_on,
     group_rank: m_group_rank,
     symm_peer_copy: m_symm_peer_copy,
+    gemm_acc: m_gemm_acc,
+    copy_on: m_copy_on,
 };
 
 /// Runs `text` on `world` ranks, peer-mapped or not, against the sim.
@@ -462,9 +517,23 @@ enum Transfer {
     CopyEngine,
     /// The kernel's blocks (`COMMLIR_FUSED_TRANSFER=kernel`): `copy_engine` removed.
     Kernel,
+    /// Copy engines, and two ranks' reduce-scatters accumulating in `parts` row blocks (what
+    /// `comm-to-rt` emits for large chunks): the own GEMMs add onto the peer's partial in
+    /// f32, so those results agree with the sim's rank-order sum of rounded partials to a
+    /// rounding, not bit for bit.
+    Accumulate(i64),
+    /// Copy engines, and a shard that is a copy of an argument copied into its pool on the
+    /// comm stream beside the first GEMM (`copy_beside`, `COMMLIR_FUSED_SHARD_COPY=comm`).
+    CopyBeside,
 }
 
-fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) {
+/// Returns how many all-gather pipelines copy their shard in from a source buffer.
+fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) -> usize {
+    // Every test lowers shards that are copies of arguments through `copy_on` (the knob's
+    // `compute` mode; `CopyBeside` then moves the copy to the comm stream), set once before
+    // any test of this binary lowers anything.
+    static SHARD_COPY: std::sync::Once = std::sync::Once::new();
+    SHARD_COPY.call_once(|| std::env::set_var("COMMLIR_FUSED_SHARD_COPY", "compute"));
     let (want, in_types) = sim_reference(text, world);
 
     let mut ctx = Context::new();
@@ -483,7 +552,44 @@ fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) {
         for op in fused {
             ctx.remove_attr(op, "copy_engine");
         }
+    } else if transfer == Transfer::CopyBeside {
+        let mut sources = Vec::new();
+        ctx.walk(m, |op| {
+            if ctx.inherent_attr(op, "shard_source").is_some() {
+                sources.push(op);
+            }
+        });
+        for op in sources {
+            let u = ctx.unit_attr();
+            ctx.set_attr(op, "copy_beside", u);
+        }
+    } else if let Transfer::Accumulate(parts) = transfer {
+        let mut accumulating = 0;
+        for op in fused {
+            let rs = ctx.op_name(op) == "rt.symm_fused_matmul_reduce_scatter";
+            let int = |n: &str| ctx.inherent_attr(op, n).and_then(|a| ctx.attr_as_i64(a));
+            let splits = if int("batch") == Some(1) {
+                int("m")
+            } else {
+                int("batch")
+            };
+            if rs && splits.is_some_and(|s| s % parts == 0) {
+                let a = ctx.int_attr(parts, 64);
+                ctx.set_attr(op, "parts", a);
+                accumulating += 1;
+            }
+        }
+        assert!(accumulating > 0, "no reduce-scatter takes {parts} parts");
     }
+    let shard_sources = {
+        let mut n = 0;
+        ctx.walk(m, |op| {
+            if ctx.inherent_attr(op, "shard_source").is_some() {
+                n += 1;
+            }
+        });
+        n
+    };
     let dev = kernels::compile(&ctx, m).unwrap_or_else(|d| panic!("{}\n{text}", d.message));
     let hc = host::compile(&ctx, m, &dev, None, false)
         .unwrap_or_else(|d| panic!("{}\n{text}", d.message));
@@ -529,6 +635,7 @@ fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) {
                     num_events: hc.num_events,
                     recorded: HashSet::new(),
                     error: None,
+                    copies_on: 0,
                 };
                 let (_arg_store, args) = input_buffers(in_types, rank);
                 let mut results: Vec<*mut c_void> = vec![std::ptr::null_mut(); want.len()];
@@ -547,8 +654,10 @@ fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) {
                     let exp = tensor_bytes(w);
                     // SAFETY: result `i` is a buffer of its type's size.
                     let got = unsafe { std::slice::from_raw_parts(*p as *const u8, exp.len()) };
+                    let close = matches!(transfer, Transfer::Accumulate(_))
+                        && within_a_rounding(got, w);
                     assert!(
-                        got == exp.as_slice(),
+                        got == exp.as_slice() || close,
                         "rank {rank} result {i} differs from the sim (G = {world}, mapped = {mapped}, {transfer:?})\n{text}"
                     );
                     rt.allocs.remove(&(*p as usize));
@@ -556,6 +665,8 @@ fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) {
                 assert!(rt.allocs.is_empty(), "rank {rank}: allocations leaked");
                 assert!(rt.pools.is_empty(), "rank {rank}: pools never freed");
                 assert!(rt.recorded.is_empty(), "rank {rank}: events never waited on");
+                // Every shard with a source is copied in once, on either path.
+                assert_eq!(rt.copies_on, shard_sources, "rank {rank}: copy_on calls");
             }));
         }
         for h in handles {
@@ -569,6 +680,25 @@ fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) {
             "rank {r} fault word"
         );
     }
+    shard_sources
+}
+
+/// Whether `got` (bytes of `want`'s type) is `want` to within the rounding of one more
+/// partial sum: 2⁻⁵ (bf16) or 2⁻¹⁷ (f32) of the larger magnitude (at least 1), since a
+/// partial rounded before a cancelling sum errs by its own last place.
+fn within_a_rounding(got: &[u8], want: &commlir_runtime::Tensor) -> bool {
+    let exp = tensor_bytes(want);
+    let bf16 = exp.len() == 2 * want.numel();
+    let (w, tol) = if bf16 {
+        (2, 1.0 / 32.0)
+    } else {
+        (4, 1.0 / 131072.0)
+    };
+    got.chunks(w).zip(exp.chunks(w)).all(|(g, e)| {
+        // SAFETY: each chunk is one element of the type.
+        let (g, e) = unsafe { (ld(g.as_ptr(), 0, bf16), ld(e.as_ptr(), 0, bf16)) };
+        (g - e).abs() <= tol * g.abs().max(e.abs()).max(1.0)
+    })
 }
 
 /// Every form of both ops on a group of `g` ranks, in `ty`.
@@ -578,7 +708,8 @@ fn program(g: usize, ty: &str) -> String {
     format!(
         r#"module {{
   coll.group @tp {{size = {g} : i64, symm_mem}}
-  func.func @main(%a: {a}, %b1: {b1}, %b2: {b2}, %x: {x}, %w: {w}, %h: {h}, %v: {v}, %v2: {v2}) -> ({ag}, {y1}, {y2}, {z}, {r1}, {r2}, {r3}) {{
+  func.func @main(%a: {a}, %b1: {b1}, %b2: {b2}, %x: {x}, %w: {w}, %h: {h}, %v: {v}, %v2: {v2}) -> ({ag}, {y1}, {y2}, {z}, {r1}, {r2}, {r3}, {y2}) {{
+    %q = symm.fused_all_gather_matmul %a, %b2 {{group = @tp}} : ({a}, {b2}) -> {y2}
     %a1 = compute.scale %a {{factor = 0.5 : f64}} : {a}
     %ag, %y1, %y2 = symm.fused_all_gather_matmul %a1, %b1, %b2 {{group = @tp, return_a}} : ({a}, {b1}, {b2}) -> ({ag}, {y1}, {y2})
     %x1 = compute.neg %x : {x}
@@ -586,7 +717,7 @@ fn program(g: usize, ty: &str) -> String {
     %r1 = symm.fused_matmul_reduce_scatter %h, %w {{reduce_op = "sum", group = @tp}} : ({h}, {w}) -> {r1}
     %r2 = symm.fused_matmul_reduce_scatter %y1, %v {{reduce_op = "avg", group = @tp}} : ({y1}, {v}) -> {r2}
     %r3 = symm.fused_matmul_reduce_scatter %z, %v2 {{reduce_op = "sum", scatter_dim = 1 : i64, group = @tp}} : ({z}, {v2}) -> {r3}
-    return %ag, %y1, %y2, %z, %r1, %r2, %r3 : {ag}, {y1}, {y2}, {z}, {r1}, {r2}, {r3}
+    return %ag, %y1, %y2, %z, %r1, %r2, %r3, %q : {ag}, {y1}, {y2}, {z}, {r1}, {r2}, {r3}, {y2}
   }}
 }}
 "#,
@@ -611,9 +742,16 @@ fn program(g: usize, ty: &str) -> String {
 fn run_all(g: usize) {
     for ty in ["bf16", "f32"] {
         let text = program(g, ty);
-        check(&text, g, true, Transfer::CopyEngine);
+        // The argument %a goes into the pool through the pipeline's own copy.
+        assert_eq!(check(&text, g, true, Transfer::CopyEngine), 1);
         check(&text, g, true, Transfer::Kernel);
+        assert_eq!(check(&text, g, true, Transfer::CopyBeside), 1);
         check(&text, g, false, Transfer::CopyEngine);
+        check(&text, g, false, Transfer::CopyBeside);
+        if g == 2 {
+            check(&text, g, true, Transfer::Accumulate(2));
+            check(&text, g, true, Transfer::Accumulate(4));
+        }
     }
 }
 

@@ -635,7 +635,10 @@ impl Plan {
             .and_then(|&m| value_tensor_view(ctx, ctx.result(m, 0)))
             .and_then(|t| t.shape.first().copied())
             .unwrap_or(1) as f64;
-        let pipelined = pipelined_ns(machine, mm, comm, g, rows, self.gather);
+        // What each rank ends up with of the product (a reduce-scatter's result).
+        let chunk = value_tensor_view(ctx, ctx.result(self.coll, 0))
+            .map_or(0, |t| t.shape.iter().product::<i64>()) as f64;
+        let pipelined = pipelined_ns(machine, mm, comm, (g, rows, chunk), self.gather);
         if pipelined >= mm + comm + views {
             Verdict::KeepSerial
         } else if hidden >= MIN_HIDDEN_FRACTION * comm

@@ -50,7 +50,7 @@ fn fields_match_the_header_in_order() {
         abi::API_FIELDS,
         "field order differs from the header"
     );
-    assert!(h.contains(&format!("({} in version 4)", abi::API_FIELDS.len())));
+    assert!(h.contains(&format!("({} in version 5)", abi::API_FIELDS.len())));
 }
 
 #[test]
@@ -79,6 +79,8 @@ fn layout_is_two_u32_then_pointers() {
         offset_of!(CommlirRtApi, launch_on),
         offset_of!(CommlirRtApi, group_rank),
         offset_of!(CommlirRtApi, symm_peer_copy),
+        offset_of!(CommlirRtApi, gemm_acc),
+        offset_of!(CommlirRtApi, copy_on),
     ];
     assert_eq!(offsets.len(), abi::API_FIELDS.len());
     for (i, o) in offsets.iter().enumerate() {

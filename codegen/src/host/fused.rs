@@ -47,28 +47,42 @@ impl<'c> Host<'_, 'c> {
     /// A row-major GEMM through cuBLAS's column-major `gemm`: `Cᵀ = Bᵀ·Aᵀ`, so cuBLAS gets
     /// (B, A) untransposed with m = cols, n = rows.
     fn row_gemm(&self, g: &Gemm<'c>, dtype: IntValue<'c>) -> R<()> {
+        self.row_gemm_acc(g, dtype, None)
+    }
+
+    /// [`Self::row_gemm`], or with `acc = (alpha, beta)`: `C = alpha·A·B + beta·C`.
+    fn row_gemm_acc(&self, g: &Gemm<'c>, dtype: IntValue<'c>, acc: Option<(f64, f64)>) -> R<()> {
         let i = |v: i64| -> BasicMetadataValueEnum<'c> { self.i64(v).into() };
-        self.call(
-            "gemm",
-            &[
-                self.i32(0).into(),
-                self.i32(0).into(),
-                i(g.cols),
-                i(g.rows),
-                i(g.k),
-                g.b.into(),
-                i(g.ldb),
-                i(0),
-                g.a.into(),
-                i(g.k),
-                i(g.a_stride),
-                g.c.into(),
-                i(g.ldc),
-                i(g.c_stride),
-                i(g.batch),
-                dtype.into(),
-            ],
-        )
+        let mut args: Vec<BasicMetadataValueEnum<'c>> = vec![
+            self.i32(0).into(),
+            self.i32(0).into(),
+            i(g.cols),
+            i(g.rows),
+            i(g.k),
+            g.b.into(),
+            i(g.ldb),
+            i(0),
+            g.a.into(),
+            i(g.k),
+            i(g.a_stride),
+            g.c.into(),
+            i(g.ldc),
+            i(g.c_stride),
+            i(g.batch),
+            dtype.into(),
+        ];
+        let name = match acc {
+            None => "gemm",
+            Some((alpha, beta)) => {
+                let f = self.cx.f64_type();
+                args.extend::<[BasicMetadataValueEnum<'c>; 2]>([
+                    f.const_float(alpha).into(),
+                    f.const_float(beta).into(),
+                ]);
+                "gemm_acc"
+            }
+        };
+        self.call(name, &args)
     }
 
     /// Step `s` of a fused op's `symm` kernel on the comm stream: the kernel's values are
@@ -179,6 +193,24 @@ impl<'c> Host<'_, 'c> {
             ],
         )
     }
+    /// `copy_on(stream, dst, src, bytes)`.
+    fn copy_on(
+        &self,
+        stream: u32,
+        dst: PointerValue<'c>,
+        src: PointerValue<'c>,
+        bytes: i64,
+    ) -> R<()> {
+        self.call(
+            "copy_on",
+            &[
+                self.i32(u64::from(stream)).into(),
+                dst.into(),
+                src.into(),
+                self.i64(bytes).into(),
+            ],
+        )
+    }
     fn wait(&self, stream: u32, e: u32) -> R<()> {
         self.call(
             "stream_wait",
@@ -259,15 +291,23 @@ impl<'c> Host<'_, 'c> {
             .ok_or("requires 'ns'")?;
         let world = self.world_of(ctx, op)?;
         let nb = ns.len();
-        if bufs.len() != 3 + 2 * nb {
+        let has_source = ctx.inherent_attr(op, "shard_source").is_some();
+        if bufs.len() != 3 + 2 * nb + usize::from(has_source) {
             return Err("operand count does not match 'ns'".into());
         }
         let (pool, gathered, stage) = (bufs[0], bufs[1], bufs[2]);
-        let (bs, outs) = (&bufs[3..3 + nb], &bufs[3 + nb..]);
+        let (bs, outs) = (&bufs[3..3 + nb], &bufs[3 + nb..3 + 2 * nb]);
+        let source = has_source.then(|| bufs[3 + 2 * nb]);
+        // The shard's copy into the pool: on the comm stream beside the first GEMM (which
+        // reads the source), or on the compute stream before anything.
+        let beside = source.filter(|_| ctx.inherent_attr(op, "copy_beside").is_some());
         let dtype = self.dtype(ctx, op)?;
         let esz = elem_size(Self::attr_str(ctx, op, "dtype")?)?;
         let kernel = self.kernel_index(ctx, op, "kernel")? as u32;
         let shard = self.at(pool, offset)?;
+        if let (Some(src), None) = (source, beside) {
+            self.copy_on(abi::STREAM_COMPUTE, shard, src, count * esz)?;
+        }
         // Product i's chunk p: block p of `m` rows in each of the `batch` blocks of G·m rows.
         let gemm = |p: IntValue<'c>, a_ptr: PointerValue<'c>, a_stride: i64| -> R<()> {
             for i in 0..nb {
@@ -298,9 +338,13 @@ impl<'c> Host<'_, 'c> {
         let (compute, comm) = (abi::STREAM_COMPUTE, abi::STREAM_COMM);
         let step =
             |s: i64, grid: i64| self.symm_step(kernel, grid, block, desc, offset, gathered, s);
-        // The shard was written on the compute stream: the comm stream starts after it.
+        // The shard was written on the compute stream: the comm stream starts after it (and,
+        // from a source buffer, copies it into the pool first).
         self.record(compute, events[0])?;
         self.wait(comm, events[0])?;
+        if let Some(src) = beside {
+            self.copy_on(comm, shard, src, count * esz)?;
+        }
         // The own block of the gathered buffer is read only when the buffer is a result;
         // otherwise the first step is the start barrier alone (step G + 1).
         let return_a = ctx.inherent_attr(op, "return_a").is_some();
@@ -330,8 +374,9 @@ impl<'c> Host<'_, 'c> {
             step(world, grid)?;
         }
         self.record(comm, events[world as usize])?;
-        // This rank's shard needs no copy: its GEMMs run at once, from the pool.
-        gemm(rank, shard, m * k)?;
+        // This rank's shard needs no copy: its GEMMs run at once, from the pool (or from
+        // where the shard came from, while the comm stream copies it in).
+        gemm(rank, beside.unwrap_or(shard), m * k)?;
         for s in 1..world {
             self.wait(compute, events[s as usize])?;
             let p = self.chunk_of(rank, s, world)?;
@@ -342,6 +387,9 @@ impl<'c> Host<'_, 'c> {
         b!(self.b.build_unconditional_branch(join));
         // NCCL: the shards stacked rank by rank in the staging buffer, then every chunk.
         self.b.position_at_end(fallback);
+        if let Some(src) = beside {
+            self.copy_on(compute, shard, src, count * esz)?;
+        }
         let ag = abi::code(abi::SYMM_COLLS, "all_gather").ok_or("no all_gather code")?;
         self.symm_fallback(ctx, op, ag, (pool, offset), stage, count, self.i32(0))?;
         for p in 0..world {
@@ -387,25 +435,86 @@ impl<'c> Host<'_, 'c> {
         let esz = elem_size(Self::attr_str(ctx, op, "dtype")?)?;
         let kernel = self.kernel_index(ctx, op, "kernel")? as u32;
         let partials = self.at(pool, offset)?;
-        // Chunk p of the product into partial slot p.
-        let gemm = |p: IntValue<'c>| -> R<()> {
+        // Part h of `parts` of chunk p of the product into `c` (accumulating with `acc`): a
+        // block of rows (one batch) or of batches, contiguous in the chunk.
+        let part_gemm = |p: IntValue<'c>,
+                         (h, parts): (i64, i64),
+                         c: PointerValue<'c>,
+                         acc: Option<(f64, f64)>|
+         -> R<()> {
+            let (rows, nbatch, a_skip) = if batch == 1 {
+                (m / parts, 1, h * (m / parts) * k)
+            } else {
+                (m, batch / parts, h * (batch / parts) * a_stride)
+            };
+            let a_ptr = self.offset(a_buf, p, a_step * esz)?;
             let g = Gemm {
-                rows: m,
+                rows,
                 cols: n,
                 k,
-                a: self.offset(a_buf, p, a_step * esz)?,
+                a: self.at(a_ptr, a_skip * esz)?,
                 a_stride,
                 b: self.offset(b_buf, p, b_step * esz)?,
                 ldb,
-                c: self.offset(partials, p, chunk * esz)?,
+                c,
                 ldc: n,
                 c_stride: m * n,
-                batch,
+                batch: nbatch,
             };
-            self.row_gemm(&g, dtype)
+            self.row_gemm_acc(&g, dtype, acc)
         };
+        // Chunk p of the product into partial slot p.
+        let gemm =
+            |p: IntValue<'c>| part_gemm(p, (0, 1), self.offset(partials, p, chunk * esz)?, None);
         let (desc, [_, fallback, join]) = self.fused_branch(pool)?;
         let rank = self.fused_rank(ctx, op)?;
+        if let Some(parts) = ctx
+            .inherent_attr(op, "parts")
+            .and_then(|x| ctx.attr_as_i64(x))
+        {
+            if world != 2 {
+                return Err(format!("'parts' needs a group of two ranks, got {world}"));
+            }
+            let (compute, comm) = (abi::STREAM_COMPUTE, abi::STREAM_COMM);
+            let events = self.take_events(next_event, 2 * parts as u32 + 1);
+            let part_bytes = chunk / parts * esz;
+            let peer = self.chunk_of(rank, 1, world)?;
+            // The peer's chunk part by part; after each, a copy engine pulls the peer's
+            // matching part of this rank's chunk straight into the result.
+            for h in 0..parts {
+                let slot = self.offset(partials, peer, chunk * esz)?;
+                part_gemm(peer, (h, parts), self.at(slot, h * part_bytes)?, None)?;
+                let (done, landed) = (events[2 * h as usize], events[2 * h as usize + 1]);
+                self.record(compute, done)?;
+                self.wait(comm, done)?;
+                self.symm_step(kernel, 1, block, desc, offset, out, world + 1)?;
+                let by = b!(self.b.build_int_mul(rank, self.i64(chunk * esz), "mine"));
+                let src = b!(self
+                    .b
+                    .build_int_add(by, self.i64(offset + h * part_bytes), "src"));
+                let dst = self.at(out, h * part_bytes)?;
+                self.peer_copy(pool, peer, src, dst, 1, part_bytes, part_bytes)?;
+                self.record(comm, landed)?;
+            }
+            // The end barrier: the peer's pulls from this rank's partials are complete.
+            let end = events[2 * parts as usize];
+            self.symm_step(kernel, 1, block, desc, offset, out, 2 * world)?;
+            self.record(comm, end)?;
+            // This rank's own chunk, part by part, accumulated onto the peer's part.
+            let (alpha, beta) = if Self::attr_str(ctx, op, "reduce_op")? == "avg" {
+                (1.0 / world as f64, 1.0 / world as f64)
+            } else {
+                (1.0, 1.0)
+            };
+            for h in 0..parts {
+                self.wait(compute, events[2 * h as usize + 1])?;
+                let c = self.at(out, h * part_bytes)?;
+                part_gemm(rank, (h, parts), c, Some((alpha, beta)))?;
+            }
+            self.wait(compute, end)?;
+            b!(self.b.build_unconditional_branch(join));
+            return self.rs_fallback(ctx, op, (pool, offset), out, chunk, fallback, join, &gemm);
+        }
         let events = self.take_events(next_event, world as u32 + 1);
         let (compute, comm) = (abi::STREAM_COMPUTE, abi::STREAM_COMM);
         let step = |s: i64, grid: i64| self.symm_step(kernel, grid, block, desc, offset, out, s);
@@ -442,21 +551,29 @@ impl<'c> Host<'_, 'c> {
         self.record(comm, events[world as usize])?;
         self.wait(compute, events[world as usize])?;
         b!(self.b.build_unconditional_branch(join));
-        // NCCL: every chunk, then the reduce-scatter of the partials.
+        self.rs_fallback(ctx, op, (pool, offset), out, chunk, fallback, join, &gemm)
+    }
+
+    /// The reduce-scatter pipeline's NCCL block: every chunk, then the reduce-scatter of the
+    /// partials; then the join.
+    #[allow(clippy::too_many_arguments)]
+    fn rs_fallback(
+        &self,
+        ctx: &IrContext,
+        op: OpId,
+        at: (PointerValue<'c>, i64),
+        out: PointerValue<'c>,
+        chunk: i64,
+        fallback: inkwell::basic_block::BasicBlock<'c>,
+        join: inkwell::basic_block::BasicBlock<'c>,
+        gemm: &dyn Fn(IntValue<'c>) -> R<()>,
+    ) -> R<()> {
         self.b.position_at_end(fallback);
-        for p in 0..world {
+        for p in 0..self.world_of(ctx, op)? {
             gemm(self.i64(p))?;
         }
         let rs = abi::code(abi::SYMM_COLLS, "reduce_scatter").ok_or("no reduce_scatter code")?;
-        self.symm_fallback(
-            ctx,
-            op,
-            rs,
-            (pool, offset),
-            out,
-            chunk,
-            self.redop(ctx, op)?,
-        )?;
+        self.symm_fallback(ctx, op, rs, at, out, chunk, self.redop(ctx, op)?)?;
         b!(self.b.build_unconditional_branch(join));
         self.b.position_at_end(join);
         Ok(())

@@ -116,6 +116,20 @@ fn launch_attrs(
     attrs
 }
 
+/// `COMMLIR_FUSED_SHARD_COPY` at compile time, an experiment knob of the benchmarks: how a
+/// fused all-gather-matmul's shard that is a copy of another buffer enters its pool. Unset:
+/// a clone kernel, as any other comm buffer; `compute`: `copy_on` on the compute stream
+/// before the pipeline; `comm`: `copy_on` on the comm stream beside the first GEMM
+/// (`copy_beside`), which reads the source. Measured on 2×H100 both copies cost more than the
+/// clone kernel, the one beside the GEMM most (docs/benchmarks.md, async TP).
+pub(super) fn shard_copy_mode() -> Option<&'static str> {
+    match std::env::var("COMMLIR_FUSED_SHARD_COPY").ok()?.trim() {
+        "comm" => Some("comm"),
+        "compute" => Some("compute"),
+        _ => None,
+    }
+}
+
 /// `symm.fused_all_gather_matmul` → `rt.symm_fused_all_gather_matmul`.
 pub(super) fn lower_all_gather_matmul(
     ctx: &mut Context,
@@ -197,6 +211,8 @@ pub(super) fn lower_all_gather_matmul(
         let r = ctx.result(op, first + i);
         operands.push(result_buffer(ctx, st, op, r)?);
     }
+    let source = st.shard_sources.get(&a).copied();
+    operands.extend(source);
     let sym = fused_kernel(
         ctx,
         op,
@@ -224,6 +240,12 @@ pub(super) fn lower_all_gather_matmul(
     }
     if let Some(u) = unpack {
         attrs.push(("unpack", ctx.symbol_ref(&u)));
+    }
+    if source.is_some() {
+        attrs.push(("shard_source", ctx.unit_attr()));
+        if shard_copy_mode() == Some("comm") {
+            attrs.push(("copy_beside", ctx.unit_attr()));
+        }
     }
     attrs.extend(launch_attrs(ctx, count, elem, world));
     Builder::before(ctx, op).create("rt.symm_fused_all_gather_matmul", &operands, &[], &attrs);
@@ -283,16 +305,6 @@ pub(super) fn lower_matmul_reduce_scatter(
     let ab = buffer(ctx, st, op, a)?;
     let bb = buffer(ctx, st, op, b)?;
     let out = result_buffer(ctx, st, op, r)?;
-    // The workspace: G partial chunks, then G receive slots.
-    let size = (2 * world * chunk) as u64 * elem;
-    let pt = rt::pool_type(ctx);
-    let pattrs = [
-        ("kind", ctx.str_attr("symm_mem")),
-        ("group", group),
-        ("size", i64_attr(ctx, size.max(1) as i64)),
-        ("alignment", i64_attr(ctx, 64)),
-    ];
-    let pool = Builder::before(ctx, op).create_value("rt.pool_alloc", &[], pt, &pattrs);
     let sym = fused_kernel(
         ctx,
         op,
@@ -321,6 +333,31 @@ pub(super) fn lower_matmul_reduce_scatter(
         ("group", group),
     ];
     attrs.extend(launch_attrs(ctx, chunk, elem, world));
+    let copy_engine = attrs.iter().any(|(n, _)| *n == "copy_engine");
+    if copy_engine {
+        // With copy engines the kernel's blocks only reduce, after the last GEMM, what is
+        // already in this GPU's memory: as many blocks as the signal pad has rows.
+        let grid = crate::symm_kernels::local_grid(chunk, elem) as i64;
+        if let Some(g) = attrs.iter_mut().find(|(n, _)| *n == "grid") {
+            g.1 = i64_attr(ctx, grid);
+        }
+    }
+    let parts = accumulate_parts(world, copy_engine, m, batch, chunk);
+    if let Some(p) = parts {
+        attrs.push(("parts", i64_attr(ctx, p)));
+    }
+    // The workspace: G partial chunks, then G receive slots (none when the pipeline
+    // accumulates: the peer's partial lands in the result).
+    let slots = if parts.is_some() { world } else { 2 * world };
+    let size = (slots * chunk) as u64 * elem;
+    let pt = rt::pool_type(ctx);
+    let pattrs = [
+        ("kind", ctx.str_attr("symm_mem")),
+        ("group", group),
+        ("size", i64_attr(ctx, size.max(1) as i64)),
+        ("alignment", i64_attr(ctx, 64)),
+    ];
+    let pool = Builder::before(ctx, op).create_value("rt.pool_alloc", &[], pt, &pattrs);
     let mut bld = Builder::before(ctx, op);
     bld.create(
         "rt.symm_fused_matmul_reduce_scatter",
@@ -333,6 +370,23 @@ pub(super) fn lower_matmul_reduce_scatter(
     bld.create("rt.pool_free", &[pool], &[], &[]);
     st.compute_dirty = true;
     Ok(())
+}
+
+/// The `parts` of a reduce-scatter pipeline that accumulates onto the peer's partial: two
+/// ranks, copy engines, and chunks that split into two row (or batch) blocks of at least
+/// [`rt::ACCUMULATE_MIN_PART_ELEMS`] (`rt::accumulate_parts`). `COMMLIR_FUSED_PARTS=N` at
+/// compile time asks for N parts wherever they divide the chunk (1: never accumulate), an
+/// experiment knob of the benchmarks.
+fn accumulate_parts(world: i64, copy_engine: bool, m: i64, batch: i64, chunk: i64) -> Option<i64> {
+    if world != 2 || !copy_engine {
+        return None;
+    }
+    let splits = if batch == 1 { m } else { batch };
+    let forced = std::env::var("COMMLIR_FUSED_PARTS")
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok());
+    let parts = forced.unwrap_or_else(|| rt::accumulate_parts(world, chunk));
+    (parts >= 2 && splits % parts == 0).then_some(parts)
 }
 
 /// `array<i64: …>`.

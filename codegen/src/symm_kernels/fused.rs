@@ -10,8 +10,8 @@
 //! GEMM of each chunk as soon as that chunk has arrived.
 //!
 //! Copy engines: steps above G do a step's signalling alone (all-gather G + 1: the start
-//! barrier; reduce-scatter G + s: the signals of step s), so that a copy engine
-//! (`symm_peer_copy`) can move the chunk between two such launches without using an SM.
+//! barrier; reduce-scatter G + s: the signals of step s, 2G: the end barrier), so that a copy
+//! engine (`symm_peer_copy`) can move the chunk between two such launches without using an SM.
 //!
 //! Signals: every step that talks to peers does so through the pad slot (block, source) as
 //! the barrier does, and every rank issues the same sequence of puts and waits per pair of
@@ -168,13 +168,27 @@ impl<'c> Gen<'_, 'c> {
                 let partial = b!(self.b.build_int_add(own, in_offset, "partial"));
                 let recv = b!(self.b.build_int_mul(world, chunk_bytes, "recv_off"));
                 let recv = b!(self.b.build_int_add(partial, recv, "recv"));
-                b!(self.b.build_conditional_branch(last, fin, mid));
+                let alone = b!(self.b.build_int_compare(
+                    IntPredicate::EQ,
+                    step,
+                    self.i64(2 * self.world),
+                    "barrier_alone"
+                ));
+                let ends = b!(self.b.build_or(last, alone, "ends"));
+                b!(self.b.build_conditional_branch(ends, fin, mid));
                 // Step G: the end barrier (every peer pulled its chunks from this rank's
                 // partials, and this rank's pulls are complete), then the reduction of
                 // chunk `rank` in rank order: this rank's own partial for itself, the
-                // received ones for the others.
+                // received ones for the others. Step 2G: the end barrier alone (the
+                // pipeline accumulated the chunks with its GEMMs).
                 self.b.position_at_end(fin);
                 self.barrier(&env)?;
+                let reduce = self.cx.append_basic_block(f, "reduce");
+                let ended = self.cx.append_basic_block(f, "ended");
+                b!(self.b.build_conditional_branch(alone, ended, reduce));
+                self.b.position_at_end(ended);
+                b!(self.b.build_return(None));
+                self.b.position_at_end(reduce);
                 let mut srcs = Vec::new();
                 for q in 0..self.world {
                     let qv = self.i64(q);

@@ -9,7 +9,7 @@
 use std::ffi::c_void;
 
 /// Bumped on every incompatible change of [`CommlirRtApi`] or of `commlir_main`.
-pub const ABI_VERSION: u32 = 4;
+pub const ABI_VERSION: u32 = 5;
 
 /// Stream numbers.
 pub const STREAM_COMPUTE: u32 = 0;
@@ -70,6 +70,8 @@ pub const API_FIELDS: &[&str] = &[
     "launch_on",
     "group_rank",
     "symm_peer_copy",
+    "gemm_acc",
+    "copy_on",
 ];
 
 /// Symmetric-memory collectives: the `coll` argument of `symm_fallback`, by the name of
@@ -277,6 +279,38 @@ pub struct CommlirRtApi {
         rows: u64,
         row_bytes: u64,
         dst_pitch: u64,
+    ) -> Status,
+    /// `gemm` with `C = alpha·A·B + beta·C` (version 5): the reduce-scatter pipeline's last
+    /// GEMMs accumulate onto the partial a copy engine delivered.
+    pub gemm_acc: unsafe extern "C" fn(
+        rt: Rt,
+        transa: u32,
+        transb: u32,
+        m: i64,
+        n: i64,
+        k: i64,
+        a: *const c_void,
+        lda: i64,
+        stride_a: i64,
+        b: *const c_void,
+        ldb: i64,
+        stride_b: i64,
+        c: *mut c_void,
+        ldc: i64,
+        stride_c: i64,
+        batch: i64,
+        dtype: u32,
+        alpha: f64,
+        beta: f64,
+    ) -> Status,
+    /// A device-to-device copy of `bytes` on `stream` (version 5): the all-gather pipeline's
+    /// shard enters its pool on the comm stream while the own GEMM reads the original.
+    pub copy_on: unsafe extern "C" fn(
+        rt: Rt,
+        stream: u32,
+        dst: *mut c_void,
+        src: *const c_void,
+        bytes: u64,
     ) -> Status,
 }
 

@@ -19,6 +19,22 @@ use commlir_ir::{
 
 const KINDS: &[&str] = &["all_gather_matmul", "matmul_reduce_scatter"];
 
+/// Elements of a part of the accumulating reduce-scatter pipeline (`parts`), at least: a GEMM
+/// of fewer output elements than about two waves of 128×256 tiles on a 132-SM GPU loses more
+/// to its unfilled last wave than the pipeline saves by not reducing after the last GEMM
+/// (measured: docs/benchmarks.md, async TP). `comm-to-rt` and the cost model both use it.
+pub const ACCUMULATE_MIN_PART_ELEMS: i64 = 1 << 23;
+
+/// The row blocks `comm-to-rt` cuts a two-rank reduce-scatter pipeline's chunk of
+/// `chunk_elems` product elements into (1: no accumulation, the final reduction instead).
+pub fn accumulate_parts(world: i64, chunk_elems: i64) -> i64 {
+    if world == 2 && chunk_elems / 2 >= ACCUMULATE_MIN_PART_ELEMS {
+        2
+    } else {
+        1
+    }
+}
+
 register_op!(
     pub SYMM_FUSED_KERNEL = OpDef {
         name: "rt.symm_fused_kernel",
@@ -37,7 +53,8 @@ register_op!(
             (rank − s) mod G and copies that peer's chunk for this rank into receive slot \
             (rank − s) mod G, and step G + s does step s's signalling alone (a copy engine \
             moves the chunk); step G is the end barrier and the reduction of the G chunks in \
-            rank order into `out`.",
+            rank order into `out`, and step 2G the end barrier alone (for a pipeline whose \
+            GEMMs accumulated the chunks).",
         attributes: &[
             AttrDef::required("sym_name", AttrConstraint::SymbolName),
             AttrDef::required("kind", AttrConstraint::StrEnum(KINDS)),
@@ -117,6 +134,14 @@ register_op!(
                  GEMMs read the shard from the pool).",
             ),
             COPY_ENGINE,
+            AttrDef::optional("shard_source", AttrConstraint::Unit).doc(
+                "One more operand, last: the buffer the shard is a copy of. The pipeline \
+                 copies it into the pool (`copy_on`) on the compute stream before it starts.",
+            ),
+            AttrDef::optional("copy_beside", AttrConstraint::Unit).doc(
+                "With `shard_source`: the comm stream copies the shard into the pool while \
+                 this rank's first GEMMs read the source, beside them.",
+            ),
             GEMM_ATTRS[0],
             GEMM_ATTRS[1],
             GEMM_ATTRS[2],
@@ -142,11 +167,17 @@ fn verify_all_gather_matmul(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         .inherent_attr(op, "ns")
         .and_then(|a| ctx.attr_as_i64_array(a))
         .map_or(0, |v| v.len());
-    if n == 0 || ops.len() != 3 + 2 * n {
+    let source = usize::from(ctx.inherent_attr(op, "shard_source").is_some());
+    if n == 0 || ops.len() != 3 + 2 * n + source {
+        let src = if source == 1 {
+            ", then the shard's source"
+        } else {
+            ""
+        };
         return Err(ctx.op_error(
             op,
             format!(
-                "expects the pool, the gathered and staging buffers, then {n} right-hand sides and {n} products; got {} operands",
+                "expects the pool, the gathered and staging buffers, then {n} right-hand sides and {n} products{src}; got {} operands",
                 ops.len()
             ),
         ));
@@ -170,8 +201,12 @@ register_op!(
             batch, into partial slot p. Peer-mapped: the compute stream computes the chunks in \
             the order rank + 1, …, rank + G − 1 (mod G), then rank, while the comm stream runs \
             `kernel` step s as soon as chunk rank + s is computed (peers pull their chunk and \
-            this rank pulls its own), then, after the own chunk, reduces in rank order. Else all chunks are computed and \
-            `symm_fallback` reduce-scatters them on the compute stream.",
+            this rank pulls its own), then, after the own chunk, reduces in rank order. With \
+            `parts` (two ranks, copy engines), each chunk is computed in `parts` row blocks, \
+            a copy engine delivers each block of the peer's partial straight into the result, \
+            and this rank's own GEMMs accumulate onto it (`gemm_acc`), so that no reduction \
+            follows the last GEMM (and the workspace has no receive slots). Else all chunks are computed and `symm_fallback` \
+            reduce-scatters them on the compute stream.",
         operands: &[
             ArgDef::one("pool", ANY),
             ArgDef::one("a", ANY),
@@ -198,6 +233,11 @@ register_op!(
             AttrDef::required("grid", AttrConstraint::Integer),
             AttrDef::required("block", AttrConstraint::Integer),
             COPY_ENGINE,
+            AttrDef::optional("parts", AttrConstraint::Integer).doc(
+                "Row blocks per chunk of the accumulating pipeline (two ranks, `copy_engine`; \
+                 each block contiguous in the chunk). Absent: the chunks are reduced after the \
+                 last GEMM.",
+            ),
         ],
         traits: &[Trait::Collective, Trait::MemRead, Trait::MemWrite, Trait::Blocking],
         verify: Some(|ctx, op| {
@@ -210,6 +250,24 @@ register_op!(
                 op,
                 &["m", "n", "k", "batch", "a_step", "a_stride", "b_step", "ldb", "chunk", "offset"],
             )?;
+            if let Some(p) = ctx.inherent_attr(op, "parts").and_then(|a| ctx.attr_as_i64(a)) {
+                let i = |n: &str| {
+                    ctx.inherent_attr(op, n)
+                        .and_then(|a| ctx.attr_as_i64(a))
+                        .unwrap_or(0)
+                };
+                let (m, batch) = (i("m"), i("batch"));
+                let splits = if batch == 1 { m } else { batch };
+                if p < 1 || splits % p != 0 || ctx.inherent_attr(op, "copy_engine").is_none() {
+                    return Err(ctx.op_error(
+                        op,
+                        format!(
+                            "'parts' = {p} must divide the chunk's {} ({splits}) and needs 'copy_engine'",
+                            if batch == 1 { "rows" } else { "batches" }
+                        ),
+                    ));
+                }
+            }
             verify_launch_shape(ctx, op)
         }),
         example: "rt.symm_fused_matmul_reduce_scatter %w, %a, %b, %y {a_step = 128 : i64, a_stride = 0 : i64, b_step = 0 : i64, batch = 1 : i64, block = 32 : i64, chunk = 192 : i64, dtype = \"bf16\", grid = 1 : i64, group = @tp, k = 16 : i64, kernel = @s1_fused_matmul_reduce_scatter, ldb = 24 : i64, m = 8 : i64, n = 24 : i64, offset = 0 : i64, reduce_op = \"sum\"} : (!rt.pool, memref<16x16xbf16>, memref<16x24xbf16>, memref<8x24xbf16>) -> ()",

@@ -14,6 +14,7 @@
 
 pub mod abi;
 mod fused;
+pub use fused::{accumulate_parts, ACCUMULATE_MIN_PART_ELEMS};
 
 use crate::shape::{elem_bytes, ty_str};
 use commlir_ir::{

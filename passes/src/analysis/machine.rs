@@ -238,6 +238,7 @@ machine_file!(
         chunk_step_ns,
         chunk_gather_slowdown,
         chunk_scatter_slowdown,
+        chunk_accumulate_slowdown,
         overlap_compute_slowdown,
         overlap_comm_slowdown,
     ],

@@ -893,6 +893,7 @@ impl RankState {
         c: (*mut c_void, i64, i64),
         batch: i64,
         dtype: u32,
+        (alpha, beta): (f64, f64),
     ) -> Result<(), String> {
         use cublas::cublasComputeType_t as C;
         use cublas::cudaDataType_t as D;
@@ -921,12 +922,12 @@ impl RankState {
             },
         };
         let dtype = dtype & 0xff;
-        // alpha = 1, beta = 0 in the compute type, on the host.
-        let (one32, zero32, one64, zero64) = (1f32, 0f32, 1f64, 0f64);
+        // alpha and beta in the compute type, on the host.
+        let (alpha32, beta32) = (alpha as f32, beta as f32);
         let (alpha, beta): (*const c_void, *const c_void) = if dtype == 8 {
-            (&one64 as *const f64 as _, &zero64 as *const f64 as _)
+            (&alpha as *const f64 as _, &beta as *const f64 as _)
         } else {
-            (&one32 as *const f32 as _, &zero32 as *const f32 as _)
+            (&alpha32 as *const f32 as _, &beta32 as *const f32 as _)
         };
         let handle = self.cublas;
         // SAFETY: the host program passes device buffers of the shapes it computed.
@@ -1299,6 +1300,35 @@ unsafe extern "C" fn rt_gemm(
     batch: i64,
     dtype: u32,
 ) -> Status {
+    rt_gemm_acc(
+        rt, transa, transb, m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c, batch,
+        dtype, 1.0, 0.0,
+    )
+}
+
+/// ABI `gemm_acc`: `gemm` with `C = alpha·A·B + beta·C`.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn rt_gemm_acc(
+    rt: *mut c_void,
+    transa: u32,
+    transb: u32,
+    m: i64,
+    n: i64,
+    k: i64,
+    a: *const c_void,
+    lda: i64,
+    stride_a: i64,
+    b: *const c_void,
+    ldb: i64,
+    stride_b: i64,
+    c: *mut c_void,
+    ldc: i64,
+    stride_c: i64,
+    batch: i64,
+    dtype: u32,
+    alpha: f64,
+    beta: f64,
+) -> Status {
     with_state(rt, |s| {
         s.timed(
             abi::STREAM_COMPUTE,
@@ -1319,7 +1349,32 @@ unsafe extern "C" fn rt_gemm(
                     (c, ldc, stride_c),
                     batch,
                     dtype,
+                    (alpha, beta),
                 )
+            },
+        )
+    })
+}
+
+/// ABI `copy_on`: a device-to-device copy on a stream.
+unsafe extern "C" fn rt_copy_on(
+    rt: *mut c_void,
+    stream: u32,
+    dst: *mut c_void,
+    src: *const c_void,
+    bytes: u64,
+) -> Status {
+    with_state(rt, |s| {
+        s.timed(
+            stream,
+            |_| (format!("copy {bytes} B"), bytes, 0.0),
+            |s| {
+                let st = s.stream(stream)?;
+                // SAFETY: the host program passes device buffers of at least `bytes`.
+                let r = s.prof.cuda(Driver::Other, || unsafe {
+                    cu::cuMemcpyDtoDAsync_v2(dst as u64, src as u64, bytes as usize, st)
+                });
+                cu_check("copy_on", r)
             },
         )
     })
@@ -1718,6 +1773,8 @@ pub static API: CommlirRtApi = CommlirRtApi {
     launch_on: rt_launch_on,
     group_rank: rt_group_rank,
     symm_peer_copy: rt_symm_peer_copy,
+    gemm_acc: rt_gemm_acc,
+    copy_on: rt_copy_on,
 };
 
 /// Loads the kernels of `ptx` (NUL-terminated) and looks up `names` in order.
