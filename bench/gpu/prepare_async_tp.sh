@@ -14,9 +14,8 @@
 #        through coll-fuse-matmul; the matmul alone;
 #      {ag,rs}_<shape>_fusedk: the fused op with its chunks moved by the transfer kernel's
 #        blocks instead of copy engines (COMMLIR_FUSED_TRANSFER=kernel);
-#      ag_<shape>_fused{c,m}: the all-gather's argument copied into the pool by copy_on on the
-#        comm stream beside the first GEMM (COMMLIR_FUSED_SHARD_COPY=comm), or on the compute
-#        stream (=compute), instead of the clone kernel;
+#      ag_<shape>_fusedp: the all-gather pulling the peers' shards out of their pools
+#        (COMMLIR_FUSED_AG=pull) instead of pushing its own into theirs;
 #      rs_<shape>_fused{1,2,4}: the reduce-scatter accumulating in that many row blocks
 #        (COMMLIR_FUSED_PARTS; 1 = reduced after the last GEMM);
 #    all compiled with builtin.module(func.func(coll-to-comm,comm-plan-pools)) (auto: with
@@ -133,13 +132,10 @@ MLIR
     COMMLIR_FUSED_TRANSFER=kernel build "$dir/micro/${side}_${shape}_fused.mlir" "$plain_mm" \
       "$dir/micro/${side}_${shape}_fusedk.commlir"
   done
-  # The all-gather's argument copied into the pool by copy_on on the comm stream beside the
-  # first GEMM (fusedc), or on the compute stream before the op (fusedm), instead of the clone
-  # kernel.
-  COMMLIR_FUSED_SHARD_COPY=comm build "$dir/micro/ag_${shape}_fused.mlir" "$plain_mm" \
-    "$dir/micro/ag_${shape}_fusedc.commlir"
-  COMMLIR_FUSED_SHARD_COPY=compute build "$dir/micro/ag_${shape}_fused.mlir" "$plain_mm" \
-    "$dir/micro/ag_${shape}_fusedm.commlir"
+  # The all-gather pulling each peer's shard out of its pool (after the clone of the argument
+  # into it) instead of pushing its own into the peers (fusedp).
+  COMMLIR_FUSED_AG=pull build "$dir/micro/ag_${shape}_fused.mlir" "$plain_mm" \
+    "$dir/micro/ag_${shape}_fusedp.commlir"
   # The reduce-scatter with its chunks in N row blocks accumulated onto the peer's partial
   # (fused<N>; 1: the final reduction after the last GEMM, whatever the chunk size).
   for parts in 1 2 4; do

@@ -8,8 +8,7 @@
 #     commlir's matmul alone, unfused sequence, the cost model's choice (auto) and fused op
 #     (with copy engines moving the chunks, and with the transfer kernel's blocks: fusedk;
 #     the reduce-scatter also accumulating in 1, 2 and 4 row blocks: fused1, fused2, fused4;
-#     the all-gather's argument copied in by copy_on beside the first GEMM, fusedc, or before
-#     it, fusedm; AG_VARIANTS / RS_VARIANTS choose others, TORCH_MICRO=0 skips PyTorch),
+#     the all-gather pulling instead of pushing, fusedp; AG_VARIANTS / RS_VARIANTS choose others, TORCH_MICRO=0 skips PyTorch),
 #     each 20 calls per CUDA graph replayed 20 times after 5 warm-up (`--cuda-graph
 #     --graph-calls 20 --bench-iters 20 --warmup 5`, `time(events)`); PyTorch 2.11's matmul
 #     alone, unfused sequence and torch.ops.symm_mem.fused_* at the same shapes
@@ -52,7 +51,7 @@ us() {  # us ARTIFACT [runner args...]: time(events) in us, then `,error` if any
 if [[ $parts == *1* ]]; then
   say "== 1. --check against the sim"
   for side in ag rs; do
-    vs="fused fusedk unfused auto mm"; [ $side = rs ] && vs="$vs fused2 fused4"; [ $side = ag ] && vs="$vs fusedc fusedm"
+    vs="fused fusedk unfused auto mm"; [ $side = rs ] && vs="$vs fused2 fused4"; [ $side = ag ] && vs="$vs fusedp"
     for v in $vs; do
       b=${side}_64x256x1024_$v
       chk "$dir/micro/$b.commlir" "$dir/micro/$(echo "$b" | sed 's/fused[a-z0-9]*$/fused/').mlir"
@@ -70,7 +69,7 @@ if [[ $parts == *2* ]]; then
   say "== 2. fused ops, us per call (20 calls per CUDA graph, 20 replays, 5 warm-up)"
   for shape in 2048x4096x16384 8192x4096x16384 8192x8192x28672; do
     for side in ag rs; do
-      if [ $side = ag ]; then vs=${AG_VARIANTS:-mm unfused auto fused fusedk fusedc fusedm}
+      if [ $side = ag ]; then vs=${AG_VARIANTS:-mm unfused auto fused fusedk fusedp}
       else vs=${RS_VARIANTS:-mm unfused auto fused fusedk fused1 fused2 fused4}; fi
       for v in $vs; do
         a="$dir/micro/${side}_${shape}_$v.commlir"

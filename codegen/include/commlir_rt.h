@@ -52,7 +52,7 @@ typedef struct commlir_symm_desc {
 
 typedef struct commlir_rt_api {
   uint32_t abi_version; /* COMMLIR_RT_ABI_VERSION; commlir_main returns -1 on a mismatch */
-  uint32_t num_fns;     /* number of function pointers that follow (22 in version 5) */
+  uint32_t num_fns;     /* number of function pointers that follow (23 in version 5) */
   /* compute stream, stream-ordered (cudaMallocAsync / cudaFreeAsync) */
   int (*alloc)(void *rt, uint64_t bytes, void **out);
   int (*free)(void *rt, void *ptr);
@@ -118,16 +118,21 @@ typedef struct commlir_rt_api {
   int (*symm_peer_copy)(void *rt, uint32_t stream, void *pool_base, uint32_t peer,
                         uint64_t src_offset, void *dst, uint64_t rows, uint64_t row_bytes,
                         uint64_t dst_pitch);
-  /* version 5 (pipelines that accumulate and copy on the comm stream) */
+  /* version 5 (the accumulating reduce-scatter and the pushing all-gather) */
   /* exactly `gemm`, with c = alpha * a.b + beta * c (alpha, beta converted to the compute
    * type): the reduce-scatter pipeline's own GEMMs add onto the peer's partial in c */
   int (*gemm_acc)(void *rt, uint32_t transa, uint32_t transb, int64_t m, int64_t n, int64_t k,
                   const void *a, int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
                   int64_t stride_b, void *c, int64_t ldc, int64_t stride_c, int64_t batch,
                   uint32_t dtype, double alpha, double beta);
-  /* cuMemcpyDtoDAsync of `bytes` on `stream`: the all-gather pipeline's shard enters its pool
-   * on the comm stream */
+  /* cuMemcpyDtoDAsync of `bytes` on `stream`: the all-gather pipeline's NCCL fallback copies
+   * its shard into the workspace pool */
   int (*copy_on)(void *rt, uint32_t stream, void *dst, const void *src, uint64_t bytes);
+  /* a copy engine's cuMemcpyDtoDAsync on `stream` of `bytes` from local src into group rank
+   * `peer`'s mapping of the peer-mapped symm_mem pool at pool_base, dst_offset bytes in: the
+   * all-gather pipeline pushes its shard into every peer */
+  int (*symm_peer_put)(void *rt, uint32_t stream, void *pool_base, uint32_t peer,
+                       uint64_t dst_offset, const void *src, uint64_t bytes);
 } commlir_rt_api;
 
 /* The entry of a compiled function: args[i] = device pointer of argument i (the caller's

@@ -302,6 +302,7 @@ impl<'a, 'c> Host<'a, 'c> {
                 ]
             }
             "copy_on" => vec![p, u32t, p, p, u64t],
+            "symm_peer_put" => vec![p, u32t, p, u32t, u64t, p, u64t],
             "all_reduce" | "reduce_scatter" | "broadcast" => vec![p, u32t, p, p, u64t, u32t, u32t],
             "all_gather" => vec![p, u32t, p, p, u64t, u32t],
             "all_to_all" => vec![p, u32t, p, p, u64t, u64t, u32t, p, p],

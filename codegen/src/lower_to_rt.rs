@@ -400,8 +400,8 @@ struct Lowering {
     /// transposed operand instead, and the transpose emits nothing
     /// ([`gemm_operand_transposes`]).
     gemm_transposed: HashSet<OpId>,
-    /// Shards of fused all-gather-matmuls that a plain clone would have copied into their
-    /// pool: clone result → the buffer cloned (the pipeline copies it on the comm stream).
+    /// Shards of pushing fused all-gather-matmuls that a plain clone would have copied into
+    /// a comm buffer: clone result → the buffer cloned (the pipeline pushes it from there).
     shard_sources: HashMap<Value, Value>,
 }
 
@@ -626,12 +626,10 @@ fn result_buffer(
     Ok(b)
 }
 
-/// With `COMMLIR_FUSED_SHARD_COPY` set (`fused_matmul::shard_copy_mode`), the value a plain
-/// `compute.clone` copies into a comm buffer whose one reader is a fused all-gather-matmul's
-/// shard: the pipeline then copies it into the pool itself (`copy_on`) instead of the clone
-/// kernel.
+/// The value a plain `compute.clone` copies into a comm buffer whose one reader is the shard
+/// of a pushing fused all-gather-matmul (`fused_matmul::pushes`): the pipeline pushes the
+/// value itself, so the clone is not needed.
 fn fused_shard_source(ctx: &Context, op: OpId, group: &crate::fusion::Group) -> Option<Value> {
-    fused_matmul::shard_copy_mode()?;
     if ctx.op_name(op) != "compute.clone"
         || group.ops.len() != 1
         || !crate::kernels::is_plain_copy(ctx, op, &group.inputs)
@@ -641,9 +639,7 @@ fn fused_shard_source(ctx: &Context, op: OpId, group: &crate::fusion::Group) -> 
     let r = ctx.result(op, 0);
     buffer_encoding(ctx, ctx.value_type(r))?;
     match ctx.uses(r) {
-        [u] if u.index == 0 && ctx.op_name(u.op) == "symm.fused_all_gather_matmul" => {
-            Some(ctx.operand(op, 0))
-        }
+        [u] if u.index == 0 && fused_matmul::pushes(ctx, u.op) => Some(ctx.operand(op, 0)),
         _ => None,
     }
 }

@@ -482,6 +482,37 @@ unsafe extern "C" fn m_copy_on(
     0
 }
 
+/// A copy engine's push into group rank `peer`'s pool of the same allocation sequence.
+unsafe extern "C" fn m_symm_peer_put(
+    rt: *mut c_void,
+    stream: u32,
+    pool: *mut c_void,
+    peer: u32,
+    dst_offset: u64,
+    src: *const c_void,
+    bytes: u64,
+) -> Status {
+    let m = mock(rt);
+    if stream != abi::STREAM_COMM {
+        return m.fail(format!("symm_peer_put on stream {stream}"));
+    }
+    let Some(&seq) = m.pools.get(&(pool as usize)) else {
+        return m.fail(format!("symm_peer_put into {pool:?}, not a live pool"));
+    };
+    let rows_of = m.group.rows.lock().unwrap();
+    let Some(Some((base, _))) = rows_of[seq].ranks.get(peer as usize).copied() else {
+        drop(rows_of);
+        return m.fail(format!("symm_peer_put into group rank {peer}, not mapped"));
+    };
+    drop(rows_of);
+    std::ptr::copy_nonoverlapping(
+        src as *const u8,
+        (base as *mut u8).add(dst_offset as usize),
+        bytes as usize,
+    );
+    0
+}
+
 static API: CommlirRtApi = CommlirRtApi {
     abi_version: abi::ABI_VERSION,
     num_fns: abi::API_FIELDS.len() as u32,
@@ -507,63 +538,65 @@ static API: CommlirRtApi = CommlirRtApi {
     symm_peer_copy: m_symm_peer_copy,
     gemm_acc: m_gemm_acc,
     copy_on: m_copy_on,
+    symm_peer_put: m_symm_peer_put,
 };
 
-/// Runs `text` on `world` ranks, peer-mapped or not, against the sim.
 /// How a peer-mapped pipeline moves its chunks.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Transfer {
-    /// `symm_peer_copy` between signalling launches (what `comm-to-rt` emits).
+    /// What `comm-to-rt` emits: copy engines, all-gathers pushing their shard into the peers
+    /// (`push`, unless the gathered A is a result), reduce-scatters pulling the partials.
     CopyEngine,
-    /// The kernel's blocks (`COMMLIR_FUSED_TRANSFER=kernel`): `copy_engine` removed.
+    /// Copy engines, every all-gather pulling (`COMMLIR_FUSED_AG=pull`).
+    Pull,
+    /// The kernel's blocks (`COMMLIR_FUSED_TRANSFER=kernel`).
     Kernel,
     /// Copy engines, and two ranks' reduce-scatters accumulating in `parts` row blocks (what
     /// `comm-to-rt` emits for large chunks): the own GEMMs add onto the peer's partial in
     /// f32, so those results agree with the sim's rank-order sum of rounded partials to a
     /// rounding, not bit for bit.
     Accumulate(i64),
-    /// Copy engines, and a shard that is a copy of an argument copied into its pool on the
-    /// comm stream beside the first GEMM (`copy_beside`, `COMMLIR_FUSED_SHARD_COPY=comm`).
-    CopyBeside,
 }
 
-/// Returns how many all-gather pipelines copy their shard in from a source buffer.
+/// Runs `text` on `world` ranks, peer-mapped or not, against the sim; returns how many
+/// all-gather pipelines push.
 fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) -> usize {
-    // Every test lowers shards that are copies of arguments through `copy_on` (the knob's
-    // `compute` mode; `CopyBeside` then moves the copy to the comm stream), set once before
-    // any test of this binary lowers anything.
-    static SHARD_COPY: std::sync::Once = std::sync::Once::new();
-    SHARD_COPY.call_once(|| std::env::set_var("COMMLIR_FUSED_SHARD_COPY", "compute"));
     let (want, in_types) = sim_reference(text, world);
 
     let mut ctx = Context::new();
-    let m = lower(&mut ctx, text, PIPELINE);
-    let mut fused = Vec::new();
+    // The knobs are environment variables read while lowering: one lowering at a time.
+    static LOWER: Mutex<()> = Mutex::new(());
+    let m = {
+        let _one = LOWER.lock().unwrap_or_else(|e| e.into_inner());
+        let knobs: &[(&str, &str)] = match transfer {
+            Transfer::Pull => &[("COMMLIR_FUSED_AG", "pull")],
+            Transfer::Kernel => &[("COMMLIR_FUSED_TRANSFER", "kernel")],
+            _ => &[],
+        };
+        for (k, v) in knobs {
+            std::env::set_var(k, v);
+        }
+        let m = lower(&mut ctx, text, PIPELINE);
+        for (k, _) in knobs {
+            std::env::remove_var(k);
+        }
+        m
+    };
+    let (mut fused, mut pushing) = (Vec::new(), 0);
     ctx.walk(m, |op| {
         if ctx.inherent_attr(op, "copy_engine").is_some() {
             fused.push(op);
         }
+        if ctx.inherent_attr(op, "push").is_some() {
+            pushing += 1;
+        }
     });
-    assert!(
-        !text.contains("symm.fused") || !fused.is_empty(),
-        "no copy_engine attribute"
+    assert_eq!(
+        text.contains("symm.fused") && transfer != Transfer::Kernel,
+        !fused.is_empty(),
+        "copy_engine attributes ({transfer:?})"
     );
-    if transfer == Transfer::Kernel {
-        for op in fused {
-            ctx.remove_attr(op, "copy_engine");
-        }
-    } else if transfer == Transfer::CopyBeside {
-        let mut sources = Vec::new();
-        ctx.walk(m, |op| {
-            if ctx.inherent_attr(op, "shard_source").is_some() {
-                sources.push(op);
-            }
-        });
-        for op in sources {
-            let u = ctx.unit_attr();
-            ctx.set_attr(op, "copy_beside", u);
-        }
-    } else if let Transfer::Accumulate(parts) = transfer {
+    if let Transfer::Accumulate(parts) = transfer {
         let mut accumulating = 0;
         for op in fused {
             let rs = ctx.op_name(op) == "rt.symm_fused_matmul_reduce_scatter";
@@ -581,15 +614,6 @@ fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) -> usize {
         }
         assert!(accumulating > 0, "no reduce-scatter takes {parts} parts");
     }
-    let shard_sources = {
-        let mut n = 0;
-        ctx.walk(m, |op| {
-            if ctx.inherent_attr(op, "shard_source").is_some() {
-                n += 1;
-            }
-        });
-        n
-    };
     let dev = kernels::compile(&ctx, m).unwrap_or_else(|d| panic!("{}\n{text}", d.message));
     let hc = host::compile(&ctx, m, &dev, None, false)
         .unwrap_or_else(|d| panic!("{}\n{text}", d.message));
@@ -665,8 +689,9 @@ fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) -> usize {
                 assert!(rt.allocs.is_empty(), "rank {rank}: allocations leaked");
                 assert!(rt.pools.is_empty(), "rank {rank}: pools never freed");
                 assert!(rt.recorded.is_empty(), "rank {rank}: events never waited on");
-                // Every shard with a source is copied in once, on either path.
-                assert_eq!(rt.copies_on, shard_sources, "rank {rank}: copy_on calls");
+                // The fallback copies each pushing pipeline's shard into its workspace.
+                let copies = if mapped { 0 } else { pushing };
+                assert_eq!(rt.copies_on, copies, "rank {rank}: copy_on calls");
             }));
         }
         for h in handles {
@@ -680,7 +705,7 @@ fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) -> usize {
             "rank {r} fault word"
         );
     }
-    shard_sources
+    pushing
 }
 
 /// Whether `got` (bytes of `want`'s type) is `want` to within the rounding of one more
@@ -742,12 +767,11 @@ fn program(g: usize, ty: &str) -> String {
 fn run_all(g: usize) {
     for ty in ["bf16", "f32"] {
         let text = program(g, ty);
-        // The argument %a goes into the pool through the pipeline's own copy.
-        assert_eq!(check(&text, g, true, Transfer::CopyEngine), 1);
-        check(&text, g, true, Transfer::Kernel);
-        assert_eq!(check(&text, g, true, Transfer::CopyBeside), 1);
+        // %q (the argument %a, its clone skipped) and %z push; %ag (returned) pulls.
+        assert_eq!(check(&text, g, true, Transfer::CopyEngine), 2);
+        assert_eq!(check(&text, g, true, Transfer::Pull), 0);
+        assert_eq!(check(&text, g, true, Transfer::Kernel), 0);
         check(&text, g, false, Transfer::CopyEngine);
-        check(&text, g, false, Transfer::CopyBeside);
         if g == 2 {
             check(&text, g, true, Transfer::Accumulate(2));
             check(&text, g, true, Transfer::Accumulate(4));

@@ -293,6 +293,17 @@ unsafe extern "C" fn m_copy_on(
 ) -> Status {
     mock(rt).fail("fused collective-matmul ops are not generated".into())
 }
+unsafe extern "C" fn m_symm_peer_put(
+    rt: *mut c_void,
+    _stream: u32,
+    _pool: *mut c_void,
+    _peer: u32,
+    _dst_offset: u64,
+    _src: *const c_void,
+    _bytes: u64,
+) -> Status {
+    mock(rt).fail("fused collective-matmul ops are not generated".into())
+}
 unsafe extern "C" fn m_event_record(rt: *mut c_void, _stream: u32, e: u32) -> Status {
     let m = mock(rt);
     if e >= m.num_events {
@@ -334,6 +345,7 @@ static API: CommlirRtApi = CommlirRtApi {
     symm_peer_copy: m_symm_peer_copy,
     gemm_acc: m_gemm_acc,
     copy_on: m_copy_on,
+    symm_peer_put: m_symm_peer_put,
 };
 
 const T: &str = "tensor<4x16xf32>";

@@ -81,6 +81,7 @@ fn layout_is_two_u32_then_pointers() {
         offset_of!(CommlirRtApi, symm_peer_copy),
         offset_of!(CommlirRtApi, gemm_acc),
         offset_of!(CommlirRtApi, copy_on),
+        offset_of!(CommlirRtApi, symm_peer_put),
     ];
     assert_eq!(offsets.len(), abi::API_FIELDS.len());
     for (i, o) in offsets.iter().enumerate() {

@@ -31,7 +31,7 @@ coll.group @tp {size = 2 : i64, symm_mem}
 // RT: rt.pool_free %[[P]]
 // RT: return %[[R]]
 
-// HOST: %struct.commlir_rt_api = type { i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr }
+// HOST: %struct.commlir_rt_api = type { i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr }
 // HOST: @commlir_abi_version = constant i32 5
 // HOST: @commlir_num_kernels = constant i32 2
 // HOST: @commlir_ptx = constant

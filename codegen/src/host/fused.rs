@@ -10,6 +10,11 @@
 //! (reduce-scatter), and the compute stream finally waits for the comm stream's last step,
 //! so the op is blocking on the compute stream like every symm op.
 //!
+//! With copy engines the all-gather pushes its shard into each peer's workspace
+//! (`symm_peer_put`) instead of the peers pulling it from a pool, and a two-rank
+//! reduce-scatter of large chunks accumulates in row blocks onto the peer's partial
+//! (`gemm_acc`) instead of reducing after the last GEMM (docs/codegen.md).
+//!
 //! Not peer-mapped: `symm_fallback` (NCCL, compute stream) moves everything at once and the
 //! GEMMs run before (reduce-scatter) or after (all-gather) it.
 
@@ -193,6 +198,32 @@ impl<'c> Host<'_, 'c> {
             ],
         )
     }
+    /// `symm_peer_put` on the comm stream: `bytes` from `src` into group rank `peer`'s
+    /// mapping of `pool`, `dst_offset` bytes in.
+    fn peer_put(
+        &self,
+        pool: PointerValue<'c>,
+        peer: IntValue<'c>,
+        dst_offset: IntValue<'c>,
+        src: PointerValue<'c>,
+        bytes: i64,
+    ) -> R<()> {
+        let peer = b!(self
+            .b
+            .build_int_truncate(peer, self.cx.i32_type(), "peer32"));
+        self.call(
+            "symm_peer_put",
+            &[
+                self.i32(u64::from(abi::STREAM_COMM)).into(),
+                pool.into(),
+                peer.into(),
+                dst_offset.into(),
+                src.into(),
+                self.i64(bytes).into(),
+            ],
+        )
+    }
+
     /// `copy_on(stream, dst, src, bytes)`.
     fn copy_on(
         &self,
@@ -291,23 +322,18 @@ impl<'c> Host<'_, 'c> {
             .ok_or("requires 'ns'")?;
         let world = self.world_of(ctx, op)?;
         let nb = ns.len();
-        let has_source = ctx.inherent_attr(op, "shard_source").is_some();
-        if bufs.len() != 3 + 2 * nb + usize::from(has_source) {
+        let push = ctx.inherent_attr(op, "push").is_some();
+        if bufs.len() != 3 + 2 * nb + usize::from(push) {
             return Err("operand count does not match 'ns'".into());
         }
         let (pool, gathered, stage) = (bufs[0], bufs[1], bufs[2]);
         let (bs, outs) = (&bufs[3..3 + nb], &bufs[3 + nb..3 + 2 * nb]);
-        let source = has_source.then(|| bufs[3 + 2 * nb]);
-        // The shard's copy into the pool: on the comm stream beside the first GEMM (which
-        // reads the source), or on the compute stream before anything.
-        let beside = source.filter(|_| ctx.inherent_attr(op, "copy_beside").is_some());
+        // A pushing pipeline's shard, wherever it is (the pool is then its workspace).
+        let source = push.then(|| bufs[3 + 2 * nb]);
         let dtype = self.dtype(ctx, op)?;
         let esz = elem_size(Self::attr_str(ctx, op, "dtype")?)?;
         let kernel = self.kernel_index(ctx, op, "kernel")? as u32;
         let shard = self.at(pool, offset)?;
-        if let (Some(src), None) = (source, beside) {
-            self.copy_on(abi::STREAM_COMPUTE, shard, src, count * esz)?;
-        }
         // Product i's chunk p: block p of `m` rows in each of the `batch` blocks of G·m rows.
         let gemm = |p: IntValue<'c>, a_ptr: PointerValue<'c>, a_stride: i64| -> R<()> {
             for i in 0..nb {
@@ -338,57 +364,75 @@ impl<'c> Host<'_, 'c> {
         let (compute, comm) = (abi::STREAM_COMPUTE, abi::STREAM_COMM);
         let step =
             |s: i64, grid: i64| self.symm_step(kernel, grid, block, desc, offset, gathered, s);
-        // The shard was written on the compute stream: the comm stream starts after it (and,
-        // from a source buffer, copies it into the pool first).
+        // The shard was written on the compute stream: the comm stream starts after it.
         self.record(compute, events[0])?;
         self.wait(comm, events[0])?;
-        if let Some(src) = beside {
-            self.copy_on(comm, shard, src, count * esz)?;
-        }
         // The own block of the gathered buffer is read only when the buffer is a result;
         // otherwise the first step is the start barrier alone (step G + 1).
         let return_a = ctx.inherent_attr(op, "return_a").is_some();
-        if ctx.inherent_attr(op, "copy_engine").is_some() {
-            // Copy engines move the chunks; the kernel only signals, with one block.
-            let shard_bytes = m * k * esz;
-            let copy = |p: IntValue<'c>| -> R<()> {
-                let dst = self.offset(gathered, p, shard_bytes)?;
-                let src = self.i64(offset);
-                self.peer_copy(pool, p, src, dst, batch, shard_bytes, world * shard_bytes)
-            };
+        let shard_bytes = count * esz;
+        if let Some(src) = source {
+            // Push: after the start barrier (every peer is done reading its workspace), a
+            // copy engine writes this rank's shard into slot `rank` of each peer's
+            // workspace, and step G + 1 + s tells peer rank + s it is there and waits for
+            // rank − s's shard in this rank's slot rank − s. No copy into a pool of one's own,
+            // and no end barrier: nobody reads this rank's memory.
             step(world + 1, 1)?;
             for s in 1..world {
-                copy(self.chunk_of(rank, s, world)?)?;
+                let p = self.chunk_of(rank, s, world)?;
+                let dst = b!(self.b.build_int_mul(rank, self.i64(shard_bytes), "slot"));
+                self.peer_put(pool, p, dst, src, shard_bytes)?;
+                step(world + 1 + s, 1)?;
                 self.record(comm, events[s as usize])?;
             }
-            if return_a {
-                copy(rank)?;
-            }
-            step(world, 1)?;
-        } else {
-            step(if return_a { 0 } else { world + 1 }, grid)?;
+            self.record(comm, events[world as usize])?;
+            gemm(rank, src, m * k)?;
             for s in 1..world {
-                step(s, grid)?;
-                self.record(comm, events[s as usize])?;
+                self.wait(compute, events[s as usize])?;
+                let q = self.chunk_of(rank, world - s, world)?;
+                gemm(q, self.offset(pool, q, shard_bytes)?, m * k)?;
             }
-            step(world, grid)?;
-        }
-        self.record(comm, events[world as usize])?;
-        // This rank's shard needs no copy: its GEMMs run at once, from the pool (or from
-        // where the shard came from, while the comm stream copies it in).
-        gemm(rank, beside.unwrap_or(shard), m * k)?;
-        for s in 1..world {
-            self.wait(compute, events[s as usize])?;
-            let p = self.chunk_of(rank, s, world)?;
-            let a_ptr = self.offset(gathered, p, m * k * esz)?;
-            gemm(p, a_ptr, world * m * k)?;
+        } else {
+            if ctx.inherent_attr(op, "copy_engine").is_some() {
+                // Copy engines move the chunks; the kernel only signals, with one block.
+                let copy = |p: IntValue<'c>| -> R<()> {
+                    let dst = self.offset(gathered, p, m * k * esz)?;
+                    let src = self.i64(offset);
+                    self.peer_copy(pool, p, src, dst, batch, m * k * esz, world * m * k * esz)
+                };
+                step(world + 1, 1)?;
+                for s in 1..world {
+                    copy(self.chunk_of(rank, s, world)?)?;
+                    self.record(comm, events[s as usize])?;
+                }
+                if return_a {
+                    copy(rank)?;
+                }
+                step(world, 1)?;
+            } else {
+                step(if return_a { 0 } else { world + 1 }, grid)?;
+                for s in 1..world {
+                    step(s, grid)?;
+                    self.record(comm, events[s as usize])?;
+                }
+                step(world, grid)?;
+            }
+            self.record(comm, events[world as usize])?;
+            // This rank's shard needs no copy: its GEMMs run at once, from the pool.
+            gemm(rank, shard, m * k)?;
+            for s in 1..world {
+                self.wait(compute, events[s as usize])?;
+                let p = self.chunk_of(rank, s, world)?;
+                let a_ptr = self.offset(gathered, p, m * k * esz)?;
+                gemm(p, a_ptr, world * m * k)?;
+            }
         }
         self.wait(compute, events[world as usize])?;
         b!(self.b.build_unconditional_branch(join));
         // NCCL: the shards stacked rank by rank in the staging buffer, then every chunk.
         self.b.position_at_end(fallback);
-        if let Some(src) = beside {
-            self.copy_on(compute, shard, src, count * esz)?;
+        if let Some(src) = source {
+            self.copy_on(compute, shard, src, shard_bytes)?;
         }
         let ag = abi::code(abi::SYMM_COLLS, "all_gather").ok_or("no all_gather code")?;
         self.symm_fallback(ctx, op, ag, (pool, offset), stage, count, self.i32(0))?;

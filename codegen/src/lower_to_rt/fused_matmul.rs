@@ -109,25 +109,27 @@ fn launch_attrs(
         ("grid", i64_attr(ctx, grid as i64)),
         ("block", i64_attr(ctx, block as i64)),
     ];
-    let kernel = std::env::var("COMMLIR_FUSED_TRANSFER").is_ok_and(|v| v.trim() == "kernel");
-    if !kernel {
+    if !kernel_transfer() {
         attrs.push(("copy_engine", ctx.unit_attr()));
     }
     attrs
 }
 
-/// `COMMLIR_FUSED_SHARD_COPY` at compile time, an experiment knob of the benchmarks: how a
-/// fused all-gather-matmul's shard that is a copy of another buffer enters its pool. Unset:
-/// a clone kernel, as any other comm buffer; `compute`: `copy_on` on the compute stream
-/// before the pipeline; `comm`: `copy_on` on the comm stream beside the first GEMM
-/// (`copy_beside`), which reads the source. Measured on 2×H100 both copies cost more than the
-/// clone kernel, the one beside the GEMM most (docs/benchmarks.md, async TP).
-pub(super) fn shard_copy_mode() -> Option<&'static str> {
-    match std::env::var("COMMLIR_FUSED_SHARD_COPY").ok()?.trim() {
-        "comm" => Some("comm"),
-        "compute" => Some("compute"),
-        _ => None,
-    }
+/// Whether `comm-to-rt` lowers the fused all-gather-matmul `op` to a pushing pipeline
+/// (`push`): with copy engines and a gathered A that is not a result, each rank pushes its
+/// shard from wherever it is into its peers' workspaces, so the shard never needs copying into
+/// a pool of its own. `COMMLIR_FUSED_AG=pull` at compile time keeps the pulling pipeline (an
+/// experiment knob of the benchmarks).
+pub(super) fn pushes(ctx: &Context, op: OpId) -> bool {
+    ctx.op_name(op) == "symm.fused_all_gather_matmul"
+        && ctx.inherent_attr(op, "return_a").is_none()
+        && !kernel_transfer()
+        && std::env::var("COMMLIR_FUSED_AG").map_or(true, |v| v.trim() != "pull")
+}
+
+/// `COMMLIR_FUSED_TRANSFER=kernel` at compile time (see [`launch_attrs`]).
+fn kernel_transfer() -> bool {
+    std::env::var("COMMLIR_FUSED_TRANSFER").is_ok_and(|v| v.trim() == "kernel")
 }
 
 /// `symm.fused_all_gather_matmul` → `rt.symm_fused_all_gather_matmul`.
@@ -143,7 +145,23 @@ pub(super) fn lower_all_gather_matmul(
     let a = ctx.operand(op, 0);
     let dtype = float_dtype(ctx, op)?;
     let (group, world) = group_of(ctx, op)?;
-    let (pool, off) = comm_loc(ctx, st, op, a)?;
+    let push = pushes(ctx, op);
+    let (pool, off) = if push {
+        // The workspace: G shard slots (the runtime caches pools by size).
+        let size = (world * value_tensor(ctx, a).map_or(0, |t| t.numel())) as u64
+            * value_tensor(ctx, a).map_or(1, |t| elem_bytes(ctx, t.elem));
+        let pt = rt::pool_type(ctx);
+        let pattrs = [
+            ("kind", ctx.str_attr("symm_mem")),
+            ("group", group),
+            ("size", i64_attr(ctx, size.max(1) as i64)),
+            ("alignment", i64_attr(ctx, 64)),
+        ];
+        let p = Builder::before(ctx, op).create_value("rt.pool_alloc", &[], pt, &pattrs);
+        (p, 0)
+    } else {
+        comm_loc(ctx, st, op, a)?
+    };
     let at = value_tensor(ctx, a).ok_or_else(|| err(ctx, op, "expects tensors"))?;
     let (shape, elem_ty) = (at.shape.clone(), at.elem);
     let elem = elem_bytes(ctx, elem_ty);
@@ -211,8 +229,14 @@ pub(super) fn lower_all_gather_matmul(
         let r = ctx.result(op, first + i);
         operands.push(result_buffer(ctx, st, op, r)?);
     }
-    let source = st.shard_sources.get(&a).copied();
-    operands.extend(source);
+    if push {
+        // The shard: what a skipped clone would have copied, else its own buffer.
+        let source = match st.shard_sources.get(&a) {
+            Some(&b) => b,
+            None => buffer(ctx, st, op, a)?,
+        };
+        operands.push(source);
+    }
     let sym = fused_kernel(
         ctx,
         op,
@@ -241,14 +265,16 @@ pub(super) fn lower_all_gather_matmul(
     if let Some(u) = unpack {
         attrs.push(("unpack", ctx.symbol_ref(&u)));
     }
-    if source.is_some() {
-        attrs.push(("shard_source", ctx.unit_attr()));
-        if shard_copy_mode() == Some("comm") {
-            attrs.push(("copy_beside", ctx.unit_attr()));
-        }
+    if push {
+        attrs.push(("push", ctx.unit_attr()));
     }
     attrs.extend(launch_attrs(ctx, count, elem, world));
-    Builder::before(ctx, op).create("rt.symm_fused_all_gather_matmul", &operands, &[], &attrs);
+    let mut bld = Builder::before(ctx, op);
+    bld.create("rt.symm_fused_all_gather_matmul", &operands, &[], &attrs);
+    if push {
+        // Blocking on the compute stream: the workspace goes back right away.
+        bld.create("rt.pool_free", &[pool], &[], &[]);
+    }
     st.compute_dirty = true;
     Ok(())
 }

@@ -10,8 +10,9 @@
 //! GEMM of each chunk as soon as that chunk has arrived.
 //!
 //! Copy engines: steps above G do a step's signalling alone (all-gather G + 1: the start
-//! barrier; reduce-scatter G + s: the signals of step s, 2G: the end barrier), so that a copy
-//! engine (`symm_peer_copy`) can move the chunk between two such launches without using an SM.
+//! barrier, G + 1 + s: the signals of push s; reduce-scatter G + s: the signals of step s, 2G:
+//! the end barrier), so that a copy engine (`symm_peer_copy`, `symm_peer_put`) can move the
+//! chunk between two such launches without using an SM.
 //!
 //! Signals: every step that talks to peers does so through the pad slot (block, source) as
 //! the barrier does, and every rank issues the same sequence of puts and waits per pair of
@@ -132,8 +133,29 @@ impl<'c> Gen<'_, 'c> {
                 b!(self.b.build_return(None));
                 // Step 0: the start barrier (every shard is written), then the own shard;
                 // step G + 1: the start barrier alone (no reader of the own block);
-                // step s: the shard of rank (rank + s) mod G.
+                // step s: the shard of rank (rank + s) mod G; step G + 1 + s: the signals of
+                // a push (this rank's shard is in rank (rank + s)'s pool; rank (rank − s)'s
+                // is in this rank's).
                 self.b.position_at_end(mid);
+                let pushed = b!(self.b.build_int_compare(
+                    IntPredicate::UGT,
+                    step,
+                    self.i64(self.world + 1),
+                    "pushed"
+                ));
+                let signals = self.cx.append_basic_block(f, "push_signals");
+                let others = self.cx.append_basic_block(f, "others");
+                b!(self.b.build_conditional_branch(pushed, signals, others));
+                self.b.position_at_end(signals);
+                let s = b!(self.b.build_int_sub(step, self.i64(self.world + 1), "s"));
+                let to = b!(self.b.build_int_add(rank, s, "to"));
+                let to = b!(self.b.build_int_unsigned_rem(to, world, "to"));
+                let from = b!(self.b.build_int_add(rank, world, "fr"));
+                let from = b!(self.b.build_int_sub(from, s, "fr"));
+                let from = b!(self.b.build_int_unsigned_rem(from, world, "from"));
+                self.signal_pair(&env, to, from)?;
+                b!(self.b.build_return(None));
+                self.b.position_at_end(others);
                 let is = |v: u64, nm: &str| -> R<IntValue<'c>> {
                     Ok(b!(self.b.build_int_compare(
                         IntPredicate::EQ,

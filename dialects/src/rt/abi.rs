@@ -72,6 +72,7 @@ pub const API_FIELDS: &[&str] = &[
     "symm_peer_copy",
     "gemm_acc",
     "copy_on",
+    "symm_peer_put",
 ];
 
 /// Symmetric-memory collectives: the `coll` argument of `symm_fallback`, by the name of
@@ -304,11 +305,23 @@ pub struct CommlirRtApi {
         beta: f64,
     ) -> Status,
     /// A device-to-device copy of `bytes` on `stream` (version 5): the all-gather pipeline's
-    /// shard enters its pool on the comm stream while the own GEMM reads the original.
+    /// NCCL fallback copies its shard into the workspace pool.
     pub copy_on: unsafe extern "C" fn(
         rt: Rt,
         stream: u32,
         dst: *mut c_void,
+        src: *const c_void,
+        bytes: u64,
+    ) -> Status,
+    /// A copy engine's copy of `bytes` from local `src` into group rank `peer`'s mapping of a
+    /// peer-mapped symm_mem pool, `dst_offset` bytes in (version 5): the all-gather pipeline
+    /// pushes its shard into every peer, from wherever it is.
+    pub symm_peer_put: unsafe extern "C" fn(
+        rt: Rt,
+        stream: u32,
+        pool_base: *mut c_void,
+        peer: u32,
+        dst_offset: u64,
         src: *const c_void,
         bytes: u64,
     ) -> Status,

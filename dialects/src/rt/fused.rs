@@ -46,8 +46,10 @@ register_op!(
             (at `in_offset` of the pool; `outer` segments of `seg` elements) into block `rank` \
             of the gathered buffer `out` (`outer` segments of G·`seg`), step s in [1, G) \
             copies the shard of rank (rank + s) mod G from that peer's pool, step G is the end \
-            barrier, and step G + 1 is the start barrier alone (for a gathered buffer that is \
-            not a result, whose own block nobody reads). `matmul_reduce_scatter`: the pool holds at `in_offset` this rank's G \
+            barrier, step G + 1 is the start barrier alone (for a gathered buffer that is \
+            not a result, whose own block nobody reads), and step G + 1 + s signals rank \
+            (rank + s) mod G that this rank's shard is in its pool and waits for the same \
+            signal of rank (rank − s) mod G (a pushing pipeline). `matmul_reduce_scatter`: the pool holds at `in_offset` this rank's G \
             partial chunks of `seg` elements, then G receive slots; step s in [1, G) signals \
             rank (rank + s) mod G that its chunk is ready, waits for the signal of rank \
             (rank − s) mod G and copies that peer's chunk for this rank into receive slot \
@@ -134,13 +136,13 @@ register_op!(
                  GEMMs read the shard from the pool).",
             ),
             COPY_ENGINE,
-            AttrDef::optional("shard_source", AttrConstraint::Unit).doc(
-                "One more operand, last: the buffer the shard is a copy of. The pipeline \
-                 copies it into the pool (`copy_on`) on the compute stream before it starts.",
-            ),
-            AttrDef::optional("copy_beside", AttrConstraint::Unit).doc(
-                "With `shard_source`: the comm stream copies the shard into the pool while \
-                 this rank's first GEMMs read the source, beside them.",
+            AttrDef::optional("push", AttrConstraint::Unit).doc(
+                "With `copy_engine`: one more operand, last, the shard wherever it is; the \
+                 pool is a workspace of G shard slots (`offset` 0). After the start barrier \
+                 a copy engine pushes the shard into slot `rank` of every peer's workspace \
+                 (`symm_peer_put`) and signals it, and this rank multiplies each peer's \
+                 shard from its own slot once signalled: no copy into a pool first, no end \
+                 barrier.",
             ),
             GEMM_ATTRS[0],
             GEMM_ATTRS[1],
@@ -167,13 +169,12 @@ fn verify_all_gather_matmul(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         .inherent_attr(op, "ns")
         .and_then(|a| ctx.attr_as_i64_array(a))
         .map_or(0, |v| v.len());
-    let source = usize::from(ctx.inherent_attr(op, "shard_source").is_some());
-    if n == 0 || ops.len() != 3 + 2 * n + source {
-        let src = if source == 1 {
-            ", then the shard's source"
-        } else {
-            ""
-        };
+    let push = ctx.inherent_attr(op, "push").is_some();
+    if push && ctx.inherent_attr(op, "copy_engine").is_none() {
+        return Err(ctx.op_error(op, "'push' needs 'copy_engine'"));
+    }
+    if n == 0 || ops.len() != 3 + 2 * n + usize::from(push) {
+        let src = if push { ", then the shard" } else { "" };
         return Err(ctx.op_error(
             op,
             format!(

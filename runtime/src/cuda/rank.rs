@@ -1723,6 +1723,45 @@ unsafe extern "C" fn rt_symm_peer_copy(
     })
 }
 
+/// ABI `symm_peer_put`: a copy engine's copy from local memory into a peer's mapping of a
+/// peer-mapped symm_mem pool (the all-gather pipeline's pushes, no SM used).
+unsafe extern "C" fn rt_symm_peer_put(
+    rt: *mut c_void,
+    stream: u32,
+    pool_base: *mut c_void,
+    peer: u32,
+    dst_offset: u64,
+    src: *const c_void,
+    bytes: u64,
+) -> Status {
+    with_state(rt, |s| {
+        let (base, size) = s.symm.peer_base(pool_base as u64, peer)?;
+        if dst_offset.checked_add(bytes).is_none_or(|end| end > size) {
+            return Err(format!(
+                "symm_peer_put: {bytes} B at offset {dst_offset} do not fit the pool of {size} B"
+            ));
+        }
+        s.timed(
+            stream,
+            |_| {
+                (
+                    format!("copy engine {bytes} B to group rank {peer}"),
+                    bytes,
+                    1.0,
+                )
+            },
+            |s| {
+                let st = s.stream(stream)?;
+                let dst = base + dst_offset;
+                let r = s.prof.cuda(Driver::Other, || {
+                    cu::cuMemcpyDtoDAsync_v2(dst, src as u64, bytes as usize, st)
+                });
+                cu_check("symm_peer_put", r)
+            },
+        )
+    })
+}
+
 /// ABI `group_rank`: this rank's index in a group's communicator (host only).
 unsafe extern "C" fn rt_group_rank(rt: *mut c_void, group: u32, rank: *mut u32) -> Status {
     with_state(rt, |s| {
@@ -1775,6 +1814,7 @@ pub static API: CommlirRtApi = CommlirRtApi {
     symm_peer_copy: rt_symm_peer_copy,
     gemm_acc: rt_gemm_acc,
     copy_on: rt_copy_on,
+    symm_peer_put: rt_symm_peer_put,
 };
 
 /// Loads the kernels of `ptx` (NUL-terminated) and looks up `names` in order.
