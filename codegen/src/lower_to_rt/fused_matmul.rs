@@ -147,18 +147,10 @@ pub(super) fn lower_all_gather_matmul(
     let (group, world) = group_of(ctx, op)?;
     let push = pushes(ctx, op);
     let (pool, off) = if push {
-        // The workspace: G shard slots (the runtime caches pools by size).
+        // The workspace: G shard slots.
         let size = (world * value_tensor(ctx, a).map_or(0, |t| t.numel())) as u64
             * value_tensor(ctx, a).map_or(1, |t| elem_bytes(ctx, t.elem));
-        let pt = rt::pool_type(ctx);
-        let pattrs = [
-            ("kind", ctx.str_attr("symm_mem")),
-            ("group", group),
-            ("size", i64_attr(ctx, size.max(1) as i64)),
-            ("alignment", i64_attr(ctx, 64)),
-        ];
-        let p = Builder::before(ctx, op).create_value("rt.pool_alloc", &[], pt, &pattrs);
-        (p, 0)
+        (workspace(ctx, op, group, size), 0)
     } else {
         comm_loc(ctx, st, op, a)?
     };
@@ -375,15 +367,7 @@ pub(super) fn lower_matmul_reduce_scatter(
     // The workspace: G partial chunks, then G receive slots (none when the pipeline
     // accumulates: the peer's partial lands in the result).
     let slots = if parts.is_some() { world } else { 2 * world };
-    let size = (slots * chunk) as u64 * elem;
-    let pt = rt::pool_type(ctx);
-    let pattrs = [
-        ("kind", ctx.str_attr("symm_mem")),
-        ("group", group),
-        ("size", i64_attr(ctx, size.max(1) as i64)),
-        ("alignment", i64_attr(ctx, 64)),
-    ];
-    let pool = Builder::before(ctx, op).create_value("rt.pool_alloc", &[], pt, &pattrs);
+    let pool = workspace(ctx, op, group, (slots * chunk) as u64 * elem);
     let mut bld = Builder::before(ctx, op);
     bld.create(
         "rt.symm_fused_matmul_reduce_scatter",
@@ -413,6 +397,20 @@ fn accumulate_parts(world: i64, copy_engine: bool, m: i64, batch: i64, chunk: i6
         .and_then(|v| v.trim().parse::<i64>().ok());
     let parts = forced.unwrap_or_else(|| rt::accumulate_parts(world, chunk));
     (parts >= 2 && splits % parts == 0).then_some(parts)
+}
+
+/// An `rt.pool_alloc` of a `symm_mem` workspace of `size` bytes on `group`, before `op` (the
+/// pipeline frees it right after; the runtime caches pools by size, so after the first call
+/// that is host bookkeeping only).
+fn workspace(ctx: &mut Context, op: OpId, group: commlir_ir::Attr, size: u64) -> commlir_ir::Value {
+    let pt = rt::pool_type(ctx);
+    let pattrs = [
+        ("kind", ctx.str_attr("symm_mem")),
+        ("group", group),
+        ("size", i64_attr(ctx, size.max(1) as i64)),
+        ("alignment", i64_attr(ctx, 64)),
+    ];
+    Builder::before(ctx, op).create_value("rt.pool_alloc", &[], pt, &pattrs)
 }
 
 /// `array<i64: …>`.
