@@ -2,16 +2,21 @@
 //! lowered and compiled as for the GPU, its host program and kernels (retargeted to the CPU,
 //! one thread of one block, as in `tests/common`) are JIT-compiled together, and
 //! `commlir_main` runs on one OS thread per rank against a mock runtime whose symm_mem pools,
-//! signal pads and descriptors live in host memory shared by the ranks. Both streams run in
-//! issue order on the rank's thread, which is one valid schedule of the real streams; the
-//! kernels' barriers and pairwise signals are their own (real atomics), so a step that waits
-//! for a signal nobody sends hangs the test instead of passing it.
+//! signal pads and descriptors live in host memory shared by the ranks. The compute stream's
+//! work runs when it is issued; the comm stream's work is queued and runs only when the
+//! compute stream waits for an event recorded after it (or when the call returns): the latest
+//! schedule the events allow, so a GEMM ordered after the wrong event, or after none, reads a
+//! chunk that has not moved yet. The kernels' barriers and pairwise signals are their own
+//! (real atomics), so a step that waits for a signal nobody sends hangs the test instead of
+//! passing it.
 //!
 //! Checked, bit for bit against the sim at G = 2 and 4: all-gather-matmul (several right-hand
-//! sides, the gathered A returned, a gather along dim 1 of a 3-D shard) and
-//! matmul-reduce-scatter (sum and avg, along dim 0 and dim 1), bf16 and f32, on peer-mapped
-//! pools and through the NCCL fallback (mock collectives with the sim's rank-order
-//! reduction); every step's event is recorded before it is waited on, and nothing leaks.
+//! sides, the gathered A returned, a gather along dim 1 of a 3-D shard, pushing, pulling and
+//! with kernel transfers) and matmul-reduce-scatter (sum and avg, along dim 0 and dim 1), bf16
+//! and f32, on peer-mapped pools and through the NCCL fallback (mock collectives with the
+//! sim's rank-order reduction), and the two-rank reduce-scatter accumulating in 2 and 4 blocks
+//! to within a rounding; every step's event is recorded before it is waited on, and nothing
+//! leaks.
 
 use commlir_codegen::{host, kernels};
 use commlir_dialects::rt::abi::{self, CommlirMain, CommlirRtApi, Status, SymmDesc};
@@ -19,7 +24,7 @@ use commlir_ir::Context;
 use commlir_runtime::cuda::tensor_bytes;
 use commlir_runtime::numeric::bf16_bits;
 use inkwell::context::Context as LlContext;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::c_void;
 use std::sync::{Barrier, Condvar, Mutex};
 
@@ -68,12 +73,61 @@ struct Mock<'g> {
     error: Option<String>,
     /// `copy_on` calls (shards copied into their pool by the pipeline).
     copies_on: usize,
+    /// The comm stream's work not run yet, in issue order: it runs only when the compute
+    /// stream waits for an event recorded after it (or at the end), so that a GEMM ordered
+    /// after the wrong event reads data that is not there yet.
+    comm: VecDeque<CommWork>,
+}
+
+/// One item of the comm stream's queue.
+enum CommWork {
+    Run(Box<dyn FnOnce() -> Result<(), String>>),
+    Event(u32),
 }
 
 impl Mock<'_> {
     fn fail(&mut self, m: String) -> Status {
         self.error.get_or_insert(m);
         1
+    }
+
+    /// Runs `f` now on the compute stream, or queues it on the comm stream.
+    fn on(&mut self, stream: u32, f: impl FnOnce() -> Result<(), String> + 'static) -> Status {
+        if stream == abi::STREAM_COMM {
+            self.comm.push_back(CommWork::Run(Box::new(f)));
+            return 0;
+        }
+        match f() {
+            Ok(()) => 0,
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Runs the comm stream's queue up to event `until` (all of it for `None`).
+    fn drain(&mut self, until: Option<u32>) -> Status {
+        while let Some(w) = self.comm.pop_front() {
+            match w {
+                CommWork::Run(f) => {
+                    if let Err(e) = f() {
+                        return self.fail(e);
+                    }
+                }
+                CommWork::Event(e) if Some(e) == until => return 0,
+                CommWork::Event(_) => {}
+            }
+        }
+        0
+    }
+}
+
+/// The pool base of group rank `peer` for the pool of allocation sequence `seq`.
+fn peer_pool(group: usize, seq: usize, peer: u32) -> Result<usize, String> {
+    // SAFETY: the `Group` outlives every rank's run (the ranks are scoped threads).
+    let g = unsafe { &*(group as *const Group) };
+    let rows = g.rows.lock().unwrap();
+    match rows[seq].ranks.get(peer as usize).copied() {
+        Some(Some((base, _))) => Ok(base),
+        _ => Err(format!("group rank {peer} has not mapped pool {seq}")),
     }
 }
 
@@ -137,7 +191,7 @@ unsafe extern "C" fn m_pool_free(rt: *mut c_void, p: *mut c_void) -> Status {
 }
 unsafe extern "C" fn m_launch_on(
     rt: *mut c_void,
-    _stream: u32,
+    stream: u32,
     kernel: u32,
     _grid: u32,
     _block: u32,
@@ -149,26 +203,39 @@ unsafe extern "C" fn m_launch_on(
     let Some(&(addr, fused)) = m.kernels.get(kernel as usize) else {
         return m.fail(format!("launch of kernel {kernel}, which does not exist"));
     };
+    // The parameter values now: the host program reuses its scratch arrays.
     if fused {
         if n != 5 {
             return m.fail(format!("a fused kernel takes 5 parameters, got {n}"));
         }
         let arg = |i: usize| *params.add(i);
-        let k = std::mem::transmute::<usize, FusedKernel>(addr);
-        k(
-            *(arg(0) as *const *const SymmDesc),
+        let vals = (
+            *(arg(0) as *const usize),
             *(arg(1) as *const u64),
-            *(arg(2) as *const *mut u8),
+            *(arg(2) as *const usize),
             *(arg(3) as *const u32),
             *(arg(4) as *const u32),
         );
-        return 0;
+        return m.on(stream, move || {
+            let k = std::mem::transmute::<usize, FusedKernel>(addr);
+            k(
+                vals.0 as *const SymmDesc,
+                vals.1,
+                vals.2 as *mut u8,
+                vals.3,
+                vals.4,
+            );
+            Ok(())
+        });
     }
-    let p: Vec<*mut u8> = (0..n as usize)
-        .map(|i| *(*params.add(i) as *const *mut u8))
+    let p: Vec<usize> = (0..n as usize)
+        .map(|i| *(*params.add(i) as *const usize))
         .collect();
-    common::call_kernel(addr, &p);
-    0
+    m.on(stream, move || {
+        let p: Vec<*mut u8> = p.iter().map(|&a| a as *mut u8).collect();
+        common::call_kernel(addr, &p);
+        Ok(())
+    })
 }
 unsafe extern "C" fn m_launch(
     rt: *mut c_void,
@@ -378,18 +445,31 @@ unsafe extern "C" fn m_group_rank(rt: *mut c_void, _g: u32, rank: *mut u32) -> S
     *rank = mock(rt).rank as u32;
     0
 }
-unsafe extern "C" fn m_event_record(rt: *mut c_void, _stream: u32, e: u32) -> Status {
+unsafe extern "C" fn m_event_record(rt: *mut c_void, stream: u32, e: u32) -> Status {
     let m = mock(rt);
     if e >= m.num_events {
         return m.fail(format!("event_record of event {e} of {}", m.num_events));
     }
     m.recorded.insert(e);
+    if stream == abi::STREAM_COMM {
+        m.comm.push_back(CommWork::Event(e));
+    }
     0
 }
-unsafe extern "C" fn m_stream_wait(rt: *mut c_void, _stream: u32, e: u32) -> Status {
+unsafe extern "C" fn m_stream_wait(rt: *mut c_void, stream: u32, e: u32) -> Status {
     let m = mock(rt);
     if !m.recorded.remove(&e) {
         return m.fail(format!("stream_wait on event {e}, not recorded"));
+    }
+    // The compute stream waiting for the comm stream: the comm work before the event runs
+    // now. (The comm stream waiting for the compute stream has nothing to wait for: compute
+    // work runs when it is issued.)
+    let pending = m
+        .comm
+        .iter()
+        .any(|w| matches!(w, CommWork::Event(x) if *x == e));
+    if stream == abi::STREAM_COMPUTE && pending {
+        return m.drain(Some(e));
     }
     0
 }
@@ -449,20 +529,18 @@ unsafe extern "C" fn m_symm_peer_copy(
     let Some(&seq) = m.pools.get(&(pool as usize)) else {
         return m.fail(format!("symm_peer_copy from {pool:?}, not a live pool"));
     };
-    let rows_of = m.group.rows.lock().unwrap();
-    let Some(Some((base, _))) = rows_of[seq].ranks.get(peer as usize).copied() else {
-        drop(rows_of);
-        return m.fail(format!("symm_peer_copy from group rank {peer}, not mapped"));
-    };
-    drop(rows_of);
-    for r in 0..rows {
-        std::ptr::copy_nonoverlapping(
-            (base as *const u8).add((src_offset + r * row_bytes) as usize),
-            (dst as *mut u8).add((r * dst_pitch) as usize),
-            row_bytes as usize,
-        );
-    }
-    0
+    let (group, dst) = (m.group as *const Group as usize, dst as usize);
+    m.on(stream, move || {
+        let base = peer_pool(group, seq, peer)?;
+        for r in 0..rows {
+            std::ptr::copy_nonoverlapping(
+                (base as *const u8).add((src_offset + r * row_bytes) as usize),
+                (dst as *mut u8).add((r * dst_pitch) as usize),
+                row_bytes as usize,
+            );
+        }
+        Ok(())
+    })
 }
 
 /// `copy_on`: the comm stream's copy of a shard into its pool.
@@ -478,8 +556,11 @@ unsafe extern "C" fn m_copy_on(
         return m.fail(format!("copy_on stream {stream}"));
     }
     m.copies_on += 1;
-    std::ptr::copy(src as *const u8, dst as *mut u8, bytes as usize);
-    0
+    let (dst, src) = (dst as usize, src as usize);
+    m.on(stream, move || {
+        std::ptr::copy(src as *const u8, dst as *mut u8, bytes as usize);
+        Ok(())
+    })
 }
 
 /// A copy engine's push into group rank `peer`'s pool of the same allocation sequence.
@@ -499,18 +580,16 @@ unsafe extern "C" fn m_symm_peer_put(
     let Some(&seq) = m.pools.get(&(pool as usize)) else {
         return m.fail(format!("symm_peer_put into {pool:?}, not a live pool"));
     };
-    let rows_of = m.group.rows.lock().unwrap();
-    let Some(Some((base, _))) = rows_of[seq].ranks.get(peer as usize).copied() else {
-        drop(rows_of);
-        return m.fail(format!("symm_peer_put into group rank {peer}, not mapped"));
-    };
-    drop(rows_of);
-    std::ptr::copy_nonoverlapping(
-        src as *const u8,
-        (base as *mut u8).add(dst_offset as usize),
-        bytes as usize,
-    );
-    0
+    let (group, src) = (m.group as *const Group as usize, src as usize);
+    m.on(stream, move || {
+        let base = peer_pool(group, seq, peer)?;
+        std::ptr::copy_nonoverlapping(
+            src as *const u8,
+            (base as *mut u8).add(dst_offset as usize),
+            bytes as usize,
+        );
+        Ok(())
+    })
 }
 
 static API: CommlirRtApi = CommlirRtApi {
@@ -660,6 +739,7 @@ fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) -> usize {
                     recorded: HashSet::new(),
                     error: None,
                     copies_on: 0,
+                    comm: VecDeque::new(),
                 };
                 let (_arg_store, args) = input_buffers(in_types, rank);
                 let mut results: Vec<*mut c_void> = vec![std::ptr::null_mut(); want.len()];
@@ -672,7 +752,10 @@ fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) -> usize {
                         results.as_mut_ptr(),
                     )
                 };
+                // The runner synchronizes both streams after the call.
+                let drained = rt.drain(None);
                 assert_eq!(status, 0, "rank {rank}: {:?}\n{text}", rt.error);
+                assert_eq!(drained, 0, "rank {rank}: {:?}", rt.error);
                 assert!(rt.error.is_none(), "rank {rank}: {:?}", rt.error);
                 for (i, (p, w)) in results.iter().zip(want).enumerate() {
                     let exp = tensor_bytes(w);
