@@ -52,7 +52,7 @@ typedef struct commlir_symm_desc {
 
 typedef struct commlir_rt_api {
   uint32_t abi_version; /* COMMLIR_RT_ABI_VERSION; commlir_main returns -1 on a mismatch */
-  uint32_t num_fns;     /* number of function pointers that follow (23 in version 5) */
+  uint32_t num_fns;     /* number of function pointers that follow (22 in version 5) */
   /* compute stream, stream-ordered (cudaMallocAsync / cudaFreeAsync) */
   int (*alloc)(void *rt, uint64_t bytes, void **out);
   int (*free)(void *rt, void *ptr);
@@ -65,13 +65,14 @@ typedef struct commlir_rt_api {
    * params = cuLaunchKernel's kernelParams (num_params pointers to device pointers) */
   int (*launch)(void *rt, uint32_t kernel, uint32_t grid_x, uint32_t block_x,
                 uint32_t shared_bytes, void **params, uint32_t num_params);
-  /* cublasGemmStridedBatchedEx, column-major, alpha = 1, beta = 0, compute type 32F;
+  /* cublasGemmStridedBatchedEx, column-major, c = alpha * a.b + beta * c (alpha and beta
+   * converted to the compute type; version 5), compute type 32F;
    * trans: 0 = CUBLAS_OP_N, 1 = CUBLAS_OP_T; dtype: the operands' code, and where c has
    * another type (f16/bf16 products kept in f32), that type's code + 1 shifted left by 8 */
   int (*gemm)(void *rt, uint32_t transa, uint32_t transb, int64_t m, int64_t n, int64_t k,
               const void *a, int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
               int64_t stride_b, void *c, int64_t ldc, int64_t stride_c, int64_t batch,
-              uint32_t dtype);
+              uint32_t dtype, double alpha, double beta);
   /* NCCL on the comm stream; `group` = index in the artifact's group table */
   int (*all_reduce)(void *rt, uint32_t group, const void *send, void *recv, uint64_t count,
                     uint32_t dtype, uint32_t op);
@@ -118,13 +119,7 @@ typedef struct commlir_rt_api {
   int (*symm_peer_copy)(void *rt, uint32_t stream, void *pool_base, uint32_t peer,
                         uint64_t src_offset, void *dst, uint64_t rows, uint64_t row_bytes,
                         uint64_t dst_pitch);
-  /* version 5 (the accumulating reduce-scatter and the pushing all-gather) */
-  /* exactly `gemm`, with c = alpha * a.b + beta * c (alpha, beta converted to the compute
-   * type): the reduce-scatter pipeline's own GEMMs add onto the peer's partial in c */
-  int (*gemm_acc)(void *rt, uint32_t transa, uint32_t transb, int64_t m, int64_t n, int64_t k,
-                  const void *a, int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
-                  int64_t stride_b, void *c, int64_t ldc, int64_t stride_c, int64_t batch,
-                  uint32_t dtype, double alpha, double beta);
+  /* version 5 (the pushing all-gather; gemm also took alpha and beta) */
   /* cuMemcpyDtoDAsync of `bytes` on `stream`: the all-gather pipeline's NCCL fallback copies
    * its shard into the workspace pool */
   int (*copy_on)(void *rt, uint32_t stream, void *dst, const void *src, uint64_t bytes);

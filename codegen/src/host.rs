@@ -290,11 +290,7 @@ impl<'a, 'c> Host<'a, 'c> {
             "free" | "pool_free" => vec![p, p],
             "pool_alloc" => vec![p, u32t, u32t, u64t, u64t, p],
             "launch" => vec![p, u32t, u32t, u32t, u32t, p, u32t],
-            "gemm" => vec![
-                p, u32t, u32t, u64t, u64t, u64t, p, u64t, u64t, p, u64t, u64t, p, u64t, u64t, u64t,
-                u32t,
-            ],
-            "gemm_acc" => {
+            "gemm" => {
                 let f64t = self.cx.f64_type().into();
                 vec![
                     p, u32t, u32t, u64t, u64t, u64t, p, u64t, u64t, p, u64t, u64t, p, u64t, u64t,
@@ -757,6 +753,8 @@ impl<'a, 'c> Host<'a, 'c> {
                         i("stride_c")?,
                         i("batch")?,
                         self.gemm_dtype(ctx, op)?.into(),
+                        self.cx.f64_type().const_float(1.0).into(),
+                        self.cx.f64_type().const_float(0.0).into(),
                     ],
                 )?;
             }

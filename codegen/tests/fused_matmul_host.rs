@@ -266,36 +266,10 @@ unsafe fn st(p: *mut u8, i: i64, v: f32, bf16: bool) {
 }
 
 /// cuBLAS's column-major strided-batched GEMM (no transposes) computed as the sim's matmul
-/// computes each element: products in ascending k, in f32, one rounding.
+/// computes each element: products in ascending k, in f32, then `α·AB + β·C` in f32, one
+/// rounding (cuBLAS's 32F compute type).
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn m_gemm(
-    rt: *mut c_void,
-    ta: u32,
-    tb: u32,
-    m: i64,
-    n: i64,
-    k: i64,
-    a: *const c_void,
-    lda: i64,
-    sa: i64,
-    b: *const c_void,
-    ldb: i64,
-    sb: i64,
-    c: *mut c_void,
-    ldc: i64,
-    sc: i64,
-    batch: i64,
-    d: u32,
-) -> Status {
-    m_gemm_acc(
-        rt, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch, d, 1.0, 0.0,
-    )
-}
-
-/// `gemm_acc`: `C = alpha·A·B + beta·C`, in f32 with one rounding, as cuBLAS's 32F compute
-/// type does it.
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn m_gemm_acc(
     rt: *mut c_void,
     ta: u32,
     tb: u32,
@@ -615,7 +589,6 @@ static API: CommlirRtApi = CommlirRtApi {
     launch_on: m_launch_on,
     group_rank: m_group_rank,
     symm_peer_copy: m_symm_peer_copy,
-    gemm_acc: m_gemm_acc,
     copy_on: m_copy_on,
     symm_peer_put: m_symm_peer_put,
 };

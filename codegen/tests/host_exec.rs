@@ -203,6 +203,8 @@ unsafe extern "C" fn m_gemm(
     _sc: i64,
     _batch: i64,
     _d: u32,
+    _alpha: f64,
+    _beta: f64,
 ) -> Status {
     mock(rt).fail("gemm is not generated".into())
 }
@@ -257,30 +259,6 @@ unsafe extern "C" fn m_symm_peer_copy(
     _rows: u64,
     _row_bytes: u64,
     _dst_pitch: u64,
-) -> Status {
-    mock(rt).fail("fused collective-matmul ops are not generated".into())
-}
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn m_gemm_acc(
-    rt: *mut c_void,
-    _ta: u32,
-    _tb: u32,
-    _m: i64,
-    _n: i64,
-    _k: i64,
-    _a: *const c_void,
-    _lda: i64,
-    _sa: i64,
-    _b: *const c_void,
-    _ldb: i64,
-    _sb: i64,
-    _c: *mut c_void,
-    _ldc: i64,
-    _sc: i64,
-    _batch: i64,
-    _d: u32,
-    _alpha: f64,
-    _beta: f64,
 ) -> Status {
     mock(rt).fail("fused collective-matmul ops are not generated".into())
 }
@@ -343,7 +321,6 @@ static API: CommlirRtApi = CommlirRtApi {
     launch_on: m_launch_on,
     group_rank: m_group_rank,
     symm_peer_copy: m_symm_peer_copy,
-    gemm_acc: m_gemm_acc,
     copy_on: m_copy_on,
     symm_peer_put: m_symm_peer_put,
 };

@@ -79,7 +79,6 @@ fn layout_is_two_u32_then_pointers() {
         offset_of!(CommlirRtApi, launch_on),
         offset_of!(CommlirRtApi, group_rank),
         offset_of!(CommlirRtApi, symm_peer_copy),
-        offset_of!(CommlirRtApi, gemm_acc),
         offset_of!(CommlirRtApi, copy_on),
         offset_of!(CommlirRtApi, symm_peer_put),
     ];

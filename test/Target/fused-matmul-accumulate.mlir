@@ -1,6 +1,6 @@
 // Two ranks' matmul-reduce-scatter with large chunks accumulates: each chunk is computed in
 // two row blocks (`parts = 2`), a copy engine pulls each block of the peer's partial for this
-// rank straight into the result, and this rank's own GEMMs add onto it (gemm_acc, beta = 1),
+// rank straight into the result, and this rank's own GEMMs add onto it (gemm with beta = 1),
 // so no reduction kernel follows the last GEMM. Chunks of fewer than 2 x 2^23 elements keep
 // the final reduction (a half-wave GEMM would lose more than the reduction costs), and so
 // does COMMLIR_FUSED_PARTS=1; COMMLIR_FUSED_PARTS=4 asks for four blocks.
@@ -34,10 +34,10 @@
 // HOST: call i32 %symm_peer_copy{{[0-9]*}}(
 // HOST: store i32 4, ptr
 // HOST: call i32 %launch_on{{[0-9]*}}(ptr %{{.*}}, i32 1, i32 {{[0-9]+}}, i32 1,
-// HOST: call i32 %gemm_acc{{[0-9]*}}(ptr %{{.*}}, i32 0, i32 0, i64 4096, i64 2048, i64 8192, {{.*}}, double 1.000000e+00, double 1.000000e+00)
-// HOST: call i32 %gemm_acc{{[0-9]*}}(ptr %{{.*}}, i32 0, i32 0, i64 4096, i64 2048, i64 8192, {{.*}}, double 1.000000e+00, double 1.000000e+00)
+// HOST: call i32 %gemm{{[0-9]*}}(ptr %{{.*}}, i32 0, i32 0, i64 4096, i64 2048, i64 8192, {{.*}}, double 1.000000e+00, double 1.000000e+00)
+// HOST: call i32 %gemm{{[0-9]*}}(ptr %{{.*}}, i32 0, i32 0, i64 4096, i64 2048, i64 8192, {{.*}}, double 1.000000e+00, double 1.000000e+00)
 // HOST-LABEL: define i32 @commlir_fn_small(
-// HOST-NOT: gemm_acc
+// HOST-NOT: double 1.000000e+00, double 1.000000e+00
 // HOST: ret i32
 module {
   coll.group @tp {size = 2 : i64, symm_mem}

@@ -31,7 +31,7 @@ coll.group @tp {size = 2 : i64, symm_mem}
 // RT: rt.pool_free %[[P]]
 // RT: return %[[R]]
 
-// HOST: %struct.commlir_rt_api = type { i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr }
+// HOST: %struct.commlir_rt_api = type { i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr }
 // HOST: @commlir_abi_version = constant i32 5
 // HOST: @commlir_num_kernels = constant i32 2
 // HOST: @commlir_ptx = constant
@@ -41,8 +41,8 @@ coll.group @tp {size = 2 : i64, symm_mem}
 // HOST: icmp ne i32 %{{.*}}, 5
 // pool_alloc(rt, kind = symm_mem, group 0, 16384 bytes, alignment 64, &out)
 // HOST: call i32 %{{.*}}(ptr %1, i32 1, i32 0, i64 16384, i64 64, ptr %out)
-// gemm(..., dtype = bf16 (9))
-// HOST: call i32 %{{.*}}(ptr %1, i32 0, i32 0, i64 4096, i64 8, i64 1024, ptr %arg1, i64 4096, i64 4194304, ptr %arg0, i64 1024, i64 8192, ptr %{{.*}}, i64 4096, i64 32768, i64 1, i32 9)
+// gemm(..., dtype = bf16 (9), alpha = 1, beta = 0)
+// HOST: call i32 %{{.*}}(ptr %1, i32 0, i32 0, i64 4096, i64 8, i64 1024, ptr %arg1, i64 4096, i64 4194304, ptr %arg0, i64 1024, i64 8192, ptr %{{.*}}, i64 4096, i64 32768, i64 1, i32 9, double 1.000000e+00, double 0.000000e+00)
 // launch(rt, kernel 0, grid 16: 32768 bf16, 8 per thread, block 256, 0, params, 2)
 // HOST: call i32 %{{.*}}(ptr %1, i32 0, i32 16, i32 256, i32 0, ptr %kparams, i32 2)
 // event_record(compute, 0), stream_wait(comm, 0)

@@ -13,7 +13,7 @@
 //! With copy engines the all-gather pushes its shard into each peer's workspace
 //! (`symm_peer_put`) instead of the peers pulling it from a pool, and a two-rank
 //! reduce-scatter of large chunks accumulates in row blocks onto the peer's partial
-//! (`gemm_acc`) instead of reducing after the last GEMM (docs/codegen.md).
+//! (`gemm` with β ≠ 0) instead of reducing after the last GEMM (docs/codegen.md).
 //!
 //! Not peer-mapped: `symm_fallback` (NCCL, compute stream) moves everything at once and the
 //! GEMMs run before (reduce-scatter) or after (all-gather) it.
@@ -21,6 +21,9 @@
 use super::{abi, Host, R};
 use commlir_ir::{Context as IrContext, OpId};
 use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, IntValue, PointerValue};
+
+/// `(alpha, beta)` of a GEMM that overwrites its result.
+const PLAIN: (f64, f64) = (1.0, 0.0);
 
 /// One row-major strided-batched GEMM `C = A·B`: `rows`×`cols` per batch, contraction `k`,
 /// pointers and strides in elements, `ldb`/`ldc` the row lengths of B and C.
@@ -50,44 +53,33 @@ impl<'c> Host<'_, 'c> {
     }
 
     /// A row-major GEMM through cuBLAS's column-major `gemm`: `Cᵀ = Bᵀ·Aᵀ`, so cuBLAS gets
-    /// (B, A) untransposed with m = cols, n = rows.
-    fn row_gemm(&self, g: &Gemm<'c>, dtype: IntValue<'c>) -> R<()> {
-        self.row_gemm_acc(g, dtype, None)
-    }
-
-    /// [`Self::row_gemm`], or with `acc = (alpha, beta)`: `C = alpha·A·B + beta·C`.
-    fn row_gemm_acc(&self, g: &Gemm<'c>, dtype: IntValue<'c>, acc: Option<(f64, f64)>) -> R<()> {
+    /// (B, A) untransposed with m = cols, n = rows; `C = alpha·A·B + beta·C`.
+    fn row_gemm(&self, g: &Gemm<'c>, dtype: IntValue<'c>, (alpha, beta): (f64, f64)) -> R<()> {
         let i = |v: i64| -> BasicMetadataValueEnum<'c> { self.i64(v).into() };
-        let mut args: Vec<BasicMetadataValueEnum<'c>> = vec![
-            self.i32(0).into(),
-            self.i32(0).into(),
-            i(g.cols),
-            i(g.rows),
-            i(g.k),
-            g.b.into(),
-            i(g.ldb),
-            i(0),
-            g.a.into(),
-            i(g.k),
-            i(g.a_stride),
-            g.c.into(),
-            i(g.ldc),
-            i(g.c_stride),
-            i(g.batch),
-            dtype.into(),
-        ];
-        let name = match acc {
-            None => "gemm",
-            Some((alpha, beta)) => {
-                let f = self.cx.f64_type();
-                args.extend::<[BasicMetadataValueEnum<'c>; 2]>([
-                    f.const_float(alpha).into(),
-                    f.const_float(beta).into(),
-                ]);
-                "gemm_acc"
-            }
-        };
-        self.call(name, &args)
+        let f = |v: f64| -> BasicMetadataValueEnum<'c> { self.cx.f64_type().const_float(v).into() };
+        self.call(
+            "gemm",
+            &[
+                self.i32(0).into(),
+                self.i32(0).into(),
+                i(g.cols),
+                i(g.rows),
+                i(g.k),
+                g.b.into(),
+                i(g.ldb),
+                i(0),
+                g.a.into(),
+                i(g.k),
+                i(g.a_stride),
+                g.c.into(),
+                i(g.ldc),
+                i(g.c_stride),
+                i(g.batch),
+                dtype.into(),
+                f(alpha),
+                f(beta),
+            ],
+        )
     }
 
     /// Step `s` of a fused op's `symm` kernel on the comm stream: the kernel's values are
@@ -354,6 +346,7 @@ impl<'c> Host<'_, 'c> {
                         batch,
                     },
                     dtype,
+                    PLAIN,
                 )?;
             }
             Ok(())
@@ -479,12 +472,12 @@ impl<'c> Host<'_, 'c> {
         let esz = elem_size(Self::attr_str(ctx, op, "dtype")?)?;
         let kernel = self.kernel_index(ctx, op, "kernel")? as u32;
         let partials = self.at(pool, offset)?;
-        // Part h of `parts` of chunk p of the product into `c` (accumulating with `acc`): a
+        // Part h of `parts` of chunk p of the product into `c` (`C = alpha·A·B + beta·C`): a
         // block of rows (one batch) or of batches, contiguous in the chunk.
         let part_gemm = |p: IntValue<'c>,
                          (h, parts): (i64, i64),
                          c: PointerValue<'c>,
-                         acc: Option<(f64, f64)>|
+                         scale: (f64, f64)|
          -> R<()> {
             let (rows, nbatch, a_skip) = if batch == 1 {
                 (m / parts, 1, h * (m / parts) * k)
@@ -505,11 +498,11 @@ impl<'c> Host<'_, 'c> {
                 c_stride: m * n,
                 batch: nbatch,
             };
-            self.row_gemm_acc(&g, dtype, acc)
+            self.row_gemm(&g, dtype, scale)
         };
         // Chunk p of the product into partial slot p.
         let gemm =
-            |p: IntValue<'c>| part_gemm(p, (0, 1), self.offset(partials, p, chunk * esz)?, None);
+            |p: IntValue<'c>| part_gemm(p, (0, 1), self.offset(partials, p, chunk * esz)?, PLAIN);
         let (desc, [_, fallback, join]) = self.fused_branch(pool)?;
         let rank = self.fused_rank(ctx, op)?;
         if let Some(parts) = ctx
@@ -527,7 +520,7 @@ impl<'c> Host<'_, 'c> {
             // matching part of this rank's chunk straight into the result.
             for h in 0..parts {
                 let slot = self.offset(partials, peer, chunk * esz)?;
-                part_gemm(peer, (h, parts), self.at(slot, h * part_bytes)?, None)?;
+                part_gemm(peer, (h, parts), self.at(slot, h * part_bytes)?, PLAIN)?;
                 let (done, landed) = (events[2 * h as usize], events[2 * h as usize + 1]);
                 self.record(compute, done)?;
                 self.wait(comm, done)?;
@@ -553,7 +546,7 @@ impl<'c> Host<'_, 'c> {
             for h in 0..parts {
                 self.wait(compute, events[2 * h as usize + 1])?;
                 let c = self.at(out, h * part_bytes)?;
-                part_gemm(rank, (h, parts), c, Some((alpha, beta)))?;
+                part_gemm(rank, (h, parts), c, (alpha, beta))?;
             }
             self.wait(compute, end)?;
             b!(self.b.build_unconditional_branch(join));

@@ -148,12 +148,7 @@ impl<'c> Gen<'_, 'c> {
                 b!(self.b.build_conditional_branch(pushed, signals, others));
                 self.b.position_at_end(signals);
                 let s = b!(self.b.build_int_sub(step, self.i64(self.world + 1), "s"));
-                let to = b!(self.b.build_int_add(rank, s, "to"));
-                let to = b!(self.b.build_int_unsigned_rem(to, world, "to"));
-                let from = b!(self.b.build_int_add(rank, world, "fr"));
-                let from = b!(self.b.build_int_sub(from, s, "fr"));
-                let from = b!(self.b.build_int_unsigned_rem(from, world, "from"));
-                self.signal_pair(&env, to, from)?;
+                self.signal_pair(&env, s)?;
                 b!(self.b.build_return(None));
                 self.b.position_at_end(others);
                 let is = |v: u64, nm: &str| -> R<IntValue<'c>> {
@@ -245,12 +240,7 @@ impl<'c> Gen<'_, 'c> {
                         .build_int_compare(IntPredicate::UGT, step, world, "signal_only"));
                 let s_of = b!(self.b.build_int_sub(step, world, "s_of"));
                 let step = b!(self.b.build_select(signal_only, s_of, step, "s")).into_int_value();
-                let to = b!(self.b.build_int_add(rank, step, "to"));
-                let to = b!(self.b.build_int_unsigned_rem(to, world, "to"));
-                let from = b!(self.b.build_int_add(rank, world, "fr"));
-                let from = b!(self.b.build_int_sub(from, step, "fr"));
-                let from = b!(self.b.build_int_unsigned_rem(from, world, "from"));
-                self.signal_pair(&env, to, from)?;
+                let from = self.signal_pair(&env, step)?;
                 let pull = self.cx.append_basic_block(f, "pull");
                 let signalled = self.cx.append_basic_block(f, "signalled");
                 b!(self
@@ -322,9 +312,16 @@ impl<'c> Gen<'_, 'c> {
         })
     }
 
-    /// One put to peer `to` and one wait for peer `from`, per block (thread 0), with the
-    /// barrier's slots, timeout and fault word; the block returns on a timeout.
-    fn signal_pair(&self, e: &Env<'c>, to: IntValue<'c>, from: IntValue<'c>) -> R<()> {
+    /// Step `s`'s signals: one put to rank (rank + s) mod G and one wait for rank
+    /// (rank − s) mod G (returned), per block (thread 0), with the barrier's slots, timeout
+    /// and fault word; the block returns on a timeout.
+    fn signal_pair(&self, e: &Env<'c>, s: IntValue<'c>) -> R<IntValue<'c>> {
+        let world = self.i64(self.world);
+        let to = b!(self.b.build_int_add(e.rank, s, "to"));
+        let to = b!(self.b.build_int_unsigned_rem(to, world, "to"));
+        let from = b!(self.b.build_int_add(e.rank, world, "fr"));
+        let from = b!(self.b.build_int_sub(from, s, "fr"));
+        let from = b!(self.b.build_int_unsigned_rem(from, world, "from"));
         let failed = e.failed;
         let row = self.signal_row(e)?;
         let lead = b!(self
@@ -340,7 +337,8 @@ impl<'c> Gen<'_, 'c> {
         }
         b!(self.b.build_unconditional_branch(join));
         self.b.position_at_end(join);
-        self.quit_if_any_failed(e)
+        self.quit_if_any_failed(e)?;
+        Ok(from)
     }
 }
 

@@ -70,7 +70,6 @@ pub const API_FIELDS: &[&str] = &[
     "launch_on",
     "group_rank",
     "symm_peer_copy",
-    "gemm_acc",
     "copy_on",
     "symm_peer_put",
 ];
@@ -187,6 +186,8 @@ pub struct CommlirRtApi {
         stride_c: i64,
         batch: i64,
         dtype: u32,
+        alpha: f64,
+        beta: f64,
     ) -> Status,
     pub all_reduce: unsafe extern "C" fn(
         rt: Rt,
@@ -280,29 +281,6 @@ pub struct CommlirRtApi {
         rows: u64,
         row_bytes: u64,
         dst_pitch: u64,
-    ) -> Status,
-    /// `gemm` with `C = alpha·A·B + beta·C` (version 5): the reduce-scatter pipeline's last
-    /// GEMMs accumulate onto the partial a copy engine delivered.
-    pub gemm_acc: unsafe extern "C" fn(
-        rt: Rt,
-        transa: u32,
-        transb: u32,
-        m: i64,
-        n: i64,
-        k: i64,
-        a: *const c_void,
-        lda: i64,
-        stride_a: i64,
-        b: *const c_void,
-        ldb: i64,
-        stride_b: i64,
-        c: *mut c_void,
-        ldc: i64,
-        stride_c: i64,
-        batch: i64,
-        dtype: u32,
-        alpha: f64,
-        beta: f64,
     ) -> Status,
     /// A device-to-device copy of `bytes` on `stream` (version 5): the all-gather pipeline's
     /// NCCL fallback copies its shard into the workspace pool.

@@ -205,7 +205,7 @@ register_op!(
             this rank pulls its own), then, after the own chunk, reduces in rank order. With \
             `parts` (two ranks, copy engines), each chunk is computed in `parts` row blocks, \
             a copy engine delivers each block of the peer's partial straight into the result, \
-            and this rank's own GEMMs accumulate onto it (`gemm_acc`), so that no reduction \
+            and this rank's own GEMMs accumulate onto it (`gemm` with β = 1), so that no reduction \
             follows the last GEMM (and the workspace has no receive slots). Else all chunks are computed and `symm_fallback` \
             reduce-scatters them on the compute stream.",
         operands: &[

@@ -1299,33 +1299,6 @@ unsafe extern "C" fn rt_gemm(
     stride_c: i64,
     batch: i64,
     dtype: u32,
-) -> Status {
-    rt_gemm_acc(
-        rt, transa, transb, m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c, batch,
-        dtype, 1.0, 0.0,
-    )
-}
-
-/// ABI `gemm_acc`: `gemm` with `C = alpha·A·B + beta·C`.
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn rt_gemm_acc(
-    rt: *mut c_void,
-    transa: u32,
-    transb: u32,
-    m: i64,
-    n: i64,
-    k: i64,
-    a: *const c_void,
-    lda: i64,
-    stride_a: i64,
-    b: *const c_void,
-    ldb: i64,
-    stride_b: i64,
-    c: *mut c_void,
-    ldc: i64,
-    stride_c: i64,
-    batch: i64,
-    dtype: u32,
     alpha: f64,
     beta: f64,
 ) -> Status {
@@ -1812,7 +1785,6 @@ pub static API: CommlirRtApi = CommlirRtApi {
     launch_on: rt_launch_on,
     group_rank: rt_group_rank,
     symm_peer_copy: rt_symm_peer_copy,
-    gemm_acc: rt_gemm_acc,
     copy_on: rt_copy_on,
     symm_peer_put: rt_symm_peer_put,
 };
