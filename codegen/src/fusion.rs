@@ -35,9 +35,12 @@
 //! (a matmul, a softmax, a `return`, a chain beyond a barrier) while the groups that took a
 //! copy read the small operand.
 //!
-//! Epilogues: a chain that reads the result of a `symm.one_shot_all_reduce` can run inside the
-//! all-reduce's kernel, each thread applying it to the elements it has just reduced, so the
-//! reduced tensor is never stored ([`FusionPlan::epilogues`]). Legal when:
+//! Epilogues: a chain that reads the result of a `symm.one_shot_all_reduce`, or of a
+//! `symm.fused_matmul_reduce_scatter` whose pipeline reduces after its last GEMM (not the
+//! accumulating one, `fused_matmul::reduces_after_last_gemm`), can run inside the collective's
+//! reduction, each thread applying it to the elements it has just reduced, so the reduced
+//! tensor is never stored ([`FusionPlan::epilogues`]): in a sequence-parallel block, the
+//! residual add after each reduce-scatter. Legal when:
 //! - every reader of the all-reduce's result is an op of that one chain (a result read by
 //!   anything else, a matmul or a second chain, keeps the plain all-reduce: storing it as well
 //!   would cost the write the fusion saves);
@@ -48,10 +51,13 @@
 //!   the chain's last op, so they read the same at the all-reduce's position;
 //! - the chain's result is not a comm buffer: its slot's liveness was planned for the chain's
 //!   own position, and writing it earlier could clobber a slot still live (even the
-//!   all-reduce's input, which peers read during the kernel).
+//!   all-reduce's input, which peers read during the kernel). The fused reduce-scatter keeps
+//!   its partials in a workspace of its own, so there the result may be a comm buffer when
+//!   only the chain's own ops stand between the two and the collective's operands are plain
+//!   tensors: then no slot whose life ends in between can share the result's bytes.
 //!
 //! The fused kernel rounds the reduced value to its element type once, as the sim rounds the
-//! all-reduce's result, then evaluates the chain exactly as the chain's own kernel does.
+//! collective's result, then evaluates the chain exactly as the chain's own kernel does.
 
 use commlir_dialects::comm::{is_comm_buffer, SLOT_ATTR};
 use commlir_dialects::compute::{BINARY_OPS, UNARY_OPS};
@@ -359,7 +365,21 @@ fn numel(ctx: &Context, v: Value) -> Option<i64> {
     commlir_dialects::shape::value_tensor(ctx, v).map(|t| t.numel())
 }
 
-/// Fills `plan.epilogues` / `plan.fused_into` with the legal one-shot epilogues (module docs).
+/// Which collectives can apply an epilogue, and how: `Some(true)` when the chain's result may
+/// be a comm buffer (module docs, *Epilogues*).
+fn epilogue_host(ctx: &Context, op: OpId) -> Option<bool> {
+    match ctx.op_name(op) {
+        "symm.one_shot_all_reduce" => Some(false),
+        "symm.fused_matmul_reduce_scatter"
+            if crate::lower_to_rt::fused_matmul::reduces_after_last_gemm(ctx, op) =>
+        {
+            Some(true)
+        }
+        _ => None,
+    }
+}
+
+/// Fills `plan.epilogues` / `plan.fused_into` with the legal epilogues (module docs).
 fn plan_epilogues(
     ctx: &Context,
     ops: &[OpId],
@@ -368,7 +388,10 @@ fn plan_epilogues(
     plan: &mut FusionPlan,
 ) {
     for (at, &op) in ops.iter().enumerate() {
-        if ctx.op_name(op) != "symm.one_shot_all_reduce" || ctx.results(op).len() != 1 {
+        let Some(comm_root_ok) = epilogue_host(ctx, op) else {
+            continue;
+        };
+        if ctx.results(op).len() != 1 {
             continue;
         }
         let r = ctx.result(op, 0);
@@ -404,16 +427,39 @@ fn plan_epilogues(
                         .defining_op(v)
                         .is_none_or(|d| pos.get(&d).is_some_and(|&p| p < at)))
         });
-        let plain_result = !is_comm_buffer(ctx, ctx.value_type(root_r))
-            && ctx.get_attr(grp.root, SLOT_ATTR).is_none();
         let Some(&end) = pos.get(&grp.root) else {
             continue;
         };
-        // Barriers strictly between the all-reduce and the chain's root.
+        // Barriers strictly between the collective and the chain's root.
         let quiet = end > at && barriers_before[end] - barriers_before[at + 1] == 0;
-        if elementwise && inputs_ready && plain_result && quiet {
+        let comm_root = is_comm_buffer(ctx, ctx.value_type(root_r))
+            || ctx.get_attr(grp.root, SLOT_ATTR).is_some();
+        let root_ok =
+            !comm_root || comm_root_ok && early_slot_write_is_safe(ctx, op, ops, at, end, grp);
+        if elementwise && inputs_ready && quiet && root_ok {
             plan.epilogues.insert(op, g);
             plan.fused_into.insert(grp.root, op);
         }
     }
+}
+
+/// Whether a chain root's comm-buffer slot may be written at the collective's position `at`
+/// instead of its own `end`: the slot plan made it live from `end` on, so it may overlap
+/// slots whose last reader stands before `end`. Safe when nothing but the chain itself stands
+/// between the two, and the collective reads no comm buffer (its operands' slots end at it)
+/// other than through the chain.
+fn early_slot_write_is_safe(
+    ctx: &Context,
+    op: OpId,
+    ops: &[OpId],
+    at: usize,
+    end: usize,
+    grp: &Group,
+) -> bool {
+    let between_is_chain = ops[at + 1..end].iter().all(|o| grp.ops.contains(o));
+    let plain_operands = ctx
+        .operands(op)
+        .iter()
+        .all(|&v| !is_comm_buffer(ctx, ctx.value_type(v)));
+    between_is_chain && plain_operands
 }

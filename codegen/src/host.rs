@@ -406,9 +406,11 @@ impl<'a, 'c> Host<'a, 'c> {
                 // (desc, in_offset, out, site, epilogue operands...); the fallback's launch
                 // of the epilogue takes fewer.
                 "rt.symm_collective" => nk = nk.max(2 + ctx.operands(op).len() as u32),
-                // (desc, in_offset, out, site, step)
-                "rt.symm_fused_all_gather_matmul" | "rt.symm_fused_matmul_reduce_scatter" => {
-                    nk = nk.max(5)
+                // (desc, in_offset, out, site, step); the reduce-scatter's epilogue operands
+                // follow (the fallback's launch of the epilogue takes fewer).
+                "rt.symm_fused_all_gather_matmul" => nk = nk.max(5),
+                "rt.symm_fused_matmul_reduce_scatter" => {
+                    nk = nk.max(1 + ctx.operands(op).len() as u32)
                 }
                 "func.call" => {
                     na = na.max(ctx.operands(op).len() as u32);
@@ -1039,42 +1041,66 @@ impl<'a, 'c> Host<'a, 'c> {
             None => self.i32(0),
         };
         let count = Self::attr_i64(ctx, op, "count")?;
-        let epilogue = ctx.inherent_attr(op, "epilogue").is_some();
-        // The fallback's all-reduce result: `out` itself, or a temporary the epilogue reads.
-        let reduced = if epilogue {
-            let elem = crate::symm_kernels::dtype_bytes(Self::attr_str(ctx, op, "dtype")?);
-            if elem == 0 {
-                return Err("symm collective of an unknown dtype".into());
-            }
-            let bytes = count.saturating_mul(elem as i64);
-            let slot = self.slot.ok_or("no slot")?;
-            self.call("alloc", &[self.i64(bytes).into(), slot.into()])?;
-            b!(self.b.build_load(self.ptr(), slot, "reduced")).into_pointer_value()
-        } else {
-            out
-        };
+        // The fallback's result: `out` itself, or a temporary the epilogue reads.
+        let reduced = self.epilogue_input(ctx, op, count)?.unwrap_or(out);
         self.symm_fallback(ctx, op, coll, (pool, offset), reduced, count, red)?;
-        if epilogue {
-            // The chain's kernel, as if unfused: its inputs with the reduced value at
-            // `epilogue_operand`, then its result.
-            let at = Self::attr_i64(ctx, op, "epilogue_operand")? as usize;
-            let mut args: Vec<BasicValueEnum<'c>> =
-                extras.iter().map(|p| BasicValueEnum::from(*p)).collect();
-            if at > args.len() {
-                return Err("'epilogue_operand' is past the epilogue's inputs".into());
-            }
-            args.insert(at, reduced.into());
-            args.push(out.into());
-            self.launch_with(
-                self.kernel_index(ctx, op, "epilogue")?,
-                Self::attr_i64(ctx, op, "epilogue_grid")?,
-                Self::attr_i64(ctx, op, "epilogue_block")?,
-                &args,
-            )?;
-            self.call("free", &[reduced.into()])?;
+        if reduced != out {
+            self.launch_epilogue(ctx, op, extras, reduced, out)?;
         }
         b!(self.b.build_unconditional_branch(join));
         self.b.position_at_end(join);
+        Ok(())
+    }
+
+    /// For a fallback collective of `op` that has an `epilogue`: a temporary allocation of
+    /// `count` elements of its dtype to reduce into (none without an epilogue).
+    pub(super) fn epilogue_input(
+        &self,
+        ctx: &IrContext,
+        op: OpId,
+        count: i64,
+    ) -> R<Option<PointerValue<'c>>> {
+        if ctx.inherent_attr(op, "epilogue").is_none() {
+            return Ok(None);
+        }
+        let elem = crate::symm_kernels::dtype_bytes(Self::attr_str(ctx, op, "dtype")?);
+        if elem == 0 {
+            return Err(format!("{} of an unknown dtype", ctx.op_name(op)));
+        }
+        let bytes = count.saturating_mul(elem as i64);
+        let slot = self.slot.ok_or("no slot")?;
+        self.call("alloc", &[self.i64(bytes).into(), slot.into()])?;
+        Ok(Some(
+            b!(self.b.build_load(self.ptr(), slot, "reduced")).into_pointer_value(),
+        ))
+    }
+
+    /// The chain's own kernel after a fallback collective reduced into `reduced` (from
+    /// [`Self::epilogue_input`]), as if unfused: its inputs with the reduced value at
+    /// `epilogue_operand`, then its result `out`; then `reduced` is freed.
+    pub(super) fn launch_epilogue(
+        &self,
+        ctx: &IrContext,
+        op: OpId,
+        extras: &[PointerValue<'c>],
+        reduced: PointerValue<'c>,
+        out: PointerValue<'c>,
+    ) -> R<()> {
+        let at = Self::attr_i64(ctx, op, "epilogue_operand")? as usize;
+        let mut args: Vec<BasicValueEnum<'c>> =
+            extras.iter().map(|p| BasicValueEnum::from(*p)).collect();
+        if at > args.len() {
+            return Err("'epilogue_operand' is past the epilogue's inputs".into());
+        }
+        args.insert(at, reduced.into());
+        args.push(out.into());
+        self.launch_with(
+            self.kernel_index(ctx, op, "epilogue")?,
+            Self::attr_i64(ctx, op, "epilogue_grid")?,
+            Self::attr_i64(ctx, op, "epilogue_block")?,
+            &args,
+        )?;
+        self.call("free", &[reduced.into()])?;
         Ok(())
     }
 

@@ -260,20 +260,15 @@ pub fn compile(ctx: &IrContext, module: OpId) -> Result<DeviceCode, Diagnostic> 
                 "rt.symm_fused_kernel" => {
                     let name = ctx.symbol_name(op).unwrap_or("").to_string();
                     let spec = fused_spec(ctx, op)?;
-                    crate::symm_kernels::fused::generate(&llcx, &lm, &name, &spec)
+                    let epi = g.epilogue_of(ctx, module, op, &name, &spec.dtype)?;
+                    crate::symm_kernels::fused::generate(&llcx, &lm, &name, &spec, epi.as_ref())
                         .map_err(|m| ctx.op_error(op, m))?;
                     names.push(name);
                 }
                 "rt.symm_kernel" => {
                     let name = ctx.symbol_name(op).unwrap_or("").to_string();
                     let spec = symm_spec(ctx, op)?;
-                    let epi = match ctx
-                        .inherent_attr(op, "epilogue")
-                        .and_then(|a| ctx.attr_as_symbol(a))
-                    {
-                        Some(chain) => Some(g.epilogue(ctx, module, op, chain, &name, &spec)?),
-                        None => None,
-                    };
+                    let epi = g.epilogue_of(ctx, module, op, &name, &spec.dtype)?;
                     crate::symm_kernels::generate(&llcx, &lm, &name, &spec, epi.as_ref())
                         .map_err(|m| ctx.op_error(op, m))?;
                     names.push(name);
@@ -1054,8 +1049,28 @@ impl<'a, 'c> Gen<'a, 'c> {
         Ok(src.unwrap_or_else(|| self.i64(0)))
     }
 
-    /// The epilogue of the fused symm kernel `name`: the chain of `rt.kernel @chain` applied
-    /// to the reduced value, as two internal, always-inlined functions the symm kernel calls
+    /// The epilogue that kernel op `op` (named `name`, of element type `dtype`) names in its
+    /// `epilogue` attribute, if any ([`Self::epilogue`]).
+    fn epilogue_of(
+        &mut self,
+        ctx: &IrContext,
+        module: OpId,
+        op: OpId,
+        name: &str,
+        dtype: &str,
+    ) -> Result<Option<crate::symm_kernels::Epilogue<'c>>, Diagnostic> {
+        match ctx
+            .inherent_attr(op, "epilogue")
+            .and_then(|a| ctx.attr_as_symbol(a))
+        {
+            Some(chain) => Ok(Some(self.epilogue(ctx, module, op, chain, name, dtype)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The epilogue of the fused symm kernel `name` (an `rt.symm_kernel`, or the reduction of
+    /// an `rt.symm_fused_kernel`) of element type `dtype`: the chain of `rt.kernel @chain`
+    /// applied to the reduced value, as two internal, always-inlined functions the kernel calls
     /// where it would store the reduced elements (`crate::symm_kernels::Epilogue`). Their
     /// parameters: the element index, the reduced value as stored (one element, or a vector
     /// of `16 / element size` elements from that index), the chain's other inputs, the
@@ -1069,7 +1084,7 @@ impl<'a, 'c> Gen<'a, 'c> {
         op: OpId,
         chain: &str,
         name: &str,
-        spec: &crate::symm_kernels::SymmSpec,
+        dtype: &str,
     ) -> Result<crate::symm_kernels::Epilogue<'c>, Diagnostic> {
         let e = |m: String| ctx.op_error(op, m);
         let kop = module_block(ctx, module)
@@ -1086,7 +1101,7 @@ impl<'a, 'c> Gen<'a, 'c> {
             .inherent_attr(op, "epilogue_operand")
             .and_then(|a| ctx.attr_as_i64(a))
             .and_then(|v| usize::try_from(v).ok())
-            .ok_or_else(|| e("rt.symm_kernel requires 'epilogue_operand'".into()))?;
+            .ok_or_else(|| e(format!("{} requires 'epilogue_operand'", ctx.op_name(op))))?;
         let body = ctx
             .op_regions(kop)
             .first()
@@ -1101,7 +1116,7 @@ impl<'a, 'c> Gen<'a, 'c> {
             .operands(*last)
             .first()
             .ok_or_else(|| e("rt.yield without value".into()))?;
-        let width = (16 / crate::symm_kernels::dtype_bytes(&spec.dtype).max(1)) as u32;
+        let width = (16 / crate::symm_kernels::dtype_bytes(dtype).max(1)) as u32;
         let gen = |g: &mut Self, vector: bool| -> R<FunctionValue<'c>> {
             g.epilogue_fn(ctx, name, inner, &args, result, operand, width, vector)
         };

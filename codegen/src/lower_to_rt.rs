@@ -22,7 +22,7 @@
 //!   be acyclic (without control flow, recursion never ends).
 
 mod attention;
-mod fused_matmul;
+pub(crate) mod fused_matmul;
 
 use crate::fusion::{self, FusionPlan};
 use commlir_dialects::comm::{buffer_encoding, encoding_kind_str, pool_info, slot_of};
@@ -591,10 +591,22 @@ fn result_buffer(
     op: OpId,
     r: Value,
 ) -> Result<Value, Diagnostic> {
+    result_buffer_at(ctx, st, op, op, r)
+}
+
+/// [`result_buffer`] of `r`, the result of `producer` (whose `comm.slot` places a comm
+/// buffer), created before `op` (a collective that computes it as its epilogue).
+fn result_buffer_at(
+    ctx: &mut Context,
+    st: &mut Lowering,
+    producer: OpId,
+    op: OpId,
+    r: Value,
+) -> Result<Value, Diagnostic> {
     let t = ctx.value_type(r);
     let m = memref_of(ctx, t);
     let b = if let Some(enc) = buffer_encoding(ctx, t) {
-        let slot = slot_of(ctx, op).ok_or_else(|| {
+        let slot = slot_of(ctx, producer).ok_or_else(|| {
             err(
                 ctx,
                 op,
@@ -850,7 +862,10 @@ fn lower_op(
             fused_matmul::lower_all_gather_matmul(ctx, op, module, func, st, kernels)?;
         }
         "symm.fused_matmul_reduce_scatter" => {
-            fused_matmul::lower_matmul_reduce_scatter(ctx, op, module, func, st, kernels)?;
+            let epilogue = plan.epilogues.get(&op).map(|&g| &plan.groups[g]);
+            fused_matmul::lower_matmul_reduce_scatter(
+                ctx, op, module, func, st, kernels, epilogue,
+            )?;
         }
         "func.call" => {
             let mut args = Vec::new();

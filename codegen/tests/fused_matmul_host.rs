@@ -34,6 +34,9 @@ use common::{input_buffers, jit_program, lower, sim_reference, storage, symm_des
 const PIPELINE: &str = "builtin.module(func.func(coll-to-comm,comm-plan-pools))";
 
 type FusedKernel = unsafe extern "C" fn(*const SymmDesc, u64, *mut u8, u32, u32);
+/// A reduce-scatter kernel with an epilogue of one or two other inputs.
+type FusedKernel1 = unsafe extern "C" fn(*const SymmDesc, u64, *mut u8, u32, u32, usize);
+type FusedKernel2 = unsafe extern "C" fn(*const SymmDesc, u64, *mut u8, u32, u32, usize, usize);
 
 /// One symm pool allocation of every rank (the ranks allocate pools in the same order).
 #[derive(Default)]
@@ -205,26 +208,30 @@ unsafe extern "C" fn m_launch_on(
     };
     // The parameter values now: the host program reuses its scratch arrays.
     if fused {
-        if n != 5 {
-            return m.fail(format!("a fused kernel takes 5 parameters, got {n}"));
+        if !(5..=7).contains(&n) {
+            return m.fail(format!(
+                "a fused kernel takes 5 parameters and up to 2 epilogue operands, got {n}"
+            ));
         }
         let arg = |i: usize| *params.add(i);
         let vals = (
-            *(arg(0) as *const usize),
+            *(arg(0) as *const usize) as *const SymmDesc,
             *(arg(1) as *const u64),
-            *(arg(2) as *const usize),
+            *(arg(2) as *const usize) as *mut u8,
             *(arg(3) as *const u32),
             *(arg(4) as *const u32),
         );
+        let extras: Vec<usize> = (5..n as usize).map(|i| *(arg(i) as *const usize)).collect();
         return m.on(stream, move || {
-            let k = std::mem::transmute::<usize, FusedKernel>(addr);
-            k(
-                vals.0 as *const SymmDesc,
-                vals.1,
-                vals.2 as *mut u8,
-                vals.3,
-                vals.4,
-            );
+            let (d, o, out, site, step) = vals;
+            match extras[..] {
+                [] => std::mem::transmute::<usize, FusedKernel>(addr)(d, o, out, site, step),
+                [x] => std::mem::transmute::<usize, FusedKernel1>(addr)(d, o, out, site, step, x),
+                [x, y] => {
+                    std::mem::transmute::<usize, FusedKernel2>(addr)(d, o, out, site, step, x, y)
+                }
+                _ => unreachable!("checked above"),
+            }
             Ok(())
         });
     }
@@ -610,9 +617,17 @@ enum Transfer {
     Accumulate(i64),
 }
 
-/// Runs `text` on `world` ranks, peer-mapped or not, against the sim; returns how many
-/// all-gather pipelines push.
-fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) -> usize {
+/// What a checked program's lowering did.
+#[derive(Debug, PartialEq)]
+struct Lowered {
+    /// All-gather pipelines that push.
+    pushing: usize,
+    /// Reduce-scatter pipelines that apply an elementwise epilogue.
+    epilogues: usize,
+}
+
+/// Runs `text` on `world` ranks, peer-mapped or not, against the sim.
+fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) -> Lowered {
     let (want, in_types) = sim_reference(text, world);
 
     let mut ctx = Context::new();
@@ -634,8 +649,13 @@ fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) -> usize {
         }
         m
     };
-    let (mut fused, mut pushing) = (Vec::new(), 0);
+    let (mut fused, mut pushing, mut epilogues) = (Vec::new(), 0, 0);
     ctx.walk(m, |op| {
+        if ctx.op_name(op) == "rt.symm_fused_matmul_reduce_scatter"
+            && ctx.inherent_attr(op, "epilogue").is_some()
+        {
+            epilogues += 1;
+        }
         if ctx.inherent_attr(op, "copy_engine").is_some() {
             fused.push(op);
         }
@@ -658,7 +678,8 @@ fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) -> usize {
             } else {
                 int("batch")
             };
-            if rs && splits.is_some_and(|s| s % parts == 0) {
+            let epilogue = ctx.inherent_attr(op, "epilogue").is_some();
+            if rs && !epilogue && splits.is_some_and(|s| s % parts == 0) {
                 let a = ctx.int_attr(parts, 64);
                 ctx.set_attr(op, "parts", a);
                 accumulating += 1;
@@ -761,7 +782,7 @@ fn check(text: &str, world: usize, mapped: bool, transfer: Transfer) -> usize {
             "rank {r} fault word"
         );
     }
-    pushing
+    Lowered { pushing, epilogues }
 }
 
 /// Whether `got` (bytes of `want`'s type) is `want` to within the rounding of one more
@@ -824,13 +845,57 @@ fn run_all(g: usize) {
     for ty in ["bf16", "f32"] {
         let text = program(g, ty);
         // %q (the argument %a, its clone skipped) and %z push; %ag (returned) pulls.
-        assert_eq!(check(&text, g, true, Transfer::CopyEngine), 2);
-        assert_eq!(check(&text, g, true, Transfer::Pull), 0);
-        assert_eq!(check(&text, g, true, Transfer::Kernel), 0);
+        assert_eq!(check(&text, g, true, Transfer::CopyEngine).pushing, 2);
+        assert_eq!(check(&text, g, true, Transfer::Pull).pushing, 0);
+        assert_eq!(check(&text, g, true, Transfer::Kernel).pushing, 0);
         check(&text, g, false, Transfer::CopyEngine);
         if g == 2 {
             check(&text, g, true, Transfer::Accumulate(2));
             check(&text, g, true, Transfer::Accumulate(4));
+        }
+    }
+}
+
+/// Reduce-scatters whose results only an elementwise chain reads, as the residual adds of a
+/// sequence-parallel block: a chain with a plain result (%e1, returned), and one of two ops
+/// whose result is a comm buffer (%e2, the shard of an all-gather-matmul, in a pool slot).
+/// The results read by something else (%r3, returned as well) keep their plain reduction.
+fn epilogue_program(g: usize, ty: &str) -> String {
+    let t = |s: &str| format!("tensor<{s}x{ty}>");
+    let ga = 8 * g;
+    format!(
+        r#"module {{
+  coll.group @tp {{size = {g} : i64, symm_mem}}
+  func.func @main(%h: {h}, %w: {w}, %res: {r}, %b: {b}) -> ({r}, {q}, {r}, {r}) {{
+    %r1 = symm.fused_matmul_reduce_scatter %h, %w {{reduce_op = "sum", group = @tp}} : ({h}, {w}) -> {r}
+    %e1 = compute.add %res, %r1 : ({r}, {r}) -> {r}
+    %r2 = symm.fused_matmul_reduce_scatter %h, %w {{reduce_op = "avg", group = @tp}} : ({h}, {w}) -> {r}
+    %t = compute.mul %r2, %res : ({r}, {r}) -> {r}
+    %e2 = compute.sub %t, %res : ({r}, {r}) -> {r}
+    %q = symm.fused_all_gather_matmul %e2, %b {{group = @tp}} : ({r}, {b}) -> {q}
+    %r3 = symm.fused_matmul_reduce_scatter %h, %w {{reduce_op = "sum", group = @tp}} : ({h}, {w}) -> {r}
+    %e3 = compute.add %r3, %res : ({r}, {r}) -> {r}
+    return %e1, %q, %e3, %r3 : {r}, {q}, {r}, {r}
+  }}
+}}
+"#,
+        h = t(&format!("{ga}x16")),
+        w = t("16x8"),
+        r = t("8x8"),
+        b = t("8x5"),
+        q = t(&format!("{ga}x5")),
+    )
+}
+
+#[test]
+fn reduce_scatter_epilogues_match_the_sim() {
+    for g in [2, 4] {
+        for ty in ["bf16", "f32"] {
+            let text = epilogue_program(g, ty);
+            for transfer in [Transfer::CopyEngine, Transfer::Kernel] {
+                assert_eq!(check(&text, g, true, transfer).epilogues, 2, "{transfer:?}");
+            }
+            assert_eq!(check(&text, g, false, Transfer::CopyEngine).epilogues, 2);
         }
     }
 }

@@ -94,14 +94,16 @@ impl<'c> Host<'_, 'c> {
         offset: i64,
         buf: PointerValue<'c>,
         s: i64,
+        extras: &[PointerValue<'c>],
     ) -> R<()> {
-        let vals: [BasicValueEnum<'c>; 5] = [
+        let mut vals: Vec<BasicValueEnum<'c>> = vec![
             desc.into(),
             self.i64(offset).into(),
             buf.into(),
             self.i32(u64::from(kernel)).into(),
             self.i32(s as u64).into(),
         ];
+        vals.extend(extras.iter().map(|p| BasicValueEnum::from(*p)));
         self.launch_values(Some(abi::STREAM_COMM), kernel, grid, block, &vals)
     }
 
@@ -356,7 +358,7 @@ impl<'c> Host<'_, 'c> {
         let events = self.take_events(next_event, world as u32 + 1);
         let (compute, comm) = (abi::STREAM_COMPUTE, abi::STREAM_COMM);
         let step =
-            |s: i64, grid: i64| self.symm_step(kernel, grid, block, desc, offset, gathered, s);
+            |s: i64, grid: i64| self.symm_step(kernel, grid, block, desc, offset, gathered, s, &[]);
         // The shard was written on the compute stream: the comm stream starts after it.
         self.record(compute, events[0])?;
         self.wait(comm, events[0])?;
@@ -464,8 +466,8 @@ impl<'c> Host<'_, 'c> {
             (a("a_step")?, a("a_stride")?, a("b_step")?, a("ldb")?);
         let (chunk, offset, grid, block) = (a("chunk")?, a("offset")?, a("grid")?, a("block")?);
         let world = self.world_of(ctx, op)?;
-        let [pool, a_buf, b_buf, out] = bufs else {
-            return Err("expects 4 operands".into());
+        let [pool, a_buf, b_buf, out, extras @ ..] = bufs else {
+            return Err("expects at least 4 operands".into());
         };
         let (pool, a_buf, b_buf, out) = (*pool, *a_buf, *b_buf, *out);
         let dtype = self.dtype(ctx, op)?;
@@ -524,7 +526,7 @@ impl<'c> Host<'_, 'c> {
                 let (done, landed) = (events[2 * h as usize], events[2 * h as usize + 1]);
                 self.record(compute, done)?;
                 self.wait(comm, done)?;
-                self.symm_step(kernel, 1, block, desc, offset, out, world + 1)?;
+                self.symm_step(kernel, 1, block, desc, offset, out, world + 1, &[])?;
                 let by = b!(self.b.build_int_mul(rank, self.i64(chunk * esz), "mine"));
                 let src = b!(self
                     .b
@@ -535,7 +537,7 @@ impl<'c> Host<'_, 'c> {
             }
             // The end barrier: the peer's pulls from this rank's partials are complete.
             let end = events[2 * parts as usize];
-            self.symm_step(kernel, 1, block, desc, offset, out, 2 * world)?;
+            self.symm_step(kernel, 1, block, desc, offset, out, 2 * world, &[])?;
             self.record(comm, end)?;
             // This rank's own chunk, part by part, accumulated onto the peer's part.
             let (alpha, beta) = if Self::attr_str(ctx, op, "reduce_op")? == "avg" {
@@ -549,60 +551,69 @@ impl<'c> Host<'_, 'c> {
                 part_gemm(rank, (h, parts), c, (alpha, beta))?;
             }
             self.wait(compute, end)?;
-            b!(self.b.build_unconditional_branch(join));
-            return self.rs_fallback(ctx, op, (pool, offset), out, chunk, fallback, join, &gemm);
-        }
-        let events = self.take_events(next_event, world as u32 + 1);
-        let (compute, comm) = (abi::STREAM_COMPUTE, abi::STREAM_COMM);
-        let step = |s: i64, grid: i64| self.symm_step(kernel, grid, block, desc, offset, out, s);
-        let copy_engine = ctx.inherent_attr(op, "copy_engine").is_some();
-        let chunk_bytes = chunk * esz;
-        // The peers' chunks first (rank + s for s = 1 … G − 1), each one's transfer (step s on
-        // the comm stream) overlapping the GEMM of the next; this rank's own chunk last, so
-        // that it hides the last transfer too (as the seed's producer pipeline orders them).
-        for s in (1..world).chain([0]) {
-            let p = self.chunk_of(rank, s, world)?;
-            gemm(p)?;
-            if s > 0 {
-                self.record(compute, events[s as usize])?;
-                self.wait(comm, events[s as usize])?;
-                if copy_engine {
-                    // Step s's signals (one block), then a copy engine pulls rank
-                    // (rank − s)'s partial for this rank into receive slot rank − s.
-                    step(world + s, 1)?;
-                    let from = self.chunk_of(rank, world - s, world)?;
-                    let by = b!(self.b.build_int_mul(rank, self.i64(chunk_bytes), "mine"));
-                    let src = b!(self.b.build_int_add(by, self.i64(offset), "src_off"));
-                    let recv = self.offset(partials, from, chunk_bytes)?;
-                    let dst = self.at(recv, world * chunk_bytes)?;
-                    self.peer_copy(pool, from, src, dst, 1, chunk_bytes, chunk_bytes)?;
-                } else {
-                    step(s, grid)?;
+        } else {
+            let events = self.take_events(next_event, world as u32 + 1);
+            let (compute, comm) = (abi::STREAM_COMPUTE, abi::STREAM_COMM);
+            let step = |s: i64, grid: i64| {
+                self.symm_step(kernel, grid, block, desc, offset, out, s, extras)
+            };
+            let copy_engine = ctx.inherent_attr(op, "copy_engine").is_some();
+            let chunk_bytes = chunk * esz;
+            // The peers' chunks first (rank + s for s = 1 … G − 1), each one's transfer (step s on
+            // the comm stream) overlapping the GEMM of the next; this rank's own chunk last, so
+            // that it hides the last transfer too (as the seed's producer pipeline orders them).
+            for s in (1..world).chain([0]) {
+                let p = self.chunk_of(rank, s, world)?;
+                gemm(p)?;
+                if s > 0 {
+                    self.record(compute, events[s as usize])?;
+                    self.wait(comm, events[s as usize])?;
+                    if copy_engine {
+                        // Step s's signals (one block), then a copy engine pulls rank
+                        // (rank − s)'s partial for this rank into receive slot rank − s.
+                        step(world + s, 1)?;
+                        let from = self.chunk_of(rank, world - s, world)?;
+                        let by = b!(self.b.build_int_mul(rank, self.i64(chunk_bytes), "mine"));
+                        let src = b!(self.b.build_int_add(by, self.i64(offset), "src_off"));
+                        let recv = self.offset(partials, from, chunk_bytes)?;
+                        let dst = self.at(recv, world * chunk_bytes)?;
+                        self.peer_copy(pool, from, src, dst, 1, chunk_bytes, chunk_bytes)?;
+                    } else {
+                        step(s, grid)?;
+                    }
                 }
             }
+            // The reduction reads the own partial: the comm stream waits for its GEMM.
+            self.record(compute, events[0])?;
+            self.wait(comm, events[0])?;
+            step(world, grid)?;
+            self.record(comm, events[world as usize])?;
+            self.wait(compute, events[world as usize])?;
         }
-        // The reduction reads the own partial: the comm stream waits for its GEMM.
-        self.record(compute, events[0])?;
-        self.wait(comm, events[0])?;
-        step(world, grid)?;
-        self.record(comm, events[world as usize])?;
-        self.wait(compute, events[world as usize])?;
         b!(self.b.build_unconditional_branch(join));
-        self.rs_fallback(ctx, op, (pool, offset), out, chunk, fallback, join, &gemm)
+        self.rs_fallback(
+            ctx,
+            op,
+            (pool, offset),
+            (out, extras),
+            chunk,
+            [fallback, join],
+            &gemm,
+        )
     }
 
     /// The reduce-scatter pipeline's NCCL block: every chunk, then the reduce-scatter of the
-    /// partials; then the join.
+    /// partials (with an epilogue: into a temporary that the chain's own kernel reads, `out`
+    /// being the chain's result and `extras` its other inputs); then the join.
     #[allow(clippy::too_many_arguments)]
     fn rs_fallback(
         &self,
         ctx: &IrContext,
         op: OpId,
         at: (PointerValue<'c>, i64),
-        out: PointerValue<'c>,
+        (out, extras): (PointerValue<'c>, &[PointerValue<'c>]),
         chunk: i64,
-        fallback: inkwell::basic_block::BasicBlock<'c>,
-        join: inkwell::basic_block::BasicBlock<'c>,
+        [fallback, join]: [inkwell::basic_block::BasicBlock<'c>; 2],
         gemm: &dyn Fn(IntValue<'c>) -> R<()>,
     ) -> R<()> {
         self.b.position_at_end(fallback);
@@ -610,7 +621,11 @@ impl<'c> Host<'_, 'c> {
             gemm(self.i64(p))?;
         }
         let rs = abi::code(abi::SYMM_COLLS, "reduce_scatter").ok_or("no reduce_scatter code")?;
-        self.symm_fallback(ctx, op, rs, at, out, chunk, self.redop(ctx, op)?)?;
+        let reduced = self.epilogue_input(ctx, op, chunk)?.unwrap_or(out);
+        self.symm_fallback(ctx, op, rs, at, reduced, chunk, self.redop(ctx, op)?)?;
+        if reduced != out {
+            self.launch_epilogue(ctx, op, extras, reduced, out)?;
+        }
         b!(self.b.build_unconditional_branch(join));
         self.b.position_at_end(join);
         Ok(())

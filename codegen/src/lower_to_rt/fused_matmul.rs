@@ -63,8 +63,9 @@ fn fused_kernel(
     world: i64,
     (outer, seg): (i64, i64),
     reduce: Option<&str>,
+    epilogue: Option<(&str, usize)>,
 ) -> String {
-    let key = format!("fused:{kind}:{dtype}:{world}:{outer}:{seg}:{reduce:?}");
+    let key = format!("fused:{kind}:{dtype}:{world}:{outer}:{seg}:{reduce:?}:{epilogue:?}");
     if let Some(s) = kernels.by_key.get(&key) {
         return s.clone();
     }
@@ -81,6 +82,10 @@ fn fused_kernel(
     ];
     if let Some(r) = reduce {
         attrs.push(("reduce_op", ctx.str_attr(r)));
+    }
+    if let Some((chain, operand)) = epilogue {
+        attrs.push(("epilogue", ctx.symbol_ref(chain)));
+        attrs.push(("epilogue_operand", i64_attr(ctx, operand as i64)));
     }
     insert_kernel_op(ctx, op, func, "rt.symm_fused_kernel", attrs);
     kernels.by_key.insert(key, sym.clone());
@@ -239,6 +244,7 @@ pub(super) fn lower_all_gather_matmul(
         world,
         (batch, m * k),
         None,
+        None,
     );
     let mut attrs: Vec<(&str, commlir_ir::Attr)> = vec![
         ("kernel", ctx.symbol_ref(&sym)),
@@ -271,9 +277,91 @@ pub(super) fn lower_all_gather_matmul(
     Ok(())
 }
 
+/// The chunk GEMMs of a `symm.fused_matmul_reduce_scatter`, in elements.
+struct RsGeometry {
+    m: i64,
+    n: i64,
+    k: i64,
+    batch: i64,
+    a_step: i64,
+    a_stride: i64,
+    b_step: i64,
+    /// Row length of `b`.
+    ldb: i64,
+    /// Elements of one chunk (m·n·batch).
+    chunk: i64,
+    world: i64,
+    elem: u64,
+}
+
+/// The geometry of the reduce-scatter pipeline of `op`: a scatter along any dimension but
+/// the last is a row block (per batch of the dimensions before it), along the last a column
+/// block of `b`.
+fn rs_geometry(ctx: &Context, op: OpId) -> Result<RsGeometry, Diagnostic> {
+    let (a, b) = (ctx.operand(op, 0), ctx.operand(op, 1));
+    let (_, world) = group_of(ctx, op)?;
+    let at = value_tensor(ctx, a).ok_or_else(|| err(ctx, op, "expects tensors"))?;
+    let (ashape, elem) = (at.shape.clone(), elem_bytes(ctx, at.elem));
+    let n_all = value_tensor(ctx, b)
+        .and_then(|t| t.shape.last().copied())
+        .unwrap_or(0);
+    let rank = ashape.len();
+    let k = ashape[rank - 1];
+    let mut y = ashape.clone();
+    y[rank - 1] = n_all;
+    let d = dim_attr(ctx, op, "scatter_dim");
+    if d < 0 || d as usize >= rank || world <= 0 || y[d as usize] % world != 0 {
+        return Err(err(
+            ctx,
+            op,
+            format!("comm-to-rt: cannot scatter dim {d} of the product over {world} ranks"),
+        ));
+    }
+    let d = d as usize;
+    let (m, n, batch, a_step, a_stride, b_step) = if d + 1 < rank {
+        let inner = product(&y[d + 1..rank - 1]);
+        let rows = y[d] / world * inner;
+        (rows, n_all, product(&y[..d]), rows * k, y[d] * inner * k, 0)
+    } else {
+        let cols = n_all / world;
+        (product(&y[..rank - 1]), cols, 1, 0, 0, cols)
+    };
+    Ok(RsGeometry {
+        m,
+        n,
+        k,
+        batch,
+        a_step,
+        a_stride,
+        b_step,
+        ldb: n_all,
+        chunk: m * n * batch,
+        world,
+        elem,
+    })
+}
+
+/// Whether `comm-to-rt` lowers the `symm.fused_matmul_reduce_scatter` `op` to a pipeline that
+/// reduces after its last GEMM (every one but the accumulating, [`accumulate_parts`]): only
+/// that reduction can apply an elementwise epilogue (`crate::fusion`).
+pub(crate) fn reduces_after_last_gemm(ctx: &Context, op: OpId) -> bool {
+    let Ok(g) = rs_geometry(ctx, op) else {
+        return false;
+    };
+    let floats = dtype_of(ctx, op, ctx.operand(op, 0))
+        .is_ok_and(|d| matches!(d, "f16" | "bf16" | "f32" | "f64"));
+    floats && accumulate_parts(g.world, !kernel_transfer(), g.m, g.batch, g.chunk).is_none()
+}
+
 /// `symm.fused_matmul_reduce_scatter` → `rt.symm_fused_matmul_reduce_scatter` in a workspace
 /// pool of its own (allocated around the call: the runtime caches pools by size, so after
 /// the first call this is host bookkeeping only).
+///
+/// With an `epilogue` (the fusion group of the elementwise chain that alone reads the result,
+/// see [`crate::fusion`]), the group's plain `rt.kernel` is created for the fallback, the
+/// pipeline's kernel carries it as `epilogue`, and the call stores the chain's result: its
+/// operands are `(pool, a, b, chain result, chain inputs but the reduced value...)`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn lower_matmul_reduce_scatter(
     ctx: &mut Context,
     op: OpId,
@@ -281,6 +369,7 @@ pub(super) fn lower_matmul_reduce_scatter(
     func: OpId,
     st: &mut Lowering,
     kernels: &mut KernelTable,
+    epilogue: Option<&crate::fusion::Group>,
 ) -> Result<(), Diagnostic> {
     require_module(ctx, module, func)?;
     let (a, b, r) = (ctx.operand(op, 0), ctx.operand(op, 1), ctx.result(op, 0));
@@ -291,38 +380,36 @@ pub(super) fn lower_matmul_reduce_scatter(
         .and_then(|x| ctx.attr_as_str(x))
         .unwrap_or("sum")
         .to_string();
-    let at = value_tensor(ctx, a).ok_or_else(|| err(ctx, op, "expects tensors"))?;
-    let (ashape, elem_ty) = (at.shape.clone(), at.elem);
-    let elem = elem_bytes(ctx, elem_ty);
-    let n_all = value_tensor(ctx, b)
-        .and_then(|t| t.shape.last().copied())
-        .unwrap_or(0);
-    let rank = ashape.len();
-    let k = ashape[rank - 1];
-    let mut y = ashape.clone();
-    y[rank - 1] = n_all;
-    let d = dim_attr(ctx, op, "scatter_dim");
-    if d < 0 || d as usize >= rank || y[d as usize] % world != 0 {
-        return Err(err(
-            ctx,
-            op,
-            format!("comm-to-rt: cannot scatter dim {d} of the product over {world} ranks"),
-        ));
-    }
-    let d = d as usize;
-    // (m, n, batch, a_step, a_stride, b_step) of chunk GEMMs.
-    let (m, n, batch, a_step, a_stride, b_step) = if d + 1 < rank {
-        let inner = product(&y[d + 1..rank - 1]);
-        let rows = y[d] / world * inner;
-        (rows, n_all, product(&y[..d]), rows * k, y[d] * inner * k, 0)
-    } else {
-        let cols = n_all / world;
-        (product(&y[..rank - 1]), cols, 1, 0, 0, cols)
-    };
-    let chunk = m * n * batch;
+    let g = rs_geometry(ctx, op)?;
+    let (chunk, elem) = (g.chunk, g.elem);
     let ab = buffer(ctx, st, op, a)?;
     let bb = buffer(ctx, st, op, b)?;
-    let out = result_buffer(ctx, st, op, r)?;
+    // The chain: its kernel (the fallback's), which argument is the reduced value, the
+    // buffers of its other inputs, and its result's buffer (at the root's slot, if any).
+    let mut fused = None;
+    if let Some(grp) = epilogue {
+        let chain = super::kernel_symbol(ctx, module, func, grp, kernels)?;
+        let operand = grp.inputs.iter().position(|v| *v == r).ok_or_else(|| {
+            err(
+                ctx,
+                op,
+                "comm-to-rt: epilogue does not read the reduce-scatter",
+            )
+        })?;
+        let mut extras = Vec::new();
+        for &v in grp.inputs.iter().filter(|v| **v != r) {
+            extras.push(buffer(ctx, st, op, v)?);
+        }
+        let y = ctx.result(grp.root, 0);
+        let yb = super::result_buffer_at(ctx, st, grp.root, op, y)?;
+        let w = crate::kernels::elementwise_vector_width(ctx, &grp.ops) as i64;
+        let work = ((super::launch_items(ctx, grp.root) + w - 1) / w).max(1);
+        fused = Some((chain, operand, extras, yb, super::grid_for(work)));
+    }
+    let out = match &fused {
+        Some((_, _, _, yb, _)) => *yb,
+        None => result_buffer(ctx, st, op, r)?,
+    };
     let sym = fused_kernel(
         ctx,
         op,
@@ -333,17 +420,18 @@ pub(super) fn lower_matmul_reduce_scatter(
         world,
         (1, chunk),
         Some(&reduce),
+        fused.as_ref().map(|(c, o, ..)| (c.as_str(), *o)),
     );
     let mut attrs: Vec<(&str, commlir_ir::Attr)> = vec![
         ("kernel", ctx.symbol_ref(&sym)),
-        ("m", i64_attr(ctx, m)),
-        ("n", i64_attr(ctx, n)),
-        ("k", i64_attr(ctx, k)),
-        ("batch", i64_attr(ctx, batch)),
-        ("a_step", i64_attr(ctx, a_step)),
-        ("a_stride", i64_attr(ctx, a_stride)),
-        ("b_step", i64_attr(ctx, b_step)),
-        ("ldb", i64_attr(ctx, n_all)),
+        ("m", i64_attr(ctx, g.m)),
+        ("n", i64_attr(ctx, g.n)),
+        ("k", i64_attr(ctx, g.k)),
+        ("batch", i64_attr(ctx, g.batch)),
+        ("a_step", i64_attr(ctx, g.a_step)),
+        ("a_stride", i64_attr(ctx, g.a_stride)),
+        ("b_step", i64_attr(ctx, g.b_step)),
+        ("ldb", i64_attr(ctx, g.ldb)),
         ("chunk", i64_attr(ctx, chunk)),
         ("offset", i64_attr(ctx, 0)),
         ("reduce_op", ctx.str_attr(&reduce)),
@@ -356,22 +444,38 @@ pub(super) fn lower_matmul_reduce_scatter(
         // With copy engines the kernel's blocks only reduce, after the last GEMM, what is
         // already in this GPU's memory: as many blocks as the signal pad has rows.
         let grid = crate::symm_kernels::local_grid(chunk, elem) as i64;
-        if let Some(g) = attrs.iter_mut().find(|(n, _)| *n == "grid") {
-            g.1 = i64_attr(ctx, grid);
+        if let Some(gr) = attrs.iter_mut().find(|(n, _)| *n == "grid") {
+            gr.1 = i64_attr(ctx, grid);
         }
     }
-    let parts = accumulate_parts(world, copy_engine, m, batch, chunk);
+    let parts = accumulate_parts(world, copy_engine, g.m, g.batch, chunk);
     if let Some(p) = parts {
+        if fused.is_some() {
+            return Err(err(
+                ctx,
+                op,
+                "comm-to-rt: an epilogue needs the reduction after the last GEMM",
+            ));
+        }
         attrs.push(("parts", i64_attr(ctx, p)));
+    }
+    let mut operands = vec![ab, bb, out];
+    if let Some((c, o, extras, _, egrid)) = &fused {
+        attrs.push(("epilogue", ctx.symbol_ref(c)));
+        attrs.push(("epilogue_operand", i64_attr(ctx, *o as i64)));
+        attrs.push(("epilogue_grid", i64_attr(ctx, *egrid)));
+        attrs.push(("epilogue_block", i64_attr(ctx, super::BLOCK)));
+        operands.extend(extras);
     }
     // The workspace: G partial chunks, then G receive slots (none when the pipeline
     // accumulates: the peer's partial lands in the result).
     let slots = if parts.is_some() { world } else { 2 * world };
     let pool = workspace(ctx, op, group, (slots * chunk) as u64 * elem);
+    operands.insert(0, pool);
     let mut bld = Builder::before(ctx, op);
     bld.create(
         "rt.symm_fused_matmul_reduce_scatter",
-        &[pool, ab, bb, out],
+        &operands,
         &[],
         &attrs,
     );

@@ -14,12 +14,17 @@
 //! the end barrier), so that a copy engine (`symm_peer_copy`, `symm_peer_put`) can move the
 //! chunk between two such launches without using an SM.
 //!
+//! Epilogue (a reduce-scatter fused with the elementwise chain that reads its result,
+//! `crate::fusion`): the parameters after `step` are the chain's other inputs, `out` is the
+//! chain's result, and step G hands the reduced elements to the [`Epilogue`] as the one-shot
+//! all-reduce does; every other step ignores them.
+//!
 //! Signals: every step that talks to peers does so through the pad slot (block, source) as
 //! the barrier does, and every rank issues the same sequence of puts and waits per pair of
 //! ranks (all-gather: barrier, barrier; reduce-scatter: one put from q to p at step
 //! (p − q) mod G, then the end barrier), so no signal is ever consumed by the wrong wait.
 
-use super::{Env, Gen, Red, Ty, R};
+use super::{Env, EpiCall, Epilogue, Gen, Red, Ty, R};
 use inkwell::context::Context;
 use inkwell::module::{Linkage, Module};
 use inkwell::values::IntValue;
@@ -48,8 +53,15 @@ macro_rules! b {
     };
 }
 
-/// Generates the entry `name` of `spec` into `m` (an NVPTX module).
-pub fn generate<'c>(cx: &'c Context, m: &Module<'c>, name: &str, spec: &FusedSpec) -> R<()> {
+/// Generates the entry `name` of `spec` into `m` (an NVPTX module); with an `epilogue` (a
+/// reduce-scatter only), its reduction applies the chain instead of storing (module docs).
+pub fn generate<'c>(
+    cx: &'c Context,
+    m: &Module<'c>,
+    name: &str,
+    spec: &FusedSpec,
+    epilogue: Option<&Epilogue<'c>>,
+) -> R<()> {
     let ty =
         Ty::of(&spec.dtype).ok_or_else(|| format!("fused kernels: no dtype {}", spec.dtype))?;
     if !matches!(ty, Ty::Float { .. }) {
@@ -64,23 +76,26 @@ pub fn generate<'c>(cx: &'c Context, m: &Module<'c>, name: &str, spec: &FusedSpe
         ("matmul_reduce_scatter", Some("avg")) => Some(Red::Avg),
         (k, r) => return Err(format!("fused kernel {k}: bad reduce_op {r:?}")),
     };
-    Gen::new(cx, m, ty, red, spec.world, "fused kernels")?.fused(name, spec)
+    if epilogue.is_some() && red.is_none() {
+        return Err("fused kernels: an epilogue needs a reduction".into());
+    }
+    Gen::new(cx, m, ty, red, spec.world, "fused kernels")?.fused(name, spec, epilogue)
 }
 
 impl<'c> Gen<'_, 'c> {
-    fn fused(&self, name: &str, spec: &FusedSpec) -> R<()> {
+    fn fused(&self, name: &str, spec: &FusedSpec, epi: Option<&Epilogue<'c>>) -> R<()> {
         let g = self.gptr();
         let i32t = self.cx.i32_type();
-        let fty = self.cx.void_type().fn_type(
-            &[
-                g.into(),
-                self.cx.i64_type().into(),
-                g.into(),
-                i32t.into(),
-                i32t.into(),
-            ],
-            false,
-        );
+        let extras = epi.map_or(0, |e| e.extras);
+        let mut params: Vec<inkwell::types::BasicMetadataTypeEnum<'c>> = vec![
+            g.into(),
+            self.cx.i64_type().into(),
+            g.into(),
+            i32t.into(),
+            i32t.into(),
+        ];
+        params.extend((0..extras).map(|_| inkwell::types::BasicMetadataTypeEnum::from(g)));
+        let fty = self.cx.void_type().fn_type(&params, false);
         let f = self.m.add_function(name, fty, Some(Linkage::External));
         f.set_call_conventions(71); // ptx_kernel
         let entry = self.cx.append_basic_block(f, "entry");
@@ -91,6 +106,9 @@ impl<'c> Gen<'_, 'c> {
         let out = param(2)?.into_pointer_value();
         let site = param(3)?.into_int_value();
         let step = param(4)?.into_int_value();
+        let extra_ptrs = (0..extras as u32)
+            .map(|i| Ok(param(5 + i)?.into_pointer_value()))
+            .collect::<R<Vec<_>>>()?;
         let step = b!(self.b.build_int_z_extend(step, self.cx.i64_type(), "step"));
         let rank_p = unsafe {
             b!(self
@@ -222,13 +240,24 @@ impl<'c> Gen<'_, 'c> {
                     inputs: srcs,
                     ..env.clone_shallow()
                 };
-                self.reduce_range(
-                    &red_env,
-                    self.i64(0),
-                    self.i64(spec.seg),
-                    self.i64(0),
-                    &[out],
-                )?;
+                match epi {
+                    // The chain of the epilogue, from the reduced elements to `out`.
+                    Some(epi) => {
+                        let call = EpiCall {
+                            epi,
+                            extras: extra_ptrs,
+                            out,
+                        };
+                        self.reduce_epilogue(&red_env, self.i64(spec.seg), &call)?;
+                    }
+                    None => self.reduce_range(
+                        &red_env,
+                        self.i64(0),
+                        self.i64(spec.seg),
+                        self.i64(0),
+                        &[out],
+                    )?,
+                }
                 b!(self.b.build_return(None));
                 // Step s in [1, G): tell rank (rank + s) its chunk is ready, wait for rank
                 // (rank − s), then pull that peer's partial for this rank. Step G + s: the

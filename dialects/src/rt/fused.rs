@@ -56,7 +56,10 @@ register_op!(
             (rank − s) mod G, and step G + s does step s's signalling alone (a copy engine \
             moves the chunk); step G is the end barrier and the reduction of the G chunks in \
             rank order into `out`, and step 2G the end barrier alone (for a pipeline whose \
-            GEMMs accumulated the chunks).",
+            GEMMs accumulated the chunks). With an `epilogue` (a reduce-scatter fused with \
+            the elementwise chain that reads its result), the parameters after `step` are the \
+            chain's other inputs, `out` is the chain's result, and step G applies the chain to \
+            each reduced element instead of storing it.",
         attributes: &[
             AttrDef::required("sym_name", AttrConstraint::SymbolName),
             AttrDef::required("kind", AttrConstraint::StrEnum(KINDS)),
@@ -71,6 +74,8 @@ register_op!(
                 AttrConstraint::StrEnum(&["sum", "avg"]),
             )
             .doc("The reduction of the reduce-scatter."),
+            FUSED_EPILOGUE,
+            FUSED_EPILOGUE_OPERAND,
         ],
         traits: &[Trait::Symbol],
         verify: Some(|ctx, op| {
@@ -86,12 +91,40 @@ register_op!(
                     "'reduce_op' is required by matmul_reduce_scatter and absent from all_gather_matmul",
                 ));
             }
+            verify_epilogue_pair(ctx, op)?;
+            if !rs && ctx.inherent_attr(op, "epilogue").is_some() {
+                return Err(ctx.op_error(
+                    op,
+                    "an 'epilogue' is only fused into a matmul_reduce_scatter",
+                ));
+            }
             Ok(())
         }),
         example: "rt.symm_fused_kernel @s0_fused_all_gather_matmul {dtype = \"bf16\", kind = \"all_gather_matmul\", outer = 1 : i64, seg = 128 : i64, world = 2 : i64}",
         ..OpDef::EMPTY
     }
 );
+
+const FUSED_EPILOGUE: AttrDef = AttrDef::optional("epilogue", AttrConstraint::SymbolRef).doc(
+    "The fused elementwise epilogue of a reduce-scatter pipeline that reduces after its last \
+     GEMM: the `rt.kernel` of the chain that reads the reduced value (also launched on its \
+     own by the NCCL fallback).",
+);
+const FUSED_EPILOGUE_OPERAND: AttrDef =
+    AttrDef::optional("epilogue_operand", AttrConstraint::Integer)
+        .doc("Which argument of the `epilogue` kernel is the reduced value (required with it).");
+
+/// `epilogue` and `epilogue_operand` come together.
+fn verify_epilogue_pair(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let has = ctx.inherent_attr(op, "epilogue").is_some();
+    if has != ctx.inherent_attr(op, "epilogue_operand").is_some() {
+        return Err(ctx.op_error(
+            op,
+            "'epilogue' and 'epilogue_operand' must be given together",
+        ));
+    }
+    nonneg(ctx, op, &["epilogue_operand"])
+}
 
 const COPY_ENGINE: AttrDef = AttrDef::optional("copy_engine", AttrConstraint::Unit).doc(
     "Peer-mapped: the chunks move through `symm_peer_copy` (a copy engine, no SM) between \
@@ -207,12 +240,17 @@ register_op!(
             a copy engine delivers each block of the peer's partial straight into the result, \
             and this rank's own GEMMs accumulate onto it (`gemm` with β = 1), so that no reduction \
             follows the last GEMM (and the workspace has no receive slots). Else all chunks are computed and `symm_fallback` \
-            reduce-scatters them on the compute stream.",
+            reduce-scatters them on the compute stream. With an `epilogue` (no `parts`), `out` \
+            is the result of the elementwise chain that reads the reduced chunk and `extras` \
+            are the chain's other inputs: the kernel's reduction applies the chain to each \
+            element it reduces, and the fallback reduce-scatters into a temporary buffer, \
+            then launches the `epilogue` kernel with it as argument `epilogue_operand`.",
         operands: &[
             ArgDef::one("pool", ANY),
             ArgDef::one("a", ANY),
             ArgDef::one("b", ANY),
             ArgDef::one("out", ANY),
+            ArgDef::variadic("extras", ANY),
         ],
         attributes: &[
             AttrDef::required("kernel", AttrConstraint::SymbolRef),
@@ -239,12 +277,48 @@ register_op!(
                  each block contiguous in the chunk). Absent: the chunks are reduced after the \
                  last GEMM.",
             ),
+            FUSED_EPILOGUE,
+            FUSED_EPILOGUE_OPERAND,
+            AttrDef::optional("epilogue_grid", AttrConstraint::Integer)
+                .doc("The fallback's launch of `epilogue` (required with it)."),
+            AttrDef::optional("epilogue_block", AttrConstraint::Integer)
+                .doc("The fallback's launch of `epilogue` (required with it)."),
         ],
         traits: &[Trait::Collective, Trait::MemRead, Trait::MemWrite, Trait::Blocking],
         verify: Some(|ctx, op| {
             expect_type(ctx, op, ctx.operand(op, 0), "rt.pool", "operand 'pool'")?;
-            for i in 1..4 {
+            // At least 4 operands (the declaration's).
+            let n = ctx.operands(op).len();
+            for i in 1..n {
                 expect_memref(ctx, op, ctx.operand(op, i), "every buffer")?;
+            }
+            verify_epilogue_pair(ctx, op)?;
+            let has = |a: &str| ctx.inherent_attr(op, a).is_some();
+            if has("epilogue") {
+                if !has("epilogue_grid") || !has("epilogue_block") {
+                    return Err(ctx.op_error(
+                        op,
+                        "an 'epilogue' requires 'epilogue_grid' and 'epilogue_block'",
+                    ));
+                }
+                if has("parts") {
+                    return Err(ctx.op_error(
+                        op,
+                        "an 'epilogue' needs the reduction after the last GEMM, not 'parts'",
+                    ));
+                }
+                let operand = ctx
+                    .inherent_attr(op, "epilogue_operand")
+                    .and_then(|a| ctx.attr_as_i64(a))
+                    .unwrap_or(-1);
+                if operand > (n - 4) as i64 {
+                    return Err(ctx.op_error(
+                        op,
+                        "'epilogue_operand' is past the epilogue kernel's inputs",
+                    ));
+                }
+            } else if n > 4 {
+                return Err(ctx.op_error(op, "epilogue operands without an 'epilogue'"));
             }
             nonneg(
                 ctx,
