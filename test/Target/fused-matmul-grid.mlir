@@ -15,10 +15,12 @@
 // RUN: env COMMLIR_FUSED_AG=pull commlir-translate %s --pass-pipeline='builtin.module(func.func(coll-to-comm,comm-plan-pools))' --emit=host-ll | FileCheck %s --check-prefix=CEHOST
 // RUN: commlir-translate %s --pass-pipeline='builtin.module(func.func(coll-to-comm,comm-plan-pools))' --emit=host-ll | FileCheck %s --check-prefix=PUSHHOST
 
+// The pushing pipeline has no gathered buffer: its operands are the workspace, the
+// right-hand side, the product and the shard (its NCCL fallback gathers in the workspace).
 // PUSH-NOT: rt.launch
 // PUSH: %[[W:.*]] = rt.pool_alloc {alignment = 64 : i64, group = @tp, kind = "symm_mem", size = 8388608 : i64}
-// PUSH: rt.symm_fused_all_gather_matmul %[[W]], {{.*}}, %arg0 {{{.*}}copy_engine{{.*}}offset = 0 : i64, push}
-// PUSH-NEXT: rt.free
+// PUSH-NEXT: %[[Y:.*]] = rt.alloc
+// PUSH-NEXT: rt.symm_fused_all_gather_matmul %[[W]], %arg1, %[[Y]], %arg0 {{{.*}}copy_engine{{.*}}offset = 0 : i64, push}
 // PUSH-NEXT: rt.pool_free %[[W]]
 // PULL: rt.launch %arg0
 // PULL-NOT: push
@@ -57,18 +59,20 @@
 
 // Pushing: the start barrier (step 3) on one block, the argument's 4 MiB pushed into slot
 // `rank` of the peer's workspace, the signals of push 1 (step G + 2 = 4); the own GEMM reads
-// the argument; no end barrier (no step 2). The NCCL fallback first copies the argument into
-// the workspace (copy_on, compute stream).
+// the argument; no end barrier (no step 2). The NCCL fallback copies the argument into slot
+// `rank` of the workspace (copy_on, compute stream) and all-gathers in place from there into
+// the workspace, whose slots the GEMMs then read.
 // PUSHHOST-LABEL: define i32 @commlir_fn_main(
-// PUSHHOST: call i32 %copy_on{{[0-9]*}}(ptr %{{.*}}, i32 0, ptr %{{.*}}, ptr %arg0, i64 4194304)
 // PUSHHOST: store i32 3, ptr
 // PUSHHOST: call i32 %launch_on{{[0-9]*}}(ptr %{{.*}}, i32 1, i32 {{[0-9]+}}, i32 1, i32 512, i32 0, ptr %kparams, i32 5)
-// PUSHHOST: call i32 %symm_peer_put{{[0-9]*}}(ptr %{{.*}}, i32 1, ptr %{{.*}}, i32 %{{.*}}, i64 %slot, ptr %arg0, i64 4194304)
+// PUSHHOST: call i32 %symm_peer_put{{[0-9]*}}(ptr %{{.*}}, i32 1, ptr %[[WS:[a-z0-9]+]], i32 %{{.*}}, i64 %slot, ptr %arg0, i64 4194304)
 // PUSHHOST: store i32 4, ptr
 // PUSHHOST-NOT: store i32 2, ptr
 // PUSHHOST: call i32 %gemm{{[0-9]*}}(ptr %{{.*}}, i32 0, i32 0, i64 512, i64 2048, i64 1024, ptr %arg1, i64 512, i64 0, ptr %arg0,
 // PUSHHOST: call i32 %stream_wait{{[0-9]*}}(ptr %{{.*}}, i32 0, i32 1)
 // PUSHHOST: call i32 %gemm{{[0-9]*}}(
+// PUSHHOST: call i32 %copy_on{{[0-9]*}}(ptr %{{.*}}, i32 0, ptr %[[OWN:chunk[0-9]*]], ptr %arg0, i64 4194304)
+// PUSHHOST: call i32 %symm_fallback{{[0-9]*}}(ptr %{{.*}}, i32 2, i32 0, ptr %[[OWN]], i64 0, ptr %[[WS]], i64 2097152, i32 9, i32 0)
 module {
   coll.group @tp {size = 2 : i64, symm_mem}
   func.func @main(%a: tensor<2048x1024xbf16>, %b: tensor<1024x512xbf16>) -> tensor<4096x512xbf16> {

@@ -317,13 +317,25 @@ impl<'c> Host<'_, 'c> {
         let world = self.world_of(ctx, op)?;
         let nb = ns.len();
         let push = ctx.inherent_attr(op, "push").is_some();
-        if bufs.len() != 3 + 2 * nb + usize::from(push) {
+        // (pool, gathered, staging, bs, outs), or (pool, bs, outs, shard) when pushing.
+        let first_b = if push { 1 } else { 3 };
+        if bufs.len() != first_b + 2 * nb + usize::from(push) {
             return Err("operand count does not match 'ns'".into());
         }
-        let (pool, gathered, stage) = (bufs[0], bufs[1], bufs[2]);
-        let (bs, outs) = (&bufs[3..3 + nb], &bufs[3 + nb..3 + 2 * nb]);
+        let pool = bufs[0];
+        let (bs, outs) = (
+            &bufs[first_b..first_b + nb],
+            &bufs[first_b + nb..first_b + 2 * nb],
+        );
         // A pushing pipeline's shard, wherever it is (the pool is then its workspace).
-        let source = push.then(|| bufs[3 + 2 * nb]);
+        let source = push.then(|| bufs[first_b + 2 * nb]);
+        // The gathered buffer (the kernel's `out`; none when pushing) and the fallback's
+        // staging buffer (the workspace itself when pushing).
+        let (gathered, stage) = if push {
+            (pool, pool)
+        } else {
+            (bufs[1], bufs[2])
+        };
         let dtype = self.dtype(ctx, op)?;
         let esz = elem_size(Self::attr_str(ctx, op, "dtype")?)?;
         let kernel = self.kernel_index(ctx, op, "kernel")? as u32;
@@ -426,11 +438,16 @@ impl<'c> Host<'_, 'c> {
         b!(self.b.build_unconditional_branch(join));
         // NCCL: the shards stacked rank by rank in the staging buffer, then every chunk.
         self.b.position_at_end(fallback);
-        if let Some(src) = source {
-            self.copy_on(compute, shard, src, shard_bytes)?;
-        }
         let ag = abi::code(abi::SYMM_COLLS, "all_gather").ok_or("no all_gather code")?;
-        self.symm_fallback(ctx, op, ag, (pool, offset), stage, count, self.i32(0))?;
+        if let Some(src) = source {
+            // In place in the workspace: the shard into slot `rank`, which NCCL sends from.
+            let rank = self.fused_rank(ctx, op)?;
+            let own = self.offset(pool, rank, shard_bytes)?;
+            self.copy_on(compute, own, src, shard_bytes)?;
+            self.symm_fallback(ctx, op, ag, (own, 0), stage, count, self.i32(0))?;
+        } else {
+            self.symm_fallback(ctx, op, ag, (pool, offset), stage, count, self.i32(0))?;
+        }
         for p in 0..world {
             let pv = self.i64(p);
             let a_ptr = self.offset(stage, pv, count * esz)?;

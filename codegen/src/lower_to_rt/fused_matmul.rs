@@ -179,43 +179,47 @@ pub(super) fn lower_all_gather_matmul(
     let return_a = ctx.inherent_attr(op, "return_a").is_some();
     let nb = ctx.operands(op).len() - 1;
     let first = usize::from(return_a);
-    // The gathered layout along `gather_dim`.
-    let mut gshape = shape.clone();
-    gshape[d] *= world;
-    let gtensor = ctx.tensor_type(&gshape, elem_ty);
-    let gathered = if return_a {
-        let r = ctx.result(op, 0);
-        result_buffer(ctx, st, op, r)?
-    } else {
-        let mt = memref_of(ctx, gtensor);
-        Builder::before(ctx, op).create_value("rt.alloc", &[], mt, &[])
-    };
-    // The fallback's staging buffer: NCCL stacks the shards rank by rank, which is the
-    // gathered layout only when nothing precedes the gathered dimension.
+    let mut operands = vec![pool];
     let mut unpack = None;
-    let stage = if batch == 1 {
-        gathered
-    } else {
-        let mut sshape = vec![world];
-        sshape.extend_from_slice(&shape);
-        let stensor = ctx.tensor_type(&sshape, elem_ty);
-        if return_a {
-            let sym = synthetic_kernel(
-                ctx,
-                module,
-                func,
-                kernels,
-                "rt.unpack_chunks",
-                Some(d as i64),
-                stensor,
-                gtensor,
-            )?;
-            unpack = Some(sym);
-        }
-        let mt = memref_of(ctx, stensor);
-        Builder::before(ctx, op).create_value("rt.alloc", &[], mt, &[])
-    };
-    let mut operands = vec![pool, gathered, stage];
+    if !push {
+        // The gathered buffer (the first result with `return_a`) and the fallback's staging
+        // buffer: NCCL stacks the shards rank by rank, which is the gathered layout only when
+        // nothing precedes the gathered dimension. A pushing pipeline needs neither: its
+        // workspace holds every shard, and its fallback gathers there in place.
+        let mut gshape = shape.clone();
+        gshape[d] *= world;
+        let gtensor = ctx.tensor_type(&gshape, elem_ty);
+        let gathered = if return_a {
+            let r = ctx.result(op, 0);
+            result_buffer(ctx, st, op, r)?
+        } else {
+            let mt = memref_of(ctx, gtensor);
+            Builder::before(ctx, op).create_value("rt.alloc", &[], mt, &[])
+        };
+        let stage = if batch == 1 {
+            gathered
+        } else {
+            let mut sshape = vec![world];
+            sshape.extend_from_slice(&shape);
+            let stensor = ctx.tensor_type(&sshape, elem_ty);
+            if return_a {
+                let sym = synthetic_kernel(
+                    ctx,
+                    module,
+                    func,
+                    kernels,
+                    "rt.unpack_chunks",
+                    Some(d as i64),
+                    stensor,
+                    gtensor,
+                )?;
+                unpack = Some(sym);
+            }
+            let mt = memref_of(ctx, stensor);
+            Builder::before(ctx, op).create_value("rt.alloc", &[], mt, &[])
+        };
+        operands.extend([gathered, stage]);
+    }
     let mut ns = Vec::with_capacity(nb);
     for i in 0..nb {
         let b = ctx.operand(op, 1 + i);

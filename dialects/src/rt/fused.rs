@@ -147,7 +147,7 @@ register_op!(
     pub SYMM_FUSED_ALL_GATHER_MATMUL = OpDef {
         name: "rt.symm_fused_all_gather_matmul",
         summary: "All-gather pipelined with its GEMMs (compute and comm streams, blocking)",
-        description: "Operands: the `symm_mem` pool holding the shard at `offset`, the gathered \
+        description: "Operands (`push` has its own): the `symm_mem` pool holding the shard at `offset`, the gathered \
             buffer, the staging buffer of the NCCL fallback (the gathered buffer itself when \
             `batch` is 1, else the shards stacked rank by rank), the n right-hand sides `bᵢ` \
             (`k`×`ns[i]`), then the n products. The shard is `batch` blocks of `m` rows of `k` \
@@ -170,12 +170,14 @@ register_op!(
             ),
             COPY_ENGINE,
             AttrDef::optional("push", AttrConstraint::Unit).doc(
-                "With `copy_engine`: one more operand, last, the shard wherever it is; the \
-                 pool is a workspace of G shard slots (`offset` 0). After the start barrier \
-                 a copy engine pushes the shard into slot `rank` of every peer's workspace \
-                 (`symm_peer_put`) and signals it, and this rank multiplies each peer's \
-                 shard from its own slot once signalled: no copy into a pool first, no end \
-                 barrier.",
+                "With `copy_engine`: the operands are the pool, the right-hand sides, the \
+                 products and, last, the shard wherever it is (no gathered or staging \
+                 buffer); the pool is a workspace of G shard slots (`offset` 0). After the \
+                 start barrier a copy engine pushes the shard into slot `rank` of every \
+                 peer's workspace (`symm_peer_put`) and signals it, and this rank multiplies \
+                 each peer's shard from its own slot once signalled: no copy into a pool \
+                 first, no end barrier. The fallback copies the shard into slot `rank` and \
+                 all-gathers in place into the workspace.",
             ),
             GEMM_ATTRS[0],
             GEMM_ATTRS[1],
@@ -206,12 +208,17 @@ fn verify_all_gather_matmul(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     if push && ctx.inherent_attr(op, "copy_engine").is_none() {
         return Err(ctx.op_error(op, "'push' needs 'copy_engine'"));
     }
-    if n == 0 || ops.len() != 3 + 2 * n + usize::from(push) {
-        let src = if push { ", then the shard" } else { "" };
+    let expected = if push { 2 + 2 * n } else { 3 + 2 * n };
+    if n == 0 || ops.len() != expected {
+        let (bufs, src) = if push {
+            ("", ", then the shard")
+        } else {
+            (", the gathered and staging buffers", "")
+        };
         return Err(ctx.op_error(
             op,
             format!(
-                "expects the pool, the gathered and staging buffers, then {n} right-hand sides and {n} products{src}; got {} operands",
+                "expects the pool{bufs}, then {n} right-hand sides and {n} products{src}; got {} operands",
                 ops.len()
             ),
         ));
