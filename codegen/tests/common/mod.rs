@@ -75,11 +75,21 @@ pub fn storage(bytes: usize) -> Vec<u128> {
 /// Rank `rank`'s generated inputs of types `in_types` (the runner's argument buffers), and
 /// their addresses.
 pub fn input_buffers(in_types: &[TensorType], rank: usize) -> (Vec<Vec<u128>>, Vec<*mut c_void>) {
+    input_buffers_from(in_types, &vec![rank; in_types.len()])
+}
+
+/// [`input_buffers`] with argument i generated as rank `ranks[i]`'s (an argument marked
+/// `coll.replicated` takes its subgroup's first member's, as the runner generates it).
+#[allow(dead_code)]
+pub fn input_buffers_from(
+    in_types: &[TensorType],
+    ranks: &[usize],
+) -> (Vec<Vec<u128>>, Vec<*mut c_void>) {
     let mut store: Vec<Vec<u128>> = in_types
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let bytes = tensor_bytes(&inputs::generate(t, 0, rank, i));
+            let bytes = tensor_bytes(&inputs::generate(t, 0, ranks[i], i));
             let mut v = storage(bytes.len());
             // SAFETY: the storage holds at least `bytes.len()` bytes.
             unsafe {
@@ -134,7 +144,8 @@ pub fn host_ir(ptx_ir: &str) -> String {
         if line.starts_with("declare")
             && (line.contains("@llvm.nvvm.shfl.sync.bfly.f32")
                 || line.contains("@llvm.nvvm.barrier")
-                || line.contains("@llvm.nvvm.ex2.approx.f32"))
+                || line.contains("@llvm.nvvm.ex2.approx.f32")
+                || line.contains("@llvm.nvvm.rcp.approx.ftz.f"))
         {
             continue;
         }
@@ -146,7 +157,8 @@ pub fn host_ir(ptx_ir: &str) -> String {
             .replace("@llvm.nvvm.shfl.sync.bfly.f32", "@host_shfl_bfly")
             .replace("@llvm.nvvm.barrier.cta.sync.aligned.all", "@host_bar_sync")
             .replace("@llvm.nvvm.barrier0", "@host_bar0")
-            .replace("@llvm.nvvm.ex2.approx.f32", "@host_ex2");
+            .replace("@llvm.nvvm.ex2.approx.f32", "@host_ex2")
+            .replace("@llvm.nvvm.rcp.approx.ftz.f", "@host_rcp");
         out.push_str(&l);
         out.push('\n');
     }
@@ -165,6 +177,10 @@ pub fn host_ir(ptx_ir: &str) -> String {
     // The GPU's `ex2.approx.f32` (relative error below 2^-22) as the exact 2^x: the fast exp
     // of f16/bf16 results, whose rounding hides the difference almost always.
     out.push_str("declare float @llvm.exp2.f32(float)\ndefine float @host_ex2(float %x) {\n  %r = call float @llvm.exp2.f32(float %x)\n  ret float %r\n}\n");
+    // The GPU's `rcp.approx.ftz.f32` (the fast tanh's reciprocal, within 1 ulp) as 1 / x.
+    out.push_str(
+        "define float @host_rcp(float %x) {\n  %r = fdiv float 1.0, %x\n  ret float %r\n}\n",
+    );
     for (name, _, sig) in LIBCALLS {
         out.push_str(&format!("declare {sig}\n").replace("@", &format!("@{name}")));
     }
