@@ -431,6 +431,8 @@ fn lower_function(
     if ops.iter().any(|o| ctx.op_name(*o).starts_with("rt.")) {
         return Ok(()); // already lowered
     }
+    hoist_slice_views(ctx, block);
+    let ops: Vec<OpId> = ctx.block_ops(block).collect();
     let plan = fusion::plan(ctx, &ops);
     stats.fused_ops += plan.num_fused() as u64;
     let mut st = Lowering {
@@ -542,7 +544,7 @@ fn insert_frees(ctx: &mut Context, block: BlockId) {
         let users: Vec<OpId> = with_views(ctx, b)
             .into_iter()
             .flat_map(|v| ctx.uses(v).iter().map(|u| u.op).collect::<Vec<_>>())
-            .filter(|u| ctx.op_name(*u) != "rt.view")
+            .filter(|u| !matches!(ctx.op_name(*u), "rt.view" | "rt.rank_view"))
             .collect();
         if users.iter().any(|u| ctx.op_name(*u) == "func.return") {
             continue;
@@ -960,13 +962,68 @@ fn reshape_alias(ctx: &Context, st: &Lowering, op: OpId, group: &fusion::Group) 
     (owned && !st.comm.contains_key(&input)).then_some(b)
 }
 
-/// `b` and every `rt.view` of it, transitively.
+/// Whether the `coll.all_slice` `op` is lowered to a view of this rank's rows of its input
+/// (`rt.rank_view`, no kernel, no allocation): a slice along dim 0 (contiguous rows) whose
+/// input is no comm buffer (a slot may be planned into other bytes after its last reader at
+/// the comm level, this slice) and whose result is a plain tensor that is not returned (the
+/// caller frees what it is returned). [`hoist_slice_views`] moves such slices up.
+fn slice_is_view(ctx: &Context, st: &Lowering, op: OpId) -> bool {
+    let (x, r) = (ctx.operand(op, 0), ctx.result(op, 0));
+    let dim0 = ctx
+        .inherent_attr(op, "dim")
+        .and_then(|a| ctx.attr_as_i64(a))
+        == Some(0);
+    dim0 && !st.comm.contains_key(&x) && plain_result(ctx, op, x, r)
+}
+
+/// The part of [`slice_is_view`] that needs no lowering state.
+fn plain_result(ctx: &Context, op: OpId, x: Value, r: Value) -> bool {
+    buffer_encoding(ctx, ctx.value_type(x)).is_none()
+        && buffer_encoding(ctx, ctx.value_type(r)).is_none()
+        && ctx
+            .get_attr(op, commlir_dialects::comm::SLOT_ATTR)
+            .is_none()
+        && !ctx
+            .uses(r)
+            .iter()
+            .any(|u| ctx.op_name(u.op) == "func.return")
+}
+
+/// Moves every `coll.all_slice` that becomes a view ([`slice_is_view`]) right after its
+/// input's definition (to the top of the block for an argument): a view costs nothing where
+/// it stands, and from there the fusion plan sees its rows ready before the collectives that
+/// precede its readers (the residual add after the first reduce-scatter of a
+/// sequence-parallel block reads the sliced input, and becomes that reduce-scatter's
+/// epilogue).
+fn hoist_slice_views(ctx: &mut Context, block: BlockId) {
+    let slices: Vec<OpId> = ctx
+        .block_ops(block)
+        .filter(|&o| {
+            ctx.op_name(o) == "coll.all_slice"
+                && ctx.inherent_attr(o, "dim").and_then(|a| ctx.attr_as_i64(a)) == Some(0)
+                && plain_result(ctx, o, ctx.operand(o, 0), ctx.result(o, 0))
+        })
+        .collect();
+    for s in slices {
+        match ctx.defining_op(ctx.operand(s, 0)) {
+            Some(d) if ctx.op_parent(d) == Some(block) => ctx.move_after(s, d),
+            Some(_) => {}
+            None => {
+                if let Some(first) = ctx.block_ops(block).next().filter(|&f| f != s) {
+                    ctx.move_before(s, first);
+                }
+            }
+        }
+    }
+}
+
+/// `b` and every `rt.view` or `rt.rank_view` of it, transitively.
 fn with_views(ctx: &Context, b: Value) -> Vec<Value> {
     let mut all = vec![b];
     let mut i = 0;
     while i < all.len() {
         for u in ctx.uses(all[i]) {
-            if ctx.op_name(u.op) == "rt.view" {
+            if matches!(ctx.op_name(u.op), "rt.view" | "rt.rank_view") {
                 all.push(ctx.result(u.op, 0));
             }
         }
@@ -1362,8 +1419,22 @@ fn lower_all_slice(
         .inherent_attr(op, "group")
         .ok_or_else(|| err(ctx, op, "requires 'group'"))?;
     let xb = buffer(ctx, st, op, x)?;
-    let rb = result_buffer(ctx, st, op, r)?;
     let plain_r = ctx.tensor_type(&rt.shape, rt.elem);
+    let block_bytes = rt.numel() * elem_bytes(ctx, rt.elem) as i64;
+    if slice_is_view(ctx, st, op) {
+        // This rank's rows of the input, read where they are.
+        let view_t = memref_of(ctx, plain_r);
+        let stride = i64_attr(ctx, block_bytes);
+        let view = Builder::before(ctx, op).create_value(
+            "rt.rank_view",
+            &[xb],
+            view_t,
+            &[("stride", stride), ("group", group_attr)],
+        );
+        st.buf.insert(r, view);
+        return Ok(());
+    }
+    let rb = result_buffer(ctx, st, op, r)?;
     let src = if dim == 0 {
         xb
     } else {
@@ -1388,7 +1459,6 @@ fn lower_all_slice(
         launch(ctx, op, &pack, &[xb, t], xt.numel());
         t
     };
-    let block_bytes = rt.numel() * elem_bytes(ctx, rt.elem) as i64;
     let view_t = memref_of(ctx, plain_r);
     let stride = i64_attr(ctx, block_bytes);
     let mut bld = Builder::before(ctx, op);

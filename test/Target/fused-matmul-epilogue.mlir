@@ -44,6 +44,20 @@ func.func @slot(%h: tensor<64x32xbf16>, %w: tensor<32x16xbf16>, %x: tensor<32x16
   return %q : tensor<64x8xbf16>
 }
 
+// The residual is this rank's rows of a replicated input: the slice is a view of the
+// argument (`rt.rank_view`, no kernel), hoisted to the top, so the add still fuses.
+// RT-LABEL: func.func @sliced_residual(
+// RT-NEXT: %[[S:[0-9]+]] = rt.rank_view %arg2 {group = @tp, stride = 1024 : i64}
+// RT: rt.symm_fused_matmul_reduce_scatter %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[S]] {{{.*}}epilogue = @[[ADD]]
+// RT-NOT: rt.launch
+// RT: return
+func.func @sliced_residual(%h: tensor<64x32xbf16>, %w: tensor<32x16xbf16>, %x: tensor<64x16xbf16> {coll.replicated = @tp}) -> tensor<32x16xbf16> {
+  %r = symm.fused_matmul_reduce_scatter %h, %w {reduce_op = "sum", group = @tp} : (tensor<64x32xbf16>, tensor<32x16xbf16>) -> tensor<32x16xbf16>
+  %s = coll.all_slice %x {dim = 0 : i64, group = @tp} : (tensor<64x16xbf16>) -> tensor<32x16xbf16>
+  %y = compute.add %s, %r : tensor<32x16xbf16>
+  return %y : tensor<32x16xbf16>
+}
+
 // Not fused: the neg between them could have used the slot planned for the add's result.
 // RT-LABEL: func.func @between(
 // RT: rt.symm_fused_matmul_reduce_scatter {{[^{]*}}{{{[^}]*}}kernel = @s{{[0-9]+}}_fused_matmul_reduce_scatter, ldb
