@@ -28,7 +28,9 @@
 #      tp4_<sz>.sp      @tp with symm_mem, coll-sequence-parallel + coll-fuse-matmul (the cost
 #                       model decides what fuses) in front of the full pipeline;
 #      tp4_<sz>.spf     the same with coll-fuse-matmul{ignore-cost=true} (every pattern fused);
-#      tp4_<sz>.sp2     sp with every reduce-scatter accumulating in 2 row blocks.
+#      tp4_<sz>.sp2     sp with every reduce-scatter accumulating in 2 row blocks;
+#      tp4_<sz>.spn     sp with the residual adds as kernels of their own instead of the
+#                       reduce-scatters' epilogues (COMMLIR_FUSED_EPILOGUE=0).
 #   bench/gpu/prepare_async_tp.sh [DIR]
 # COMMLIR_BIN=/path/to/target/release uses binaries built elsewhere (commlir-run, commlir-opt,
 # commlir-translate, examples/gen_transformer) instead of building them here.
@@ -158,6 +160,7 @@ for sz in "big 2048 4096 16384" "small 64 256 1024"; do
   build "$dir/tf/tp4_$1_symm.mlir" "$sp" "$dir/tf/tp4_$1.sp.commlir"
   build "$dir/tf/tp4_$1_symm.mlir" "$spf" "$dir/tf/tp4_$1.spf.commlir"
   COMMLIR_FUSED_PARTS=2 build "$dir/tf/tp4_$1_symm.mlir" "$sp" "$dir/tf/tp4_$1.sp2.commlir"
+  COMMLIR_FUSED_EPILOGUE=0 build "$dir/tf/tp4_$1_symm.mlir" "$sp" "$dir/tf/tp4_$1.spn.commlir"
   # What the SP/fusion pipeline made of it, for the log (ops counted at the coll/symm level).
   for v in sp spf; do
     p=$sp; [ $v = spf ] && p=$spf

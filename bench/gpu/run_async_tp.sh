@@ -15,8 +15,9 @@
 #     (async_tp_torch.py micro);
 #  3. the 4-layer TP transformer step (2048 tokens, hidden 4096, ffn 16384, bf16): commlir
 #     without sequence parallelism (plain; symm: on a symm_mem group), with coll-sequence-parallel
-#     + coll-fuse-matmul (sp), with every pattern fused (spf), and sp with every reduce-scatter
-#     accumulating in 2 row blocks (sp2), 30 calls after 5 warm-up, and
+#     + coll-fuse-matmul (sp), with every pattern fused (spf), sp with every reduce-scatter
+#     accumulating in 2 row blocks (sp2) and sp with the residual adds as kernels of their own
+#     (spn; STEP_VARIANTS chooses others), 30 calls after 5 warm-up, and
 #     10 calls per CUDA graph replayed 20 times; PyTorch eager, torch.compile, and torch.compile
 #     of the sequence-parallel model with and without _micro_pipeline_tp (async_tp_torch.py steps;
 #     STEP_MODES=eager,compile measures only those).
@@ -60,7 +61,7 @@ if [[ $parts == *1* ]]; then
     chk "$dir/micro/$b.commlir" "$dir/micro/$b.mlir" --cuda-graph --bench-iters 20 --warmup 3
   done
   chk "$dir/tf/tp4_small.plain.commlir" "$dir/tf/tp4_small.mlir"
-  for v in symm sp spf sp2; do
+  for v in symm sp spf sp2 spn; do
     chk "$dir/tf/tp4_small.$v.commlir" "$dir/tf/tp4_small_symm.mlir"
   done
   chk "$dir/tf/tp4_small.spf.commlir" "$dir/tf/tp4_small_symm.mlir" --cuda-graph --bench-iters 20 --warmup 3
@@ -83,7 +84,7 @@ if [[ $parts == *2* ]]; then
 fi
 if [[ $parts == *3* ]]; then
   say "== 3. 4-layer TP transformer step, 2048x4096x16384 (us: 30 calls after 5 warm-up; 10 calls per CUDA graph, 20 replays)"
-  for v in plain symm sp spf sp2; do
+  for v in ${STEP_VARIANTS:-plain symm sp spf sp2 spn}; do
     a="$dir/tf/tp4_big.$v.commlir"
     have "$a" || continue
     say "step,$v,$(us "$a" --bench-iters 30 --warmup 5),$(us "$a" --cuda-graph --graph-calls 10 --bench-iters 20 --warmup 5)"

@@ -370,8 +370,11 @@ fn numel(ctx: &Context, v: Value) -> Option<i64> {
 fn epilogue_host(ctx: &Context, op: OpId) -> Option<bool> {
     match ctx.op_name(op) {
         "symm.one_shot_all_reduce" => Some(false),
+        // `COMMLIR_FUSED_EPILOGUE=0` at compile time keeps the chains out of the
+        // reduce-scatters (the benchmarks' comparison, bench/gpu/prepare_async_tp.sh).
         "symm.fused_matmul_reduce_scatter"
-            if crate::lower_to_rt::fused_matmul::reduces_after_last_gemm(ctx, op) =>
+            if crate::lower_to_rt::fused_matmul::reduces_after_last_gemm(ctx, op)
+                && std::env::var("COMMLIR_FUSED_EPILOGUE").map_or(true, |v| v.trim() != "0") =>
         {
             Some(true)
         }
