@@ -53,13 +53,14 @@
 //!   own position, and writing it earlier could clobber a slot still live (even the
 //!   all-reduce's input, which peers read during the kernel). The fused reduce-scatter keeps
 //!   its partials in a workspace of its own, so there the result may be a comm buffer when
-//!   only the chain's own ops stand between the two and the collective's operands are plain
-//!   tensors: then no slot whose life ends in between can share the result's bytes.
+//!   only the chain's own ops stand between the two and none of the collective's operands is
+//!   a comm buffer of the result's pool: then no slot whose life ends in between can share
+//!   the result's bytes.
 //!
 //! The fused kernel rounds the reduced value to its element type once, as the sim rounds the
 //! collective's result, then evaluates the chain exactly as the chain's own kernel does.
 
-use commlir_dialects::comm::{is_comm_buffer, SLOT_ATTR};
+use commlir_dialects::comm::{buffer_encoding_ref, is_comm_buffer, SLOT_ATTR};
 use commlir_dialects::compute::{BINARY_OPS, UNARY_OPS};
 use commlir_ir::{Context, OpId, Trait, Value};
 use std::collections::HashMap;
@@ -438,7 +439,7 @@ fn plan_epilogues(
         let comm_root = is_comm_buffer(ctx, ctx.value_type(root_r))
             || ctx.get_attr(grp.root, SLOT_ATTR).is_some();
         let root_ok =
-            !comm_root || comm_root_ok && early_slot_write_is_safe(ctx, op, ops, at, end, grp);
+            !comm_root || comm_root_ok && early_slot_write_is_safe(ctx, op, ops, (at, end), grp);
         if elementwise && inputs_ready && quiet && root_ok {
             plan.epilogues.insert(op, g);
             plan.fused_into.insert(grp.root, op);
@@ -449,20 +450,22 @@ fn plan_epilogues(
 /// Whether a chain root's comm-buffer slot may be written at the collective's position `at`
 /// instead of its own `end`: the slot plan made it live from `end` on, so it may overlap
 /// slots whose last reader stands before `end`. Safe when nothing but the chain itself stands
-/// between the two, and the collective reads no comm buffer (its operands' slots end at it)
-/// other than through the chain.
+/// between the two, and the collective reads no comm buffer of the root's pool (its operands'
+/// slots end at it); buffers of other pools (an FSDP-gathered weight) are other bytes.
 fn early_slot_write_is_safe(
     ctx: &Context,
     op: OpId,
     ops: &[OpId],
-    at: usize,
-    end: usize,
+    (at, end): (usize, usize),
     grp: &Group,
 ) -> bool {
+    let Some(pool) = buffer_encoding_ref(ctx, ctx.value_type(ctx.result(grp.root, 0))) else {
+        return false;
+    };
     let between_is_chain = ops[at + 1..end].iter().all(|o| grp.ops.contains(o));
-    let plain_operands = ctx
+    let other_pools = ctx
         .operands(op)
         .iter()
-        .all(|&v| !is_comm_buffer(ctx, ctx.value_type(v)));
-    between_is_chain && plain_operands
+        .all(|&v| buffer_encoding_ref(ctx, ctx.value_type(v)).is_none_or(|e| e != pool));
+    between_is_chain && other_pools
 }

@@ -58,6 +58,24 @@ func.func @sliced_residual(%h: tensor<64x32xbf16>, %w: tensor<32x16xbf16>, %x: t
   return %y : tensor<32x16xbf16>
 }
 
+// The right-hand side is a comm buffer too, but of another pool (the FSDP-gathered weight in
+// @dp's NCCL pool): it cannot share the bytes of the add's slot in @tp's pool, so the add
+// still fuses.
+// RT-LABEL: func.func @other_pool(
+// RT: rt.launch {{.*}}@k{{[0-9]+}}_clone
+// RT: rt.symm_fused_matmul_reduce_scatter {{.*}}epilogue = @[[ADD]]
+// RT-NOT: rt.launch
+// RT: return
+coll.group @dp {size = 2 : i64}
+func.func @other_pool(%h: tensor<64x32xbf16>, %w: tensor<16x16xbf16>, %x: tensor<32x16xbf16>, %b: tensor<16x8xbf16>) -> tensor<64x8xbf16> {
+  %g = coll.all_gather_into_tensor %w {group = @dp} : (tensor<16x16xbf16>) -> tensor<32x16xbf16>
+  %gw = coll.wait_tensor %g : tensor<32x16xbf16>
+  %r = symm.fused_matmul_reduce_scatter %h, %gw {reduce_op = "sum", group = @tp} : (tensor<64x32xbf16>, tensor<32x16xbf16>) -> tensor<32x16xbf16>
+  %y = compute.add %x, %r : tensor<32x16xbf16>
+  %q = symm.fused_all_gather_matmul %y, %b {group = @tp} : (tensor<32x16xbf16>, tensor<16x8xbf16>) -> tensor<64x8xbf16>
+  return %q : tensor<64x8xbf16>
+}
+
 // Not fused: the neg between them could have used the slot planned for the add's result.
 // RT-LABEL: func.func @between(
 // RT: rt.symm_fused_matmul_reduce_scatter {{[^{]*}}{{{[^}]*}}kernel = @s{{[0-9]+}}_fused_matmul_reduce_scatter, ldb
