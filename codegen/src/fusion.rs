@@ -51,11 +51,15 @@
 //!   the chain's last op, so they read the same at the all-reduce's position;
 //! - the chain's result is not a comm buffer: its slot's liveness was planned for the chain's
 //!   own position, and writing it earlier could clobber a slot still live (even the
-//!   all-reduce's input, which peers read during the kernel). The fused reduce-scatter keeps
-//!   its partials in a workspace of its own, so there the result may be a comm buffer when
-//!   only the chain's own ops stand between the two and none of the collective's operands is
-//!   a comm buffer of the result's pool: then no slot whose life ends in between can share
-//!   the result's bytes.
+//!   all-reduce's input, which peers read during the kernel).
+//!
+//! The fused reduce-scatter keeps its partials in a workspace of its own, and its rule is
+//! finer (`pools_untouched_between`): its chain's result may be a comm buffer, and what stands
+//! between it and the chain's root may be anything that touches none of the pools of the
+//! chain's values (the next layer's FSDP gather, a clone of a weight into another pool),
+//! provided none of its own operands is in the result's pool: then no slot whose life ends in
+//! between can share the result's bytes, and the chain's inputs, live until the root, keep
+//! theirs.
 //!
 //! The fused kernel rounds the reduced value to its element type once, as the sim rounds the
 //! collective's result, then evaluates the chain exactly as the chain's own kernel does.
@@ -434,38 +438,61 @@ fn plan_epilogues(
         let Some(&end) = pos.get(&grp.root) else {
             continue;
         };
-        // Barriers strictly between the collective and the chain's root.
-        let quiet = end > at && barriers_before[end] - barriers_before[at + 1] == 0;
         let comm_root = is_comm_buffer(ctx, ctx.value_type(root_r))
             || ctx.get_attr(grp.root, SLOT_ATTR).is_some();
-        let root_ok =
-            !comm_root || comm_root_ok && early_slot_write_is_safe(ctx, op, ops, (at, end), grp);
-        if elementwise && inputs_ready && quiet && root_ok {
+        let legal = if comm_root_ok {
+            // A fused reduce-scatter: what stands between may not touch the pools of the
+            // chain's values (module docs).
+            end > at && pools_untouched_between(ctx, op, ops, (at, end), grp)
+        } else {
+            // No barrier strictly between the all-reduce and the chain's root, and a plain
+            // result.
+            end > at && barriers_before[end] - barriers_before[at + 1] == 0 && !comm_root
+        };
+        if elementwise && inputs_ready && legal {
             plan.epilogues.insert(op, g);
             plan.fused_into.insert(grp.root, op);
         }
     }
 }
 
-/// Whether a chain root's comm-buffer slot may be written at the collective's position `at`
-/// instead of its own `end`: the slot plan made it live from `end` on, so it may overlap
-/// slots whose last reader stands before `end`. Safe when nothing but the chain itself stands
-/// between the two, and the collective reads no comm buffer of the root's pool (its operands'
-/// slots end at it); buffers of other pools (an FSDP-gathered weight) are other bytes.
-fn early_slot_write_is_safe(
+/// Whether a reduce-scatter's epilogue `grp` may run at the collective's position `at` instead
+/// of its root's `end`. The chain's inputs are values that stay live until the root, so no op
+/// in between can change their bytes; the hazard is the early write of a comm-buffer result,
+/// whose slot was planned live from `end` on and so may share bytes with slots that die in
+/// between. Legal when no op strictly between (other than the chain's own) is a pool op or
+/// reads or writes a comm buffer of a pool the chain uses, and none of the collective's
+/// operands (dying at it) is in the result's pool: buffers of other pools (an FSDP-gathered
+/// weight, the next layer's gather started in between) are other bytes.
+fn pools_untouched_between(
     ctx: &Context,
     op: OpId,
     ops: &[OpId],
     (at, end): (usize, usize),
     grp: &Group,
 ) -> bool {
-    let Some(pool) = buffer_encoding_ref(ctx, ctx.value_type(ctx.result(grp.root, 0))) else {
-        return false;
+    let root = ctx.result(grp.root, 0);
+    let pool_of = |v: Value| buffer_encoding_ref(ctx, ctx.value_type(v));
+    let mut pools: Vec<_> = grp.inputs.iter().filter_map(|&v| pool_of(v)).collect();
+    let root_pool = pool_of(root);
+    if root_pool.is_none() && ctx.get_attr(grp.root, SLOT_ATTR).is_some() {
+        return false; // a slot without a pool type: nothing to reason with
+    }
+    pools.extend(root_pool);
+    let touches = |o: OpId| {
+        ctx.op_name(o).starts_with("comm.pool")
+            || ctx
+                .operands(o)
+                .iter()
+                .chain(ctx.results(o))
+                .any(|&v| pool_of(v).is_some_and(|p| pools.contains(&p)))
     };
-    let between_is_chain = ops[at + 1..end].iter().all(|o| grp.ops.contains(o));
-    let other_pools = ctx
+    let between_ok = ops[at + 1..end]
+        .iter()
+        .all(|&o| grp.ops.contains(&o) || !touches(o));
+    let operands_ok = ctx
         .operands(op)
         .iter()
-        .all(|&v| buffer_encoding_ref(ctx, ctx.value_type(v)).is_none_or(|e| e != pool));
-    between_is_chain && other_pools
+        .all(|&v| root_pool.is_none() || pool_of(v) != root_pool);
+    between_ok && operands_ok
 }

@@ -1034,6 +1034,38 @@ fn epilogue_program(g: usize, ty: &str) -> String {
     )
 }
 
+/// An all-gather-matmul between a reduce-scatter and its residual add reads %c from the slot
+/// the add's result is planned into after it: the add must stay a kernel of its own (written
+/// early, it would clobber %c before the gather read it). A plain op between is no hazard.
+fn slot_hazard_program() -> String {
+    r#"module {
+  coll.group @tp {size = 2 : i64, symm_mem}
+  func.func @main(%h: tensor<64x32xbf16>, %w: tensor<32x16xbf16>, %x: tensor<32x16xbf16>, %b: tensor<16x8xbf16>, %u: tensor<32x16xbf16>) -> (tensor<64x8xbf16>, tensor<64x8xbf16>, tensor<64x8xbf16>, tensor<64x32xbf16>) {
+    %c = compute.neg %u : tensor<32x16xbf16>
+    %r = symm.fused_matmul_reduce_scatter %h, %w {reduce_op = "sum", group = @tp} : (tensor<64x32xbf16>, tensor<32x16xbf16>) -> tensor<32x16xbf16>
+    %pa, %p = symm.fused_all_gather_matmul %c, %b {group = @tp, return_a} : (tensor<32x16xbf16>, tensor<16x8xbf16>) -> (tensor<64x16xbf16>, tensor<64x8xbf16>)
+    %y = compute.add %x, %r : tensor<32x16xbf16>
+    %q = symm.fused_all_gather_matmul %y, %b {group = @tp} : (tensor<32x16xbf16>, tensor<16x8xbf16>) -> tensor<64x8xbf16>
+    %r2 = symm.fused_matmul_reduce_scatter %h, %w {reduce_op = "avg", group = @tp} : (tensor<64x32xbf16>, tensor<32x16xbf16>) -> tensor<32x16xbf16>
+    %n = compute.neg %h : tensor<64x32xbf16>
+    %y2 = compute.add %r2, %x : tensor<32x16xbf16>
+    %q2 = symm.fused_all_gather_matmul %y2, %b {group = @tp} : (tensor<32x16xbf16>, tensor<16x8xbf16>) -> tensor<64x8xbf16>
+    return %q, %p, %q2, %n : tensor<64x8xbf16>, tensor<64x8xbf16>, tensor<64x8xbf16>, tensor<64x32xbf16>
+  }
+}
+"#
+    .to_string()
+}
+
+#[test]
+fn reduce_scatter_epilogues_keep_slots_apart() {
+    let text = slot_hazard_program();
+    for mapped in [true, false] {
+        // Only the second add fuses.
+        assert_eq!(check(&text, 2, mapped, Transfer::CopyEngine).epilogues, 1);
+    }
+}
+
 #[test]
 fn reduce_scatter_epilogues_match_the_sim() {
     for g in [2, 4] {

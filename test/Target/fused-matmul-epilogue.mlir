@@ -3,9 +3,10 @@
 // names the chain's `rt.kernel` as its `epilogue`, takes the chain's other inputs after its
 // five parameters and stores the chain's result, so the reduced chunk is never stored and the
 // chain has no launch of its own (the NCCL fallback still launches it). The result may be a
-// comm buffer (the next all-gather-matmul's shard) when only the chain stands between the two.
-// Not fused: an unrelated op in between whose result slot the chain's result could share, a
-// second reader, and the accumulating pipeline of large chunks (no final reduction).
+// comm buffer (the next all-gather-matmul's shard) when nothing between the two touches the
+// pools of the chain's values.
+// Not fused: an op in between that reads a slot the chain's result will share, a second
+// reader, and the accumulating pipeline of large chunks (no final reduction).
 // RUN: commlir-translate %s --pass-pipeline='builtin.module(func.func(coll-to-comm,comm-plan-pools))' --emit=rt | FileCheck %s --check-prefix=RT
 // RUN: commlir-translate %s --pass-pipeline='builtin.module(func.func(coll-to-comm,comm-plan-pools))' --emit=llvm-ir | FileCheck %s --check-prefix=LL
 // RUN: commlir-translate %s --pass-pipeline='builtin.module(func.func(coll-to-comm,comm-plan-pools))' --emit=host-ll | FileCheck %s --check-prefix=HOST
@@ -76,13 +77,31 @@ func.func @other_pool(%h: tensor<64x32xbf16>, %w: tensor<16x16xbf16>, %x: tensor
   return %q : tensor<64x8xbf16>
 }
 
-// Not fused: the neg between them could have used the slot planned for the add's result.
+// Not fused: between them an all-gather-matmul reads %c from the slot that the plan gives
+// the add's result after it (both at offset 0): written at the reduce-scatter, the add would
+// clobber %c before the gather read it.
 // RT-LABEL: func.func @between(
+// RT: rt.launch {{.*}}@k{{[0-9]+}}_neg
 // RT: rt.symm_fused_matmul_reduce_scatter {{[^{]*}}{{{[^}]*}}kernel = @s{{[0-9]+}}_fused_matmul_reduce_scatter, ldb
 // RT-NOT: epilogue
-// RT: rt.launch {{.*}}@k{{[0-9]+}}_neg
+// RT: rt.symm_fused_all_gather_matmul
 // RT: rt.launch {{.*}}@[[ADD]]
-func.func @between(%h: tensor<64x32xbf16>, %w: tensor<32x16xbf16>, %x: tensor<32x16xbf16>, %b: tensor<16x8xbf16>) -> (tensor<64x8xbf16>, tensor<64x32xbf16>) {
+func.func @between(%h: tensor<64x32xbf16>, %w: tensor<32x16xbf16>, %x: tensor<32x16xbf16>, %b: tensor<16x8xbf16>, %u: tensor<32x16xbf16>) -> (tensor<64x8xbf16>, tensor<64x8xbf16>) {
+  %c = compute.neg %u : tensor<32x16xbf16>
+  %r = symm.fused_matmul_reduce_scatter %h, %w {reduce_op = "sum", group = @tp} : (tensor<64x32xbf16>, tensor<32x16xbf16>) -> tensor<32x16xbf16>
+  %pa, %p = symm.fused_all_gather_matmul %c, %b {group = @tp, return_a} : (tensor<32x16xbf16>, tensor<16x8xbf16>) -> (tensor<64x16xbf16>, tensor<64x8xbf16>)
+  %y = compute.add %x, %r : tensor<32x16xbf16>
+  %q = symm.fused_all_gather_matmul %y, %b {group = @tp} : (tensor<32x16xbf16>, tensor<16x8xbf16>) -> tensor<64x8xbf16>
+  return %q, %p : tensor<64x8xbf16>, tensor<64x8xbf16>
+}
+
+// Fused: an op between that touches no pool (a plain neg) is no hazard.
+// RT-LABEL: func.func @plain_between(
+// RT: rt.symm_fused_matmul_reduce_scatter {{.*}}epilogue = @[[ADD]]
+// RT: rt.launch {{.*}}@k{{[0-9]+}}_neg
+// RT-NOT: rt.launch
+// RT: return
+func.func @plain_between(%h: tensor<64x32xbf16>, %w: tensor<32x16xbf16>, %x: tensor<32x16xbf16>, %b: tensor<16x8xbf16>) -> (tensor<64x8xbf16>, tensor<64x32xbf16>) {
   %r = symm.fused_matmul_reduce_scatter %h, %w {reduce_op = "sum", group = @tp} : (tensor<64x32xbf16>, tensor<32x16xbf16>) -> tensor<32x16xbf16>
   %n = compute.neg %h : tensor<64x32xbf16>
   %y = compute.add %x, %r : tensor<32x16xbf16>
