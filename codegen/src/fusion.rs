@@ -46,20 +46,19 @@
 //!   would cost the write the fusion saves);
 //! - the chain is elementwise only, and every value it reads or writes has the all-reduce's
 //!   element count (no broadcast);
-//! - the chain's other inputs exist before the all-reduce (arguments or earlier results) and
-//!   nothing that may change them (a [barrier](is_barrier)) stands between the all-reduce and
-//!   the chain's last op, so they read the same at the all-reduce's position;
-//! - the chain's result is not a comm buffer: its slot's liveness was planned for the chain's
-//!   own position, and writing it earlier could clobber a slot still live (even the
-//!   all-reduce's input, which peers read during the kernel).
-//!
-//! The fused reduce-scatter keeps its partials in a workspace of its own, and its rule is
-//! finer (`pools_untouched_between`): its chain's result may be a comm buffer, and what stands
-//! between it and the chain's root may be anything that touches none of the pools of the
-//! chain's values (the next layer's FSDP gather, a clone of a weight into another pool),
-//! provided none of its own operands is in the result's pool: then no slot whose life ends in
-//! between can share the result's bytes, and the chain's inputs, live until the root, keep
-//! theirs.
+//! - the chain's other inputs exist before the collective (arguments or earlier results);
+//!   they stay live until the chain's root, so no op in between can change their bytes;
+//! - no op strictly between the collective and the chain's root (other than the chain's own)
+//!   is a pool op or reads or writes a comm buffer of a pool the chain's values live in
+//!   (`pools_untouched_between`): an FSDP gather of the next layer's weights in another pool,
+//!   or any plain compute, may stand there;
+//! - for the one-shot all-reduce, the chain's result is not a comm buffer: its slot's
+//!   liveness was planned for the chain's own position, and writing it earlier could clobber
+//!   a slot still live (even the all-reduce's input, which peers read during the kernel). The
+//!   fused reduce-scatter keeps its partials in a workspace of its own, so there the result
+//!   may be a comm buffer, provided none of the collective's operands (dying at it) is in the
+//!   result's pool: with the rule above, no slot whose life ends in between can share the
+//!   result's bytes.
 //!
 //! The fused kernel rounds the reduced value to its element type once, as the sim rounds the
 //! collective's result, then evaluates the chain exactly as the chain's own kernel does.
@@ -248,7 +247,7 @@ pub fn plan(ctx: &Context, ops: &[OpId]) -> FusionPlan {
             inputs,
         });
     }
-    plan_epilogues(ctx, ops, &pos, &barriers_before, &mut plan);
+    plan_epilogues(ctx, ops, &pos, &mut plan);
     absorb_broadcasts(ctx, &pos, &barriers_before, &mut plan);
     plan
 }
@@ -388,13 +387,7 @@ fn epilogue_host(ctx: &Context, op: OpId) -> Option<bool> {
 }
 
 /// Fills `plan.epilogues` / `plan.fused_into` with the legal epilogues (module docs).
-fn plan_epilogues(
-    ctx: &Context,
-    ops: &[OpId],
-    pos: &HashMap<OpId, usize>,
-    barriers_before: &[usize],
-    plan: &mut FusionPlan,
-) {
+fn plan_epilogues(ctx: &Context, ops: &[OpId], pos: &HashMap<OpId, usize>, plan: &mut FusionPlan) {
     for (at, &op) in ops.iter().enumerate() {
         let Some(comm_root_ok) = epilogue_host(ctx, op) else {
             continue;
@@ -440,15 +433,12 @@ fn plan_epilogues(
         };
         let comm_root = is_comm_buffer(ctx, ctx.value_type(root_r))
             || ctx.get_attr(grp.root, SLOT_ATTR).is_some();
-        let legal = if comm_root_ok {
-            // A fused reduce-scatter: what stands between may not touch the pools of the
-            // chain's values (module docs).
-            end > at && pools_untouched_between(ctx, op, ops, (at, end), grp)
-        } else {
-            // No barrier strictly between the all-reduce and the chain's root, and a plain
-            // result.
-            end > at && barriers_before[end] - barriers_before[at + 1] == 0 && !comm_root
-        };
+        // What stands between may not touch the pools of the chain's values, and only the
+        // fused reduce-scatter (its partials in a workspace of its own) may write a comm-buffer
+        // result early (module docs).
+        let legal = end > at
+            && (comm_root_ok || !comm_root)
+            && pools_untouched_between(ctx, op, ops, (at, end), grp);
         if elementwise && inputs_ready && legal {
             plan.epilogues.insert(op, g);
             plan.fused_into.insert(grp.root, op);

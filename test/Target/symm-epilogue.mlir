@@ -11,6 +11,7 @@
 
 coll.group @tp {size = 2 : i64, symm_mem}
 coll.group @tp4 {size = 4 : i64, symm_mem}
+coll.group @dp {size = 2 : i64}
 
 // The residual add: the chain's kernel (for the fallback) and the fused symm kernel naming it.
 // RT: rt.kernel @[[ADD:k[0-9]+_add]] ({
@@ -46,6 +47,22 @@ func.func @chain(%o: tensor<4096xf32>, %b: tensor<4096xf32>) -> tensor<4096xf32>
   %t = compute.add %s, %b : tensor<4096xf32>
   %g = compute.gelu %t : tensor<4096xf32>
   return %g : tensor<4096xf32>
+}
+
+// Fused across a gather of another group's pool (the next layer's FSDP weights) scheduled
+// between the all-reduce and the add: it touches none of the chain's values.
+// RT-LABEL: func.func @gather_between(
+// RT: rt.symm_collective {{.*}}epilogue = @[[ADD]]
+// RT: rt.nccl_all_gather
+// RT-NOT: @[[ADD]]
+// RT: return
+func.func @gather_between(%x: tensor<1000xbf16>, %o: tensor<1000xbf16>, %w: tensor<64xbf16>) -> (tensor<1000xbf16>, tensor<128xbf16>) {
+  %a = compute.neg %o : tensor<1000xbf16>
+  %r = symm.one_shot_all_reduce %a {reduce_op = "sum", group = @tp} : tensor<1000xbf16>
+  %g = coll.all_gather_into_tensor %w {group = @dp} : (tensor<64xbf16>) -> tensor<128xbf16>
+  %gw = coll.wait_tensor %g : tensor<128xbf16>
+  %y = compute.add %x, %r : tensor<1000xbf16>
+  return %y, %gw : tensor<1000xbf16>, tensor<128xbf16>
 }
 
 // Not fused: the all-reduce's result is read by a matmul as well as by the add.
