@@ -11,7 +11,8 @@
 //! a re-layout.
 
 use super::{
-    expect_memref, expect_type, nonneg, verify_launch_shape, verify_world, ANY, DTYPE, GROUP,
+    expect_memref, expect_type, nonneg, verify_epilogue_pair, verify_launch_shape, verify_world,
+    ANY, DTYPE, GROUP, SYMM_EPILOGUE_OPERAND,
 };
 use commlir_ir::{
     register_op, ArgDef, AttrConstraint, AttrDef, Context, Diagnostic, OpDef, OpId, Trait,
@@ -75,7 +76,7 @@ register_op!(
             )
             .doc("The reduction of the reduce-scatter."),
             FUSED_EPILOGUE,
-            FUSED_EPILOGUE_OPERAND,
+            SYMM_EPILOGUE_OPERAND,
         ],
         traits: &[Trait::Symbol],
         verify: Some(|ctx, op| {
@@ -110,22 +111,6 @@ const FUSED_EPILOGUE: AttrDef = AttrDef::optional("epilogue", AttrConstraint::Sy
      GEMM: the `rt.kernel` of the chain that reads the reduced value (also launched on its \
      own by the NCCL fallback).",
 );
-const FUSED_EPILOGUE_OPERAND: AttrDef =
-    AttrDef::optional("epilogue_operand", AttrConstraint::Integer)
-        .doc("Which argument of the `epilogue` kernel is the reduced value (required with it).");
-
-/// `epilogue` and `epilogue_operand` come together.
-fn verify_epilogue_pair(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let has = ctx.inherent_attr(op, "epilogue").is_some();
-    if has != ctx.inherent_attr(op, "epilogue_operand").is_some() {
-        return Err(ctx.op_error(
-            op,
-            "'epilogue' and 'epilogue_operand' must be given together",
-        ));
-    }
-    nonneg(ctx, op, &["epilogue_operand"])
-}
-
 const COPY_ENGINE: AttrDef = AttrDef::optional("copy_engine", AttrConstraint::Unit).doc(
     "Peer-mapped: the chunks move through `symm_peer_copy` (a copy engine, no SM) between \
      launches of `kernel` that only signal; without it `kernel` moves them with its blocks.",
@@ -285,7 +270,7 @@ register_op!(
                  last GEMM.",
             ),
             FUSED_EPILOGUE,
-            FUSED_EPILOGUE_OPERAND,
+            SYMM_EPILOGUE_OPERAND,
             AttrDef::optional("epilogue_grid", AttrConstraint::Integer)
                 .doc("The fallback's launch of `epilogue` (required with it)."),
             AttrDef::optional("epilogue_block", AttrConstraint::Integer)

@@ -678,8 +678,9 @@ const SYMM_EPILOGUE_OPERAND: AttrDef =
     AttrDef::optional("epilogue_operand", AttrConstraint::Integer)
         .doc("Which argument of the `epilogue` kernel is the reduced value (required with it).");
 
-/// `epilogue` and `epilogue_operand` come together, on a one-shot all-reduce only.
-fn verify_symm_epilogue(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+/// `epilogue` and `epilogue_operand` come together (`epilogue_operand` non-negative); returns
+/// whether they are there.
+fn verify_epilogue_pair(ctx: &Context, op: OpId) -> Result<bool, Diagnostic> {
     let has = ctx.inherent_attr(op, "epilogue").is_some();
     if has != ctx.inherent_attr(op, "epilogue_operand").is_some() {
         return Err(ctx.op_error(
@@ -687,7 +688,13 @@ fn verify_symm_epilogue(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             "'epilogue' and 'epilogue_operand' must be given together",
         ));
     }
-    if !has {
+    nonneg(ctx, op, &["epilogue_operand"])?;
+    Ok(has)
+}
+
+/// `epilogue` and `epilogue_operand` come together, on a one-shot all-reduce only.
+fn verify_symm_epilogue(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    if !verify_epilogue_pair(ctx, op)? {
         return Ok(());
     }
     let coll = ctx
@@ -697,7 +704,7 @@ fn verify_symm_epilogue(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     if coll != "one_shot_all_reduce" {
         return Err(ctx.op_error(op, "an 'epilogue' is only fused into a one_shot_all_reduce"));
     }
-    nonneg(ctx, op, &["epilogue_operand"])
+    Ok(())
 }
 
 register_op!(
