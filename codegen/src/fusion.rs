@@ -446,9 +446,10 @@ fn plan_epilogues(ctx: &Context, ops: &[OpId], pos: &HashMap<OpId, usize>, plan:
     }
 }
 
-/// Whether a reduce-scatter's epilogue `grp` may run at the collective's position `at` instead
-/// of its root's `end`. The chain's inputs are values that stay live until the root, so no op
-/// in between can change their bytes; the hazard is the early write of a comm-buffer result,
+/// Whether the epilogue `grp` may run at its collective's position `at` instead of its root's
+/// `end`. The chain's inputs are values that stay live until the root, so no op in between
+/// can change their bytes (the collective itself still runs at `at`, as before); the hazard is
+/// the early write of a comm-buffer result (only a reduce-scatter's may be one),
 /// whose slot was planned live from `end` on and so may share bytes with slots that die in
 /// between. Legal when no op strictly between (other than the chain's own) is a pool op or
 /// reads or writes a comm buffer of a pool the chain uses, and none of the collective's
