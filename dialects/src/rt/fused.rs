@@ -132,7 +132,7 @@ register_op!(
     pub SYMM_FUSED_ALL_GATHER_MATMUL = OpDef {
         name: "rt.symm_fused_all_gather_matmul",
         summary: "All-gather pipelined with its GEMMs (compute and comm streams, blocking)",
-        description: "Operands (`push` has its own): the `symm_mem` pool holding the shard at `offset`, the gathered \
+        description: "Operands (without `push`, which lists its own): the `symm_mem` pool holding the shard at `offset`, the gathered \
             buffer, the staging buffer of the NCCL fallback (the gathered buffer itself when \
             `batch` is 1, else the shards stacked rank by rank), the n right-hand sides `bᵢ` \
             (`k`×`ns[i]`), then the n products. The shard is `batch` blocks of `m` rows of `k` \
