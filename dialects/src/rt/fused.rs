@@ -11,8 +11,9 @@
 //! a re-layout.
 
 use super::{
-    expect_memref, expect_type, nonneg, verify_epilogue_pair, verify_launch_shape, verify_world,
-    ANY, DTYPE, GROUP, SYMM_EPILOGUE_OPERAND,
+    expect_memref, expect_type, nonneg, verify_epilogue_call, verify_epilogue_pair,
+    verify_launch_shape, verify_world, ANY, DTYPE, EPILOGUE_BLOCK, EPILOGUE_GRID, GROUP,
+    SYMM_EPILOGUE_OPERAND,
 };
 use commlir_ir::{
     register_op, ArgDef, AttrConstraint, AttrDef, Context, Diagnostic, OpDef, OpId, Trait,
@@ -271,10 +272,8 @@ register_op!(
             ),
             FUSED_EPILOGUE,
             SYMM_EPILOGUE_OPERAND,
-            AttrDef::optional("epilogue_grid", AttrConstraint::Integer)
-                .doc("The fallback's launch of `epilogue` (required with it)."),
-            AttrDef::optional("epilogue_block", AttrConstraint::Integer)
-                .doc("The fallback's launch of `epilogue` (required with it)."),
+            EPILOGUE_GRID,
+            EPILOGUE_BLOCK,
         ],
         traits: &[Trait::Collective, Trait::MemRead, Trait::MemWrite, Trait::Blocking],
         verify: Some(|ctx, op| {
@@ -285,32 +284,13 @@ register_op!(
                 expect_memref(ctx, op, ctx.operand(op, i), "every buffer")?;
             }
             verify_epilogue_pair(ctx, op)?;
+            verify_epilogue_call(ctx, op, 4)?;
             let has = |a: &str| ctx.inherent_attr(op, a).is_some();
-            if has("epilogue") {
-                if !has("epilogue_grid") || !has("epilogue_block") {
-                    return Err(ctx.op_error(
-                        op,
-                        "an 'epilogue' requires 'epilogue_grid' and 'epilogue_block'",
-                    ));
-                }
-                if has("parts") {
-                    return Err(ctx.op_error(
-                        op,
-                        "an 'epilogue' needs the reduction after the last GEMM, not 'parts'",
-                    ));
-                }
-                let operand = ctx
-                    .inherent_attr(op, "epilogue_operand")
-                    .and_then(|a| ctx.attr_as_i64(a))
-                    .unwrap_or(-1);
-                if operand > (n - 4) as i64 {
-                    return Err(ctx.op_error(
-                        op,
-                        "'epilogue_operand' is past the epilogue kernel's inputs",
-                    ));
-                }
-            } else if n > 4 {
-                return Err(ctx.op_error(op, "epilogue operands without an 'epilogue'"));
+            if has("epilogue") && has("parts") {
+                return Err(ctx.op_error(
+                    op,
+                    "an 'epilogue' needs the reduction after the last GEMM, not 'parts'",
+                ));
             }
             nonneg(
                 ctx,

@@ -692,6 +692,39 @@ fn verify_epilogue_pair(ctx: &Context, op: OpId) -> Result<bool, Diagnostic> {
     Ok(has)
 }
 
+/// The NCCL fallback's launch of a call's `epilogue` kernel.
+const EPILOGUE_GRID: AttrDef = AttrDef::optional("epilogue_grid", AttrConstraint::Integer)
+    .doc("The fallback's launch of `epilogue` (required with it).");
+const EPILOGUE_BLOCK: AttrDef = AttrDef::optional("epilogue_block", AttrConstraint::Integer)
+    .doc("The fallback's launch of `epilogue` (required with it).");
+
+/// A call that applies an `epilogue` chain, whose other inputs are its operands from
+/// `first_extra` on: extra operands only with an `epilogue`, which needs the fallback's launch
+/// (`epilogue_grid`, `epilogue_block`) and an `epilogue_operand` among the chain's inputs.
+fn verify_epilogue_call(ctx: &Context, op: OpId, first_extra: usize) -> Result<(), Diagnostic> {
+    let extras = ctx.operands(op).len().saturating_sub(first_extra);
+    if ctx.inherent_attr(op, "epilogue").is_none() {
+        if extras > 0 {
+            return Err(ctx.op_error(op, "epilogue operands without an 'epilogue'"));
+        }
+        return Ok(());
+    }
+    let has = |n| ctx.inherent_attr(op, n).is_some();
+    if !has("epilogue_grid") || !has("epilogue_block") {
+        return Err(ctx.op_error(
+            op,
+            "an 'epilogue' requires 'epilogue_grid' and 'epilogue_block'",
+        ));
+    }
+    if int(ctx, op, "epilogue_operand").unwrap_or(-1) > extras as i64 {
+        return Err(ctx.op_error(
+            op,
+            "'epilogue_operand' is past the epilogue kernel's inputs",
+        ));
+    }
+    Ok(())
+}
+
 /// `epilogue` and `epilogue_operand` come together, on a one-shot all-reduce only.
 fn verify_symm_epilogue(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     if !verify_epilogue_pair(ctx, op)? {
@@ -763,10 +796,8 @@ register_op!(
             AttrDef::required("kernel", AttrConstraint::SymbolRef),
             SYMM_EPILOGUE,
             SYMM_EPILOGUE_OPERAND,
-            AttrDef::optional("epilogue_grid", AttrConstraint::Integer)
-                .doc("The fallback's launch of `epilogue` (required with it)."),
-            AttrDef::optional("epilogue_block", AttrConstraint::Integer)
-                .doc("The fallback's launch of `epilogue` (required with it)."),
+            EPILOGUE_GRID,
+            EPILOGUE_BLOCK,
             AttrDef::required("offset", AttrConstraint::Integer).doc("Bytes."),
             SYMM_COUNT,
             DTYPE,
@@ -781,29 +812,10 @@ register_op!(
             expect_memref(ctx, op, ctx.operand(op, 1), "operand 'out'")?;
             verify_symm_reduce(ctx, op)?;
             verify_symm_epilogue(ctx, op)?;
-            let fused = ctx.inherent_attr(op, "epilogue").is_some();
             for (i, &x) in ctx.operands(op).iter().enumerate().skip(2) {
                 expect_memref(ctx, op, x, &format!("operand #{i} (epilogue operand)"))?;
             }
-            if !fused && ctx.operands(op).len() > 2 {
-                return Err(ctx.op_error(op, "epilogue operands without an 'epilogue'"));
-            }
-            if fused {
-                let has = |n| ctx.inherent_attr(op, n).is_some();
-                if !has("epilogue_grid") || !has("epilogue_block") {
-                    return Err(ctx.op_error(
-                        op,
-                        "an 'epilogue' requires 'epilogue_grid' and 'epilogue_block'",
-                    ));
-                }
-                let operand = int(ctx, op, "epilogue_operand").unwrap_or(-1);
-                if operand > (ctx.operands(op).len() - 2) as i64 {
-                    return Err(ctx.op_error(
-                        op,
-                        "'epilogue_operand' is past the epilogue kernel's inputs",
-                    ));
-                }
-            }
+            verify_epilogue_call(ctx, op, 2)?;
             nonneg(ctx, op, &["offset"])?;
             verify_launch_shape(ctx, op)
         }),
