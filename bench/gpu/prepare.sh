@@ -70,6 +70,16 @@ for p in tp fsdp; do
     $tr "$dir/tf/${p}4_$1.mlir" --pass-pipeline="$bucketed" --emit=artifact -o "$dir/tf/${p}4_$1.bucket.commlir"
   done
 done
+# FSDP with @dp on a symm_mem group (run_steps.sh), through the bucketed pipeline: with NCCL's
+# all-gathers (symm), and with copy engines pushing them into the peer-mapped pools (push,
+# COMMLIR_PUSH_ALL_GATHER=1).
+for sz in big small; do
+  sed 's/coll.group @dp {size = 2 : i64}/coll.group @dp {size = 2 : i64, symm_mem}/' \
+    "$dir/tf/fsdp4_$sz.mlir" >"$dir/tf/fsdp4_${sz}_symm.mlir"
+  $tr "$dir/tf/fsdp4_${sz}_symm.mlir" --pass-pipeline="$bucketed" --emit=artifact -o "$dir/tf/fsdp4_$sz.symm.commlir"
+  COMMLIR_PUSH_ALL_GATHER=1 $tr "$dir/tf/fsdp4_${sz}_symm.mlir" --pass-pipeline="$bucketed" \
+    --emit=artifact -o "$dir/tf/fsdp4_$sz.push.commlir"
+done
 mkdir -p "$dir/tf_symm"
 for sz in "big 2048 4096 16384" "small 64 256 1024"; do
   set -- $sz

@@ -408,7 +408,7 @@ impl<'a, 'c> Host<'a, 'c> {
                 "rt.symm_collective" => nk = nk.max(2 + ctx.operands(op).len() as u32),
                 // (desc, in_offset, out, site, step); the reduce-scatter's epilogue operands
                 // follow (the fallback's launch of the epilogue takes fewer).
-                "rt.symm_fused_all_gather_matmul" => nk = nk.max(5),
+                "rt.symm_fused_all_gather_matmul" | "rt.nccl_all_gather" => nk = nk.max(5),
                 "rt.symm_fused_matmul_reduce_scatter" => {
                     nk = nk.max(1 + ctx.operands(op).len() as u32)
                 }
@@ -790,8 +790,12 @@ impl<'a, 'c> Host<'a, 'c> {
                 let g = self.group_index(ctx, op)?.into();
                 let d = self.dtype(ctx, op)?.into();
                 match name {
+                    "rt.nccl_all_gather" if ctx.inherent_attr(op, "push_kernel").is_some() => {
+                        self.push_all_gather(ctx, op, (s, r), operand(1)?)?;
+                    }
                     "rt.nccl_all_gather" => {
-                        let c = self.i64(Self::attr_i64(ctx, op, "send_count")?).into();
+                        let count = Self::attr_i64(ctx, op, "send_count")?;
+                        let c = self.i64(count).into();
                         self.call("all_gather", &[g, s.into(), r.into(), c, d])?;
                     }
                     "rt.nccl_reduce_scatter" => {

@@ -403,6 +403,9 @@ struct Lowering {
     /// Shards of pushing fused all-gather-matmuls that a plain clone would have copied into
     /// a comm buffer: clone result → the buffer cloned (the pipeline pushes it from there).
     shard_sources: HashMap<Value, Value>,
+    /// Groups whose all-gathers push through copy engines when their pool is peer-mapped
+    /// ([`push_groups`]).
+    push_groups: HashSet<String>,
 }
 
 fn err(ctx: &Context, op: OpId, msg: impl std::fmt::Display) -> Diagnostic {
@@ -445,6 +448,7 @@ fn lower_function(
         last_comm_event: None,
         gemm_transposed: gemm_operand_transposes(ctx, &ops, &plan),
         shard_sources: HashMap::new(),
+        push_groups: push_groups(ctx, &ops),
     };
     // Arguments become the caller's buffers.
     for &a in ctx.block_args(block).to_vec().iter() {
@@ -641,9 +645,15 @@ fn result_buffer_at(
 }
 
 /// The value a plain `compute.clone` copies into a comm buffer whose one reader is the shard
-/// of a pushing fused all-gather-matmul (`fused_matmul::pushes`): the pipeline pushes the
-/// value itself, so the clone is not needed.
-fn fused_shard_source(ctx: &Context, op: OpId, group: &crate::fusion::Group) -> Option<Value> {
+/// of a pushing fused all-gather-matmul (`fused_matmul::pushes`), or of a pushing async
+/// all-gather when the value is an argument: the collective sends the value itself, so the
+/// clone is not needed.
+fn fused_shard_source(
+    ctx: &Context,
+    op: OpId,
+    group: &crate::fusion::Group,
+    push_groups: &HashSet<String>,
+) -> Option<Value> {
     if ctx.op_name(op) != "compute.clone"
         || group.ops.len() != 1
         || !crate::kernels::is_plain_copy(ctx, op, &group.inputs)
@@ -652,8 +662,24 @@ fn fused_shard_source(ctx: &Context, op: OpId, group: &crate::fusion::Group) -> 
     }
     let r = ctx.result(op, 0);
     buffer_encoding(ctx, ctx.value_type(r))?;
+    let src = ctx.operand(op, 0);
     match ctx.uses(r) {
-        [u] if u.index == 0 && fused_matmul::pushes(ctx, u.op) => Some(ctx.operand(op, 0)),
+        [u] if u.index == 0 && fused_matmul::pushes(ctx, u.op) => Some(src),
+        // A pushing all-gather of an argument's shard pushes it from the argument: the
+        // caller's buffer, never written or freed during the call, so it stays what the
+        // clone would have copied however late the comm stream reads it. (NCCL's
+        // all-gathers keep the clone: sent from outside its registered pools, or staged
+        // into them on the comm stream, the FSDP step measured 7 % slower.)
+        [u] if ctx.op_name(u.op) == "comm.all_gather"
+            && (u.index as usize) < ctx.operands(u.op).len() / 2
+            && ctx.defining_op(src).is_none()
+            && ctx
+                .inherent_attr(u.op, "group")
+                .and_then(|a| ctx.attr_as_symbol(a))
+                .is_some_and(|g| push_groups.contains(g)) =>
+        {
+            Some(src)
+        }
         _ => None,
     }
 }
@@ -715,7 +741,7 @@ fn lower_op(
     }
     if let Some(&g) = plan.root_group.get(&op) {
         let group = &plan.groups[g];
-        if let Some(src) = fused_shard_source(ctx, op, group) {
+        if let Some(src) = fused_shard_source(ctx, op, group, &st.push_groups) {
             let r = ctx.result(op, 0);
             result_buffer(ctx, st, op, r)?;
             let b = buffer(ctx, st, op, src)?;
@@ -824,7 +850,7 @@ fn lower_op(
         | "comm.reduce_scatter"
         | "comm.all_to_all"
         | "comm.broadcast" => {
-            stats.collectives += lower_collective(ctx, op, st)?;
+            stats.collectives += lower_collective(ctx, op, func, st, kernels)?;
         }
         "comm.shard_dim_alltoall" => {
             stats.collectives += 1;
@@ -1170,7 +1196,54 @@ type NcclCall = (
     Vec<(&'static str, commlir_ir::Attr)>,
 );
 
-fn lower_collective(ctx: &mut Context, op: OpId, st: &mut Lowering) -> Result<u64, Diagnostic> {
+/// The `symm_mem` groups of a function whose all-gathers may push through copy engines: on a
+/// peer-mapped pool, each rank's comm stream passes a barrier (every rank's comm stream has
+/// reached the collective, so every rank is done with its receive buffer, as NCCL's own
+/// ordering guarantees), a copy engine writes the shard into block `rank` of each peer's
+/// receive buffer, and a signal pair per peer says it is there. No SM moves a byte, so the
+/// GEMMs beside the gather keep every SM (NCCL's all-gather takes a block per channel).
+///
+/// The signals use row 0 of the pool's signal pad, as the fused pipelines' steps do, which
+/// also run on the comm stream, in program order, identically on every rank. A blocking
+/// `symm` collective signals from the compute stream, which could interleave with the comm
+/// stream's signals; a group with one in the function keeps NCCL's all-gather.
+///
+/// Off unless `COMMLIR_PUSH_ALL_GATHER=1` at compile time: on two H100s NCCL's all-gathers
+/// beside the GEMMs still finish sooner (the FSDP step measured 3 % slower with the pushes,
+/// docs/benchmarks.md), so this is an experiment knob until the cost model can choose.
+fn push_groups(ctx: &Context, ops: &[OpId]) -> HashSet<String> {
+    if !std::env::var("COMMLIR_PUSH_ALL_GATHER").is_ok_and(|v| v.trim() == "1") {
+        return HashSet::new();
+    }
+    let group = |op: OpId| {
+        ctx.inherent_attr(op, "group")
+            .and_then(|a| ctx.attr_as_symbol(a))
+            .map(str::to_string)
+    };
+    let mut groups = HashSet::new();
+    let mut blocking = HashSet::new();
+    for &op in ops {
+        let name = ctx.op_name(op);
+        if name == "comm.all_gather" {
+            let symm = commlir_dialects::coll::group_of(ctx, op).is_ok_and(|g| g.symm_mem);
+            if let Some(g) = group(op).filter(|_| symm) {
+                groups.insert(g);
+            }
+        } else if name.starts_with("symm.") && !name.starts_with("symm.fused_") {
+            blocking.extend(group(op));
+        }
+    }
+    groups.retain(|g| !blocking.contains(g));
+    groups
+}
+
+fn lower_collective(
+    ctx: &mut Context,
+    op: OpId,
+    func: OpId,
+    st: &mut Lowering,
+    kernels: &mut KernelTable,
+) -> Result<u64, Diagnostic> {
     let name = ctx.op_name(op).to_string();
     let group = ctx
         .inherent_attr(op, "group")
@@ -1222,7 +1295,14 @@ fn lower_collective(ctx: &mut Context, op: OpId, st: &mut Lowering) -> Result<u6
             let half = operands.len() / 2;
             for i in 0..half {
                 let (x, y) = (operands[i], operands[half + i]);
-                let (px, ox) = comm_loc(ctx, st, op, x)?;
+                let g = ctx.attr_as_symbol(group).unwrap_or("").to_string();
+                let push = name == "comm.all_gather" && st.push_groups.contains(&g);
+                // An argument's shard whose clone was skipped ([`fused_shard_source`]) is
+                // pushed from the argument.
+                let (px, ox) = match st.shard_sources.get(&x) {
+                    Some(&src) if push => (src, 0),
+                    _ => comm_loc(ctx, st, op, x)?,
+                };
                 let (py, oy) = comm_loc(ctx, st, op, y)?;
                 let dtype = dtype_of(ctx, op, x)?;
                 let mut attrs = vec![
@@ -1234,6 +1314,13 @@ fn lower_collective(ctx: &mut Context, op: OpId, st: &mut Lowering) -> Result<u6
                 let call = match name.as_str() {
                     "comm.all_gather" => {
                         attrs.push(("send_count", i64_attr(ctx, numel(ctx, x))));
+                        if push {
+                            let world = group_size(ctx, op, &g)?;
+                            // The signals alone: any shape's kernel will do.
+                            let sym =
+                                fused_matmul::signal_kernel(ctx, op, func, kernels, dtype, world);
+                            attrs.push(("push_kernel", ctx.symbol_ref(&sym)));
+                        }
                         "rt.nccl_all_gather"
                     }
                     "comm.reduce_scatter" => {
@@ -1264,7 +1351,12 @@ fn lower_collective(ctx: &mut Context, op: OpId, st: &mut Lowering) -> Result<u6
         }
         _ => unreachable!("not a collective: {name}"),
     }
-    let coalesced = calls.len() > 1;
+    // Pushing all-gathers are no NCCL calls: nothing to group (each is ordered on the comm
+    // stream, the same on every rank).
+    let pushing = calls
+        .iter()
+        .any(|(_, _, attrs)| attrs.iter().any(|(n, _)| *n == "push_kernel"));
+    let coalesced = calls.len() > 1 && !pushing;
     let n = calls.len() as u64;
     let mut bld = Builder::before(ctx, op);
     if coalesced {

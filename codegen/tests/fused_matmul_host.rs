@@ -334,6 +334,12 @@ unsafe extern "C" fn m_gemm(
     0
 }
 
+/// `ncclGroupStart` / `ncclGroupEnd`: the mock runs each grouped call as it is queued, in
+/// the same order on every rank.
+unsafe extern "C" fn m_group(_rt: *mut c_void) -> Status {
+    0
+}
+
 unsafe extern "C" fn m_unused(rt: *mut c_void) -> Status {
     mock(rt).fail("an NCCL call the fused ops do not make".into())
 }
@@ -691,8 +697,8 @@ static API: CommlirRtApi = CommlirRtApi {
     reduce_scatter: m_reduce_scatter,
     all_to_all: m_a2a,
     broadcast: m_nccl7,
-    group_start: m_unused,
-    group_end: m_unused,
+    group_start: m_group,
+    group_end: m_group,
     symm_fallback: m_symm_fallback,
     event_record: m_event_record,
     stream_wait: m_stream_wait,
@@ -714,6 +720,9 @@ enum Transfer {
     Pull,
     /// The kernel's blocks (`COMMLIR_FUSED_TRANSFER=kernel`).
     Kernel,
+    /// Copy engines, and the async all-gathers of `symm_mem` groups pushing their shards
+    /// into the peers (`COMMLIR_PUSH_ALL_GATHER=1`).
+    PushAllGathers,
     /// Copy engines, and two ranks' reduce-scatters accumulating in `parts` row blocks (what
     /// `comm-to-rt` emits for large chunks): the own GEMMs add onto the peer's partial in
     /// f32, so those results agree with the sim's rank-order sum of rounded partials to a
@@ -758,26 +767,20 @@ fn check_through(
     };
 
     let mut ctx = Context::new();
-    // The knobs are environment variables read while lowering: one lowering at a time.
-    static LOWER: Mutex<()> = Mutex::new(());
-    let m = {
-        let _one = LOWER.lock().unwrap_or_else(|e| e.into_inner());
-        let knobs: &[(&str, &str)] = match transfer {
-            Transfer::Pull => &[("COMMLIR_FUSED_AG", "pull")],
-            Transfer::Kernel => &[("COMMLIR_FUSED_TRANSFER", "kernel")],
-            _ => &[],
-        };
-        for (k, v) in knobs {
-            std::env::set_var(k, v);
-        }
-        let m = lower(&mut ctx, text, pipeline);
-        for (k, _) in knobs {
-            std::env::remove_var(k);
-        }
-        m
+    let knobs: &[(&str, &str)] = match transfer {
+        Transfer::Pull => &[("COMMLIR_FUSED_AG", "pull")],
+        Transfer::Kernel => &[("COMMLIR_FUSED_TRANSFER", "kernel")],
+        Transfer::PushAllGathers => &[("COMMLIR_PUSH_ALL_GATHER", "1")],
+        _ => &[],
     };
+    let m = with_knobs(knobs, || lower(&mut ctx, text, pipeline));
     let (mut fused, mut pushing, mut epilogues, mut pipelines) = (Vec::new(), 0, 0, 0);
+    let mut pushed_gathers = 0;
     ctx.walk(m, |op| {
+        if ctx.op_name(op) == "rt.nccl_all_gather" && ctx.inherent_attr(op, "push_kernel").is_some()
+        {
+            pushed_gathers += 1;
+        }
         if ctx.op_name(op).starts_with("rt.symm_fused_")
             && ctx.op_name(op) != "rt.symm_fused_kernel"
         {
@@ -907,8 +910,9 @@ fn check_through(
                 assert!(rt.allocs.is_empty(), "rank {rank}: allocations leaked");
                 assert!(rt.pools.is_empty(), "rank {rank}: pools never freed");
                 assert!(rt.recorded.is_empty(), "rank {rank}: events never waited on");
-                // The fallback copies each pushing pipeline's shard into its workspace.
-                let copies = if mapped { 0 } else { pushing };
+                // The fallback copies each pushing pipeline's shard into its workspace; a
+                // pushing all-gather copies its own block (none of these gathers in place).
+                let copies = if mapped { pushed_gathers } else { pushing };
                 assert_eq!(rt.copies_on, copies, "rank {rank}: copy_on calls");
             }));
         }
@@ -924,6 +928,21 @@ fn check_through(
         );
     }
     Lowered { pushing, epilogues }
+}
+
+/// Runs `f` with the compile-time knobs `knobs` set. The knobs are environment variables
+/// read while lowering: one lowering at a time.
+fn with_knobs<T>(knobs: &[(&str, &str)], f: impl FnOnce() -> T) -> T {
+    static LOWER: Mutex<()> = Mutex::new(());
+    let _one = LOWER.lock().unwrap_or_else(|e| e.into_inner());
+    for (k, v) in knobs {
+        std::env::set_var(k, v);
+    }
+    let r = f();
+    for (k, _) in knobs {
+        std::env::remove_var(k);
+    }
+    r
 }
 
 /// Whether `got` (bytes of `want`'s type) is `want` to within the rounding of one more
@@ -1125,6 +1144,50 @@ fn sequence_parallel_transformer_matches_the_sim() {
             if fuse.contains("ignore-cost") {
                 assert_eq!(l.epilogues, 4, "{pipeline}");
             }
+        }
+    }
+}
+
+/// FSDP's all-gathers on a `symm_mem` group, sent straight from the weight-shard arguments
+/// (no clone into the pool), through NCCL and pushed by copy engines (`push_kernel`,
+/// `COMMLIR_PUSH_ALL_GATHER=1`), in Inductor's order and in the overlap scheduler's with
+/// buckets, next to NCCL's reduce-scatters on the same pool; mapped (pushes) and not (NCCL
+/// all-gathers).
+#[test]
+fn fsdp_all_gathers_push_through_copy_engines() {
+    use commlir_testgen::{transformer_program, Parallelism, TransformerConfig};
+    let text = relu_for_softmax(&transformer_program(&TransformerConfig::small(
+        Parallelism::Fsdp,
+        2,
+    )))
+    .replace(
+        "coll.group @dp {size = 2 : i64}",
+        "coll.group @dp {size = 2 : i64, symm_mem}",
+    );
+    assert!(text.contains("symm_mem}") && !text.contains("softmax"));
+    let sched = "comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools";
+    for pipeline in [
+        format!("builtin.module(func.func(coll-to-comm,{sched}))"),
+        "builtin.module(func.func(coll-bucket,coll-to-comm,comm-overlap-schedule,comm-plan-pools))"
+            .to_string(),
+    ] {
+        let mut ctx = Context::new();
+        let m = with_knobs(&[("COMMLIR_PUSH_ALL_GATHER", "1")], || {
+            lower(&mut ctx, &text, &pipeline)
+        });
+        let mut pushes = 0;
+        ctx.walk(m, |op| {
+            if ctx.op_name(op) == "rt.nccl_all_gather" {
+                assert!(ctx.inherent_attr(op, "push_kernel").is_some());
+                // Sent from the weight-shard argument itself.
+                assert!(ctx.defining_op(ctx.operand(op, 0)).is_none());
+                pushes += 1;
+            }
+        });
+        assert_eq!(pushes, 8, "{pipeline}");
+        for mapped in [true, false] {
+            check_through(&pipeline, &text, 2, mapped, Transfer::PushAllGathers, true);
+            check_through(&pipeline, &text, 2, mapped, Transfer::CopyEngine, true);
         }
     }
 }

@@ -619,6 +619,62 @@ impl<'c> Host<'_, 'c> {
         )
     }
 
+    /// A pushing `rt.nccl_all_gather` (`push_kernel`) from `send` into the gathered buffer
+    /// `recv` of the pool `recv_pool`, all on the comm stream: on a peer-mapped pool, the own
+    /// block by a local copy engine, the barrier (step G + 1), then per peer a copy engine's
+    /// push and its signal pair (step G + 1 + s); otherwise `ncclAllGather`.
+    pub(super) fn push_all_gather(
+        &self,
+        ctx: &IrContext,
+        op: OpId,
+        (send, recv): (PointerValue<'c>, PointerValue<'c>),
+        recv_pool: PointerValue<'c>,
+    ) -> R<()> {
+        let count = Self::attr_i64(ctx, op, "send_count")?;
+        let recv_offset = Self::attr_i64(ctx, op, "recv_offset")?;
+        let bytes = count * elem_size(Self::attr_str(ctx, op, "dtype")?)?;
+        let world = self.world_of(ctx, op)?;
+        let kernel = self.kernel_index(ctx, op, "push_kernel")? as u32;
+        let comm = abi::STREAM_COMM;
+        let (desc, [_, fallback, join]) = self.fused_branch(recv_pool)?;
+        let rank = self.fused_rank(ctx, op)?;
+        // The own block, unless the send buffer already is it (an in-place gather).
+        let own = self.offset(recv, rank, bytes)?;
+        let f = self.func.ok_or("no function")?;
+        let (copy, copied) = (
+            self.cx.append_basic_block(f, "own_block"),
+            self.cx.append_basic_block(f, "own_done"),
+        );
+        let in_place =
+            b!(self
+                .b
+                .build_int_compare(inkwell::IntPredicate::EQ, own, send, "in_place"));
+        b!(self.b.build_conditional_branch(in_place, copied, copy));
+        self.b.position_at_end(copy);
+        self.copy_on(comm, own, send, bytes)?;
+        b!(self.b.build_unconditional_branch(copied));
+        self.b.position_at_end(copied);
+        // One block of 32 threads: the barrier's threads cover up to 32 peers.
+        let step = |s: i64| self.symm_step(kernel, 1, 32, desc, 0, recv, s, &[]);
+        step(world + 1)?;
+        for s in 1..world {
+            let p = self.chunk_of(rank, s, world)?;
+            let at = b!(self.b.build_int_mul(rank, self.i64(bytes), "block"));
+            let at = b!(self.b.build_int_add(at, self.i64(recv_offset), "dst"));
+            self.peer_put(recv_pool, p, at, send, bytes)?;
+            step(world + 1 + s)?;
+        }
+        b!(self.b.build_unconditional_branch(join));
+        self.b.position_at_end(fallback);
+        let g = self.group_index(ctx, op)?.into();
+        let d = self.dtype(ctx, op)?.into();
+        let c = self.i64(count).into();
+        self.call("all_gather", &[g, send.into(), recv.into(), c, d])?;
+        b!(self.b.build_unconditional_branch(join));
+        self.b.position_at_end(join);
+        Ok(())
+    }
+
     /// The reduce-scatter pipeline's NCCL block: every chunk, then the reduce-scatter of the
     /// partials (with an epilogue: into a temporary that the chain's own kernel reads, `out`
     /// being the chain's result and `extras` its other inputs); then the join.

@@ -92,6 +92,31 @@ fn fused_kernel(
     sym
 }
 
+/// The `rt.symm_fused_kernel` whose signal-only all-gather steps (G + 1: the barrier, G + 1 +
+/// s: push s's signals) order a pushing `rt.nccl_all_gather` (`push_kernel`); those steps read
+/// neither `outer` nor `seg`, so one kernel per (dtype, G) serves every shape.
+pub(super) fn signal_kernel(
+    ctx: &mut Context,
+    op: OpId,
+    func: OpId,
+    kernels: &mut KernelTable,
+    dtype: &str,
+    world: i64,
+) -> String {
+    fused_kernel(
+        ctx,
+        op,
+        func,
+        kernels,
+        "all_gather_matmul",
+        dtype,
+        world,
+        (1, 1),
+        None,
+        None,
+    )
+}
+
 /// `(grid, block)` of the launches that move `elems` elements per step, and `copy_engine`.
 /// The chunks move through copy engines (`symm_peer_copy`), which leave every SM to the GEMM
 /// beside them; `COMMLIR_FUSED_TRANSFER=kernel` at compile time moves them with the kernel's

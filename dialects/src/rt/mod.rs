@@ -474,6 +474,22 @@ register_op!(
     }
 );
 
+/// [`verify_pools`]; a pushing all-gather receives into a pool (the one its peers map).
+fn verify_all_gather(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    verify_pools(ctx, op)?;
+    let recv = ctx.value_type(ctx.operand(op, 1));
+    if ctx.inherent_attr(op, "push_kernel").is_some() && !is_dialect_type(ctx, recv, "rt.pool") {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "'push_kernel' needs a !rt.pool to receive into, got {}",
+                ty_str(ctx, recv)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn verify_pools(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     // A base is a pool, or a plain buffer (staging buffers of `comm.shard_dim_alltoall`).
     for &v in ctx.operands(op) {
@@ -526,9 +542,15 @@ register_op!(
 register_op!(
     pub NCCL_ALL_GATHER = OpDef {
         name: "rt.nccl_all_gather",
-        summary: "`ncclAllGather` (comm stream)",
+        summary: "`ncclAllGather`, or copy-engine pushes into peer-mapped pools (comm stream)",
         description: "`send_count` elements at `send_offset` of the first pool from every rank, \
-            concatenated in rank order at `recv_offset` of the second.",
+            concatenated in rank order at `recv_offset` of the second. With `push_kernel`, \
+            when the receiving pool is peer-mapped (`symm_pool_desc` non-null), no NCCL call \
+            and no SM moves the data: a copy engine copies the own block, step G + 1 of the \
+            kernel is a barrier (every rank's comm stream reached the collective), and per \
+            peer rank (rank + s) mod G a copy engine writes this rank's block into that \
+            peer's receive buffer (`symm_peer_put`) before step G + 1 + s signals it there \
+            and waits for rank (rank − s) mod G's. Otherwise `ncclAllGather`.",
         operands: &[ArgDef::one("send_pool", ANY), ArgDef::one("recv_pool", ANY)],
         attributes: &[
             AttrDef::required("send_offset", AttrConstraint::Integer),
@@ -536,9 +558,13 @@ register_op!(
             AttrDef::required("send_count", AttrConstraint::Integer),
             DTYPE,
             GROUP,
+            AttrDef::optional("push_kernel", AttrConstraint::SymbolRef).doc(
+                "The `rt.symm_fused_kernel` (kind `all_gather_matmul`, the group's size) \
+                 whose signal steps order the pushes.",
+            ),
         ],
         traits: COMM,
-        verify: Some(verify_pools),
+        verify: Some(verify_all_gather),
         example: "rt.nccl_all_gather %p, %p {dtype = \"f32\", group = @tp, recv_offset = 256 : i64, send_count = 32 : i64, send_offset = 0 : i64} : (!rt.pool, !rt.pool) -> ()",
         ..OpDef::EMPTY
     }

@@ -57,3 +57,13 @@ func.func @f(%w: !rt.pool, %a: memref<16x16xbf16>, %b: memref<16x24xbf16>) {
   rt.symm_fused_matmul_reduce_scatter %w, %a, %b {a_step = 128 : i64, a_stride = 0 : i64, b_step = 0 : i64, batch = 1 : i64, block = 32 : i64, chunk = 192 : i64, dtype = "bf16", grid = 1 : i64, group = @tp, k = 16 : i64, kernel = @s1, ldb = 24 : i64, m = 8 : i64, n = 24 : i64, offset = 0 : i64, reduce_op = "sum"} : (!rt.pool, memref<16x16xbf16>, memref<16x24xbf16>) -> ()
   return
 }
+
+// -----
+
+// A pushing all-gather writes into its peers' mappings of the receiving pool.
+coll.group @dp {size = 2 : i64, symm_mem}
+func.func @f(%w: memref<16x32xbf16>, %g: memref<32x32xbf16>) {
+  // expected-error @below {{'push_kernel' needs a !rt.pool to receive into, got memref<32x32xbf16>}}
+  rt.nccl_all_gather %w, %g {dtype = "bf16", group = @dp, push_kernel = @s0, recv_offset = 0 : i64, send_count = 512 : i64, send_offset = 0 : i64} : (memref<16x32xbf16>, memref<32x32xbf16>) -> ()
+  return
+}
