@@ -80,6 +80,12 @@ for sz in big small; do
   COMMLIR_PUSH_ALL_GATHER=1 $tr "$dir/tf/fsdp4_${sz}_symm.mlir" --pass-pipeline="$bucketed" \
     --emit=artifact -o "$dir/tf/fsdp4_$sz.push.commlir"
 done
+# FSDP with the backward stand-in's scales folded into its reduce-scatters (NCCL's
+# pre-multiplied sum; fold): coll-fold-prescale in front of the bucketed pipeline.
+folded='builtin.module(func.func(coll-fold-prescale,coll-bucket,coll-to-comm,comm-overlap-schedule,comm-plan-pools))'
+for sz in big small; do
+  $tr "$dir/tf/fsdp4_$sz.mlir" --pass-pipeline="$folded" --emit=artifact -o "$dir/tf/fsdp4_$sz.fold.commlir"
+done
 mkdir -p "$dir/tf_symm"
 for sz in "big 2048 4096 16384" "small 64 256 1024"; do
   set -- $sz

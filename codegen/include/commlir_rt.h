@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define COMMLIR_RT_ABI_VERSION 5u
+#define COMMLIR_RT_ABI_VERSION 6u
 
 /* Streams. */
 enum { COMMLIR_STREAM_COMPUTE = 0, COMMLIR_STREAM_COMM = 1 };
@@ -29,6 +29,9 @@ enum {
 };
 /* Reductions: the values of ncclRedOp_t. */
 enum { COMMLIR_SUM = 0, COMMLIR_PROD = 1, COMMLIR_MAX = 2, COMMLIR_MIN = 3, COMMLIR_AVG = 4 };
+/* Version 6: a reduction code with this bit is NCCL's pre-multiplied sum by +-2^k
+ * (ncclRedOpCreatePreMulSum, host scalar): bits 0-7 hold k + 128, bit 9 the sign. */
+enum { COMMLIR_PREMUL_SUM_POW2 = 256 };
 /* Symmetric-memory collectives (the coll argument of symm_fallback). */
 enum {
   COMMLIR_SYMM_ONE_SHOT_ALL_REDUCE = 0, COMMLIR_SYMM_TWO_SHOT_ALL_REDUCE = 1,

@@ -577,6 +577,25 @@ impl<'a, 'c> Host<'a, 'c> {
         Ok(self.i32(u64::from(code)))
     }
 
+    /// An `rt.nccl_reduce_scatter`'s reduction code: with a `prescale`, NCCL's
+    /// pre-multiplied sum by it (and by 1/G for avg), else [`Self::redop`].
+    fn reduce_scatter_op(&self, ctx: &IrContext, op: OpId) -> R<IntValue<'c>> {
+        let Some(f) = ctx
+            .inherent_attr(op, "prescale")
+            .and_then(|a| ctx.attr_as_f64(a))
+        else {
+            return self.redop(ctx, op);
+        };
+        let factor = if Self::attr_str(ctx, op, "reduce_op")? == "avg" {
+            f / self.world_of(ctx, op)? as f64
+        } else {
+            f
+        };
+        let code = abi::premul_code(factor)
+            .ok_or_else(|| format!("prescale {f}: not a pre-multiplied sum NCCL can run"))?;
+        Ok(self.i32(u64::from(code)))
+    }
+
     fn redop(&self, ctx: &IrContext, op: OpId) -> R<IntValue<'c>> {
         let d = Self::attr_str(ctx, op, "reduce_op")?;
         Ok(self.i32(u64::from(
@@ -800,7 +819,7 @@ impl<'a, 'c> Host<'a, 'c> {
                     }
                     "rt.nccl_reduce_scatter" => {
                         let c = self.i64(Self::attr_i64(ctx, op, "recv_count")?).into();
-                        let o = self.redop(ctx, op)?.into();
+                        let o = self.reduce_scatter_op(ctx, op)?.into();
                         self.call("reduce_scatter", &[g, s.into(), r.into(), c, d, o])?;
                     }
                     _ => {

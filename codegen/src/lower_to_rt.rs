@@ -1326,6 +1326,20 @@ fn lower_collective(
                     "comm.reduce_scatter" => {
                         check_i1_reduce(ctx, op, x, reduce, "reduce-scatter")?;
                         attrs.push(("recv_count", i64_attr(ctx, numel(ctx, y))));
+                        if let Some(f) = ctx.inherent_attr(op, "prescale") {
+                            // NCCL's pre-multiplied sum: an avg divides by G in its factor,
+                            // which stays a power of two only for a power-of-two G.
+                            let avg = reduce.and_then(|r| ctx.attr_as_str(r)) == Some("avg");
+                            let g = ctx.attr_as_symbol(group).unwrap_or("").to_string();
+                            if avg && !(group_size(ctx, op, &g)? as u64).is_power_of_two() {
+                                return Err(err(
+                                    ctx,
+                                    op,
+                                    "comm-to-rt: a 'prescale' with avg needs a power-of-two group",
+                                ));
+                            }
+                            attrs.push(("prescale", f));
+                        }
                         attrs.push((
                             "reduce_op",
                             reduce.ok_or_else(|| err(ctx, op, "requires 'reduce_op'"))?,

@@ -481,7 +481,9 @@ fn nccl_reduce(
         7 => false,
         d => return m.fail(format!("mock NCCL reduction of dtype {d}")),
     };
-    if op != 0 && op != 4 {
+    // Sum, avg, or NCCL's pre-multiplied sum (each input × the factor, in f32).
+    let premul = abi::premul_factor(op).map(|f| f as f32);
+    if op != 0 && op != 4 && premul.is_none() {
         return m.fail(format!("mock NCCL reduction op {op}"));
     }
     let (g, rank) = (m.group as *const Group as usize, m.rank);
@@ -500,6 +502,7 @@ fn nccl_reduce(
             for (i, a) in acc.iter_mut().enumerate() {
                 // SAFETY: every rank's send buffer holds the whole tensor.
                 let v = unsafe { ld(*src as *const u8, first + i as i64, bf16) };
+                let v = premul.map_or(v, |f| v * f);
                 *a = if p == 0 { v } else { *a + v };
             }
         }
@@ -1189,6 +1192,36 @@ fn fsdp_all_gathers_push_through_copy_engines() {
             check_through(&pipeline, &text, 2, mapped, Transfer::PushAllGathers, true);
             check_through(&pipeline, &text, 2, mapped, Transfer::CopyEngine, true);
         }
+    }
+}
+
+/// FSDP's backward stand-in with its power-of-two scales folded into the reduce-scatters
+/// (`coll-fold-prescale`): NCCL's pre-multiplied sum (the mock multiplies each input by the
+/// code's factor) gives the sim's bits, in Inductor's order and bucketed.
+#[test]
+fn fsdp_prescaled_reduce_scatters_match_the_sim() {
+    use commlir_testgen::{transformer_program, Parallelism, TransformerConfig};
+    let text = relu_for_softmax(&transformer_program(&TransformerConfig::small(
+        Parallelism::Fsdp,
+        2,
+    )));
+    let sched = "comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools";
+    for pipeline in [
+        format!("builtin.module(func.func(coll-fold-prescale,coll-to-comm,{sched}))"),
+        "builtin.module(func.func(coll-fold-prescale,coll-bucket,coll-to-comm,comm-overlap-schedule,comm-plan-pools))"
+            .to_string(),
+    ] {
+        let mut ctx = Context::new();
+        let m = lower(&mut ctx, &text, &pipeline);
+        let mut prescaled = 0;
+        ctx.walk(m, |op| {
+            if ctx.op_name(op) == "rt.nccl_reduce_scatter" {
+                assert!(ctx.inherent_attr(op, "prescale").is_some(), "{pipeline}");
+                prescaled += 1;
+            }
+        });
+        assert_eq!(prescaled, 8, "{pipeline}");
+        check_through(&pipeline, &text, 2, false, Transfer::CopyEngine, true);
     }
 }
 

@@ -43,7 +43,8 @@
 //! op's cost, so that the comm stream starts the bucket once every input is ready and ends it
 //! when the merged op would (one merged node, to the evaluation); the waits are laid out
 //! together too, the first member's first.
-//! Collectives carrying attributes other than `group` and `reduce_op` (a `cost_ns`
+//! Reduce-scatters bucket only with others of the same `prescale` (the merged op has one).
+//! Collectives carrying attributes other than `group`, `reduce_op` and `prescale` (a `cost_ns`
 //! override, a pinned order) are left alone: the merged op would have no faithful value for
 //! them. So are all-reduces on groups with `symm_mem`: `coll-to-comm` lowers each of those
 //! to NCCL or a blocking symm kernel, whichever the cost model prefers, which a coalesced
@@ -298,6 +299,7 @@ pub(crate) struct Member {
 pub(crate) struct Key {
     pub(crate) kind: Kind,
     pub(crate) reduce_op: Option<Attr>,
+    pub(crate) prescale: Option<Attr>,
     pub(crate) group_size: u64,
 }
 
@@ -322,7 +324,7 @@ pub(crate) enum Refusal {
 /// Whether every key of a dictionary attribute is one a coalesced op keeps.
 fn only_inherent_keys(ctx: &Context, keys: impl IntoIterator<Item = commlir_ir::Ident>) -> bool {
     keys.into_iter()
-        .all(|k| matches!(ctx.ident_str(k), "group" | "reduce_op"))
+        .all(|k| matches!(ctx.ident_str(k), "group" | "reduce_op" | "prescale"))
 }
 
 /// The collective as a bucket member with its group name and key, if it may be one.
@@ -376,6 +378,7 @@ fn candidate(ctx: &Context, block: BlockId, op: OpId) -> Option<(String, Key, Me
     let key = Key {
         kind,
         reduce_op: ctx.inherent_attr(op, "reduce_op"),
+        prescale: ctx.inherent_attr(op, "prescale"),
         group_size: group.size.max(1) as u64,
     };
     let member = Member {
@@ -686,6 +689,9 @@ fn rewrite(ctx: &mut Context, b: &Bucket) {
     }
     if let Some(r) = b.key.reduce_op {
         attrs.push(("reduce_op", r));
+    }
+    if let Some(p) = b.key.prescale {
+        attrs.push(("prescale", p));
     }
     let loc = ctx.op_loc(lead);
     let mut builder = Builder::before(ctx, at);

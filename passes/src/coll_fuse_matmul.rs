@@ -536,7 +536,8 @@ fn match_all_gather(ctx: &Context, block: BlockId, ag: OpId) -> Option<Plan> {
 
 fn match_reduce_scatter(ctx: &Context, block: BlockId, rs: OpId) -> Option<Plan> {
     let g = symm_group_size(ctx, rs)? as i64;
-    if ctx.operands(rs).len() != 1 {
+    // The fused op has no `prescale` (coll-fold-prescale runs after this pass, if at all).
+    if ctx.operands(rs).len() != 1 || ctx.inherent_attr(rs, "prescale").is_some() {
         return None;
     }
     let op_ok = ctx

@@ -2,6 +2,7 @@
 pub mod analysis;
 pub mod arith_to_compute;
 pub mod coll_bucket;
+pub mod coll_fold_prescale;
 pub mod coll_fuse_matmul;
 pub mod coll_sequence_parallel;
 pub mod coll_to_comm;
@@ -48,5 +49,6 @@ pub fn link() {
     std::hint::black_box(&coll_fuse_matmul::COLL_FUSE_MATMUL);
     std::hint::black_box(&coll_sequence_parallel::COLL_SEQUENCE_PARALLEL);
     std::hint::black_box(&coll_bucket::COLL_BUCKET);
+    std::hint::black_box(&coll_fold_prescale::COLL_FOLD_PRESCALE);
     std::hint::black_box(&comm_apply_profile::COMM_APPLY_PROFILE);
 }

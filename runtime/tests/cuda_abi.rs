@@ -121,6 +121,20 @@ fn codes_match_the_header() {
         );
     }
     assert_eq!(
+        header_enum(&h, "COMMLIR_PREMUL_SUM_POW2"),
+        abi::PREMUL_SUM_POW2
+    );
+    for f in [0.5, 0.25, 2.0, -1.0, 1.0 / 65536.0] {
+        let c = abi::premul_code(f).unwrap();
+        assert_eq!(abi::premul_factor(c), Some(f));
+        assert!(abi::REDUCE_OPS.iter().all(|(_, r)| *r != c));
+    }
+    assert_eq!(abi::premul_code(0.3), None);
+    assert_eq!(
+        abi::premul_factor(abi::code(abi::REDUCE_OPS, "avg").unwrap()),
+        None
+    );
+    assert_eq!(
         header_enum(&h, "COMMLIR_STREAM_COMPUTE"),
         abi::STREAM_COMPUTE
     );

@@ -286,7 +286,7 @@ impl<'c> Host<'_, 'c> {
         Ok(b!(self.b.build_int_unsigned_rem(p, self.i64(world), "p")))
     }
 
-    fn world_of(&self, ctx: &IrContext, op: OpId) -> R<i64> {
+    pub(super) fn world_of(&self, ctx: &IrContext, op: OpId) -> R<i64> {
         let g = ctx
             .inherent_attr(op, "group")
             .and_then(|a| ctx.attr_as_symbol(a))

@@ -10,7 +10,7 @@ use commlir_ir::{
     register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, OpDef, Trait, TypeConstraint,
 };
 pub(crate) use verify::{check_gather_shape, group_ref, GroupRef};
-pub use verify::{group_of, GroupInfo};
+pub use verify::{group_of, prescale_of, verify_prescale, GroupInfo};
 
 register_dialect!(pub COLL_DIALECT = commlir_ir::opdef::DialectDef {
     name: "coll",
@@ -31,6 +31,13 @@ const REDUCE_OP: AttrDef = AttrDef::required(
 const COST: AttrDef = AttrDef::optional("cost_ns", AttrConstraint::Integer)
     .doc("Overrides the cost model's runtime estimate for this op (nanoseconds).");
 const COLLECTIVE: &[Trait] = &[Trait::Collective, Trait::MemRead];
+/// `prescale` of a reduce-scatter (coll and comm level): [`verify::verify_prescale`].
+pub const PRESCALE: AttrDef = AttrDef::optional("prescale", AttrConstraint::Float).doc(
+    "Each rank's input is first multiplied by this factor and rounded to its element type, \
+     as `compute.scale` does; ± a power of two (exact in every float type), with `sum` or \
+     `avg` on float tensors. `coll-fold-prescale` folds a scale into its reduce-scatter \
+     this way, and the GPU runs it as NCCL's pre-multiplied sum.",
+);
 
 register_op!(
     pub GROUP_OP = OpDef {
@@ -120,7 +127,7 @@ register_op!(
         description: "`x: (G·d0)×…` → `r: d0×…`; rank `i` receives rows `[i·d0, (i+1)·d0)` of the reduction.",
         operands: &[ArgDef::one("x", T)],
         results: &[ArgDef::one("r", T)],
-        attributes: &[REDUCE_OP, GROUP, COST],
+        attributes: &[REDUCE_OP, GROUP, COST, PRESCALE],
         traits: COLLECTIVE,
         verify: Some(verify::verify_reduce_scatter),
         example: "%r = coll.reduce_scatter_tensor %x {reduce_op = \"sum\", group = @tp} : (tensor<8x16xf32>) -> tensor<4x16xf32>",
@@ -135,7 +142,7 @@ register_op!(
         description: "`rᵢ` is the reduce-scatter of `xᵢ` along dimension 0.",
         operands: &[ArgDef::variadic("xs", T)],
         results: &[ArgDef::variadic("rs", T)],
-        attributes: &[REDUCE_OP, GROUP, COST],
+        attributes: &[REDUCE_OP, GROUP, COST, PRESCALE],
         traits: COLLECTIVE,
         verify: Some(verify::verify_reduce_scatter_coalesced),
         example: "%r:2 = coll.reduce_scatter_tensor_coalesced %a, %b {reduce_op = \"sum\", group = @tp} : (tensor<8xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<2xf32>)",

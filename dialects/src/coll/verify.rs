@@ -246,6 +246,7 @@ pub(super) fn verify_all_gather_coalesced(ctx: &Context, op: OpId) -> Result<(),
 pub(super) fn verify_reduce_scatter(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let g = group_ref(ctx, op)?;
     check_gather_shape(ctx, op, 0, &g, false)?;
+    verify_prescale(ctx, op)?;
     verify_in_flight(ctx, op)
 }
 
@@ -254,7 +255,45 @@ pub(super) fn verify_reduce_scatter_coalesced(ctx: &Context, op: OpId) -> Result
     for i in 0..check_counts(ctx, op)? {
         check_gather_shape(ctx, op, i, &g, false)?;
     }
+    verify_prescale(ctx, op)?;
     verify_in_flight(ctx, op)
+}
+
+/// The `prescale` factor of a reduce-scatter, if it has one.
+pub fn prescale_of(ctx: &Context, op: OpId) -> Option<f64> {
+    ctx.inherent_attr(op, "prescale")
+        .and_then(|a| ctx.attr_as_f64(a))
+}
+
+/// A reduce-scatter's `prescale` (coll and comm level): ± a power of two within every float
+/// type's normal range (so that multiplying by it is exact, and a pre-multiplied sum equals
+/// scaling, rounding and summing), only for `sum` and `avg`, only on float inputs (the first
+/// operand's element type; the others were checked equal to their results).
+pub fn verify_prescale(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let Some(f) = prescale_of(ctx, op) else {
+        return Ok(());
+    };
+    let (m, e) = (f.abs(), f.abs().log2());
+    if !(m.is_finite() && m > 0.0 && e.fract() == 0.0 && (-14.0..=15.0).contains(&e)) {
+        return Err(ctx.op_error(
+            op,
+            format!("'prescale' must be ± a power of two from 2^-14 to 2^15, got {f}"),
+        ));
+    }
+    let reduce = ctx
+        .inherent_attr(op, "reduce_op")
+        .and_then(|a| ctx.attr_as_str(a));
+    if !matches!(reduce, Some("sum" | "avg")) {
+        return Err(ctx.op_error(op, "'prescale' needs reduce_op \"sum\" or \"avg\""));
+    }
+    for &x in ctx.operands(op) {
+        let float = crate::shape::value_tensor(ctx, x)
+            .is_some_and(|t| matches!(ctx.type_kind(t.elem), commlir_ir::TypeKind::Float(_)));
+        if !float {
+            return Err(ctx.op_error(op, "'prescale' needs float tensors"));
+        }
+    }
+    Ok(())
 }
 
 /// Reads a split matrix (`G` arrays of `G` sizes).

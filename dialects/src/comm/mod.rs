@@ -122,7 +122,7 @@ register_op!(
             Several pairs: the coalesced form.",
         operands: &[ArgDef::variadic("inputs_then_outputs", T)],
         results: &[ArgDef::one("work", ANY)],
-        attributes: &[REDUCE_OP, GROUP, COST],
+        attributes: &[REDUCE_OP, GROUP, COST, crate::coll::PRESCALE],
         traits: OUT_OF_PLACE,
         verify: Some(verify::verify_reduce_scatter),
         example: "%w = comm.reduce_scatter %x, %o {reduce_op = \"sum\", group = @tp} : (tensor<8x16xf32, #comm.buffer<nccl, @tp>>, tensor<4x16xf32, #comm.buffer<nccl, @tp>>) -> !comm.work",

@@ -163,7 +163,8 @@ pub(super) fn verify_all_gather(ctx: &Context, op: OpId) -> Result<(), Diagnosti
 }
 
 pub(super) fn verify_reduce_scatter(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    verify_gather_like(ctx, op, false)
+    verify_gather_like(ctx, op, false)?;
+    crate::coll::verify_prescale(ctx, op)
 }
 
 pub(super) fn verify_all_to_all(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {

@@ -9,7 +9,7 @@
 use std::ffi::c_void;
 
 /// Bumped on every incompatible change of [`CommlirRtApi`] or of `commlir_main`.
-pub const ABI_VERSION: u32 = 5;
+pub const ABI_VERSION: u32 = 6;
 
 /// Stream numbers.
 pub const STREAM_COMPUTE: u32 = 0;
@@ -42,6 +42,32 @@ pub const REDUCE_OPS: &[(&str, u32)] = &[
     ("min", 3),
     ("avg", 4),
 ];
+
+/// A reduction code from this bit up is NCCL's pre-multiplied sum by ± a power of two
+/// (`ncclRedOpCreatePreMulSum` with a host scalar): bits 0–7 hold the exponent k + 128, bit 9
+/// the sign, so the factor is ±2^k.
+pub const PREMUL_SUM_POW2: u32 = 0x100;
+const PREMUL_NEGATIVE: u32 = 0x200;
+
+/// The reduction code of a pre-multiplied sum by `factor`, when it is ± a power of two with
+/// an exponent in [-128, 127].
+pub fn premul_code(factor: f64) -> Option<u32> {
+    let e = factor.abs().log2();
+    if !factor.is_finite() || factor == 0.0 || e.fract() != 0.0 || !(-128.0..=127.0).contains(&e) {
+        return None;
+    }
+    let sign = if factor < 0.0 { PREMUL_NEGATIVE } else { 0 };
+    Some(PREMUL_SUM_POW2 | sign | (e as i32 + 128) as u32)
+}
+
+/// The factor of a [`premul_code`], if `code` is one.
+pub fn premul_factor(code: u32) -> Option<f64> {
+    if code & PREMUL_SUM_POW2 == 0 || code & !(PREMUL_SUM_POW2 | PREMUL_NEGATIVE | 0xff) != 0 {
+        return None;
+    }
+    let f = 2f64.powi((code & 0xff) as i32 - 128);
+    Some(if code & PREMUL_NEGATIVE != 0 { -f } else { f })
+}
 
 /// The code of a spelling in one of the tables above.
 pub fn code(table: &[(&str, u32)], name: &str) -> Option<u32> {

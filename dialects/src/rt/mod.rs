@@ -474,6 +474,28 @@ register_op!(
     }
 );
 
+/// [`verify_pools`]; a `prescale` as the comm level allows it (a power of two, sum or avg,
+/// a float dtype).
+fn verify_reduce_scatter(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    verify_pools(ctx, op)?;
+    let Some(f) = ctx
+        .inherent_attr(op, "prescale")
+        .and_then(|a| ctx.attr_as_f64(a))
+    else {
+        return Ok(());
+    };
+    let pow2 = f.is_finite() && f != 0.0 && f.abs().log2().fract() == 0.0;
+    let str_attr = |n: &str| ctx.inherent_attr(op, n).and_then(|a| ctx.attr_as_str(a));
+    let float = matches!(str_attr("dtype"), Some("f16" | "bf16" | "f32" | "f64"));
+    if !pow2 || !matches!(str_attr("reduce_op"), Some("sum" | "avg")) || !float {
+        return Err(ctx.op_error(
+            op,
+            format!("'prescale' must be ± a power of two on a float sum or avg, got {f}"),
+        ));
+    }
+    Ok(())
+}
+
 /// [`verify_pools`]; a pushing all-gather receives into a pool (the one its peers map).
 fn verify_all_gather(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     verify_pools(ctx, op)?;
@@ -584,9 +606,13 @@ register_op!(
             DTYPE,
             REDUCE_OP,
             GROUP,
+            AttrDef::optional("prescale", AttrConstraint::Float).doc(
+                "NCCL's pre-multiplied sum: each input × `prescale` (avg: ÷ G too), ± a power \
+                 of two, so that it equals scaling, rounding and reducing.",
+            ),
         ],
         traits: COMM,
-        verify: Some(verify_pools),
+        verify: Some(verify_reduce_scatter),
         example: "rt.nccl_reduce_scatter %p, %p {dtype = \"f32\", group = @tp, recv_count = 32 : i64, recv_offset = 256 : i64, reduce_op = \"sum\", send_offset = 0 : i64} : (!rt.pool, !rt.pool) -> ()",
         ..OpDef::EMPTY
     }

@@ -141,6 +141,69 @@ pub fn dtype_bytes(code: u32) -> Result<usize, String> {
     })
 }
 
+/// Runs `f` with the NCCL reduction of an ABI reduction code on `comm`: a table code
+/// ([`nccl_op`]), or a pre-multiplied sum by ± a power of two (`abi::premul_factor`) that
+/// NCCL creates for this one call and that is destroyed as soon as `f` has enqueued it
+/// (NCCL allows that once the call that takes it has returned).
+///
+/// # Safety
+/// `comm` must be a live NCCL communicator.
+pub unsafe fn with_nccl_op<T>(
+    code: u32,
+    dtype: u32,
+    comm: nccl::ncclComm_t,
+    f: impl FnOnce(nccl::ncclRedOp_t) -> Result<T, String>,
+) -> Result<T, String> {
+    let Some(factor) = commlir_dialects::rt::abi::premul_factor(code) else {
+        return f(nccl_op(code)?);
+    };
+    // The scalar in the data type, read by NCCL at creation (host immediate).
+    let mut scalar = [0u8; 8];
+    match dtype {
+        7 => scalar[..4].copy_from_slice(&(factor as f32).to_le_bytes()),
+        8 => scalar.copy_from_slice(&factor.to_le_bytes()),
+        // A power of two is exact in bf16: the top half of its f32 bits.
+        9 => scalar[..2].copy_from_slice(&(((factor as f32).to_bits() >> 16) as u16).to_le_bytes()),
+        6 => {
+            let e = factor.abs().log2() as i32;
+            if !(-14..=15).contains(&e) {
+                return Err(format!(
+                    "pre-multiplied sum by {factor}: outside f16's normal range"
+                ));
+            }
+            let sign = if factor < 0.0 { 0x8000u16 } else { 0 };
+            scalar[..2].copy_from_slice(&(sign | (((e + 15) as u16) << 10)).to_le_bytes());
+        }
+        _ => return Err(format!("pre-multiplied sum of dtype code {dtype}")),
+    }
+    let dt = nccl_dtype(dtype)?;
+    // NCCL writes an int; read it as one before trusting it as the enum.
+    let mut raw: u32 = u32::MAX;
+    // SAFETY: `raw` is 4 writable bytes; the scalar outlives the call (read at creation).
+    let r = unsafe {
+        nccl::ncclRedOpCreatePreMulSum(
+            &mut raw as *mut u32 as *mut nccl::ncclRedOp_t,
+            scalar.as_mut_ptr().cast(),
+            dt,
+            nccl::ncclScalarResidence_t::ncclScalarHostImmediate,
+            comm,
+        )
+    };
+    nccl_check("ncclRedOpCreatePreMulSum", r, comm)?;
+    // The first user operator of a communicator is ncclNumOps; this one is destroyed before
+    // the next is created, so that is the only value it can take.
+    if raw != nccl::ncclRedOp_t::ncclNumOps as u32 {
+        return Err(format!("ncclRedOpCreatePreMulSum returned operator {raw}"));
+    }
+    let op = nccl::ncclRedOp_t::ncclNumOps;
+    let out = f(op);
+    // SAFETY: `op` was created on `comm` above and the call that took it has returned.
+    let r = unsafe { nccl::ncclRedOpDestroy(op, comm) };
+    let destroyed = nccl_check("ncclRedOpDestroy", r, comm);
+    let out = out?;
+    destroyed.map(|()| out)
+}
+
 /// The NCCL reduction of an ABI reduction code (the codes are `ncclRedOp_t`'s values).
 pub fn nccl_op(code: u32) -> Result<nccl::ncclRedOp_t, String> {
     use nccl::ncclRedOp_t as O;

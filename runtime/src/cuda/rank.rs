@@ -16,7 +16,9 @@
 //! `COMMLIR_HOST_PROFILE` asked for a breakdown ([`super::profile`]).
 
 use super::abi::{self, CommlirRtApi, Status};
-use super::ffi::{cu_check, cublas_check, dtype_bytes, nccl_check, nccl_dtype, nccl_op};
+use super::ffi::{
+    cu_check, cublas_check, dtype_bytes, nccl_check, nccl_dtype, nccl_op, with_nccl_op,
+};
 use super::order::{Op, Ops, StreamOrder};
 use super::profile::{Driver, Profiler};
 use super::symm::SymmState;
@@ -1416,12 +1418,17 @@ unsafe extern "C" fn rt_reduce_scatter(
             abi::STREAM_COMM,
             |s| s.coll_label("reduce_scatter", group, recv_count, dtype),
             |s| {
-                let (c, dt, op) = (s.comm(group)?, nccl_dtype(dtype)?, nccl_op(op)?);
+                let (c, dt) = (s.comm(group)?, nccl_dtype(dtype)?);
                 let (n, stream) = (recv_count as usize, s.nccl_stream());
-                let r = s
-                    .prof
-                    .nccl(|| nccl::ncclReduceScatter(send, recv, n, dt, op, c, stream));
-                nccl_check("ncclReduceScatter", r, c)
+                // SAFETY: `c` is this group's live communicator.
+                unsafe {
+                    with_nccl_op(op, dtype, c, |op| {
+                        let r = s
+                            .prof
+                            .nccl(|| nccl::ncclReduceScatter(send, recv, n, dt, op, c, stream));
+                        nccl_check("ncclReduceScatter", r, c)
+                    })
+                }
             },
         )
     })

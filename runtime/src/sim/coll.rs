@@ -134,6 +134,7 @@ impl RankInterp<'_> {
         let inputs = (0..n)
             .map(|i| self.tensor(op, i).map(std::borrow::Cow::into_owned))
             .collect::<Result<Vec<_>, _>>()?;
+        let inputs = prescaled(ctx, op, inputs)?;
         let coll = self.issue(engine, op, kind, inputs)?;
         for (index, r) in ctx.results(op).iter().enumerate() {
             self.bind(*r, Slot::InFlight { coll, index });
@@ -177,5 +178,21 @@ impl RankInterp<'_> {
         let t = engine.outputs(coll, self.rank)[0].clone();
         self.define(op, 0, t)?;
         Ok(Flow::Next)
+    }
+}
+
+/// A reduce-scatter's inputs after its `prescale` (each multiplied and rounded as
+/// `compute.scale` does), or as they are.
+pub(super) fn prescaled(
+    ctx: &commlir_ir::Context,
+    op: OpId,
+    inputs: Vec<crate::tensor::Tensor>,
+) -> Result<Vec<crate::tensor::Tensor>, SimError> {
+    match commlir_dialects::coll::prescale_of(ctx, op) {
+        Some(f) => inputs
+            .iter()
+            .map(|t| super::compute::scale(t, f).map_err(|m| SimError::op(ctx, op, m)))
+            .collect(),
+        None => Ok(inputs),
     }
 }

@@ -88,6 +88,7 @@ impl RankInterp<'_> {
             .iter()
             .map(|&i| self.tensor(op, i).map(Cow::into_owned))
             .collect::<Result<Vec<_>, _>>()?;
+        let snapshot = super::coll::prescaled(ctx, op, snapshot)?;
         let dests = dests
             .iter()
             .map(|&i| self.storage(op, i))

@@ -49,9 +49,7 @@ pub fn execute(
         }
         "scale" => {
             arity(1)?;
-            let factor = f64_attr("factor")?;
-            let f32_factor = factor as f32;
-            map_float(inputs[0], |x| x * f32_factor, |x| x * factor)?
+            scale(inputs[0], f64_attr("factor")?)?
         }
         "attention" => {
             arity(3)?;
@@ -189,6 +187,13 @@ fn dim_attr(d: i64, t: &Tensor) -> Result<usize, String> {
 }
 
 /// Applies `f32f` (then rounds) to f16/bf16/f32 elements, `f64f` to f64 elements.
+/// `compute.scale`: `t × factor`, in f32 for the narrow floats (then rounded), in f64 for
+/// f64; also a reduce-scatter's `prescale` of each rank's input.
+pub fn scale(t: &Tensor, factor: f64) -> Result<Tensor, String> {
+    let f32_factor = factor as f32;
+    map_float(t, |x| x * f32_factor, |x| x * factor)
+}
+
 fn map_float(
     t: &Tensor,
     f32f: impl Fn(f32) -> f32,

@@ -168,3 +168,33 @@ func.func @replicated_not_symbol(
     %x: tensor<8x16xf32> {coll.replicated = "tp"}) -> tensor<8x16xf32> {
   return %x : tensor<8x16xf32>
 }
+
+// -----
+
+coll.group @dp {size = 2 : i64}
+func.func @f(%x: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @below {{'prescale' must be ± a power of two from 2^-14 to 2^15, got 0.3}}
+  %r = coll.reduce_scatter_tensor %x {reduce_op = "sum", group = @dp, prescale = 0.3 : f64} : (tensor<8x16xf32>) -> tensor<4x16xf32>
+  %w = coll.wait_tensor %r : tensor<4x16xf32>
+  return %w : tensor<4x16xf32>
+}
+
+// -----
+
+coll.group @dp {size = 2 : i64}
+func.func @f(%x: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @below {{'prescale' needs reduce_op "sum" or "avg"}}
+  %r = coll.reduce_scatter_tensor %x {reduce_op = "max", group = @dp, prescale = 0.5 : f64} : (tensor<8x16xf32>) -> tensor<4x16xf32>
+  %w = coll.wait_tensor %r : tensor<4x16xf32>
+  return %w : tensor<4x16xf32>
+}
+
+// -----
+
+coll.group @dp {size = 2 : i64}
+func.func @f(%x: tensor<8x16xi32>) -> tensor<4x16xi32> {
+  // expected-error @below {{'prescale' needs float tensors}}
+  %r = coll.reduce_scatter_tensor %x {reduce_op = "sum", group = @dp, prescale = 0.5 : f64} : (tensor<8x16xi32>) -> tensor<4x16xi32>
+  %w = coll.wait_tensor %r : tensor<4x16xi32>
+  return %w : tensor<4x16xi32>
+}
