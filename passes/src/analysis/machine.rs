@@ -31,6 +31,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../machines/h200x2-nvlink.json"),
     ),
     (
+        "h100x2-nvlink",
+        include_str!("../../machines/h100x2-nvlink.json"),
+    ),
+    (
         "h100x8-nvlink",
         include_str!("../../machines/h100x8-nvlink.json"),
     ),
