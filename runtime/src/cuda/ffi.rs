@@ -141,10 +141,54 @@ pub fn dtype_bytes(code: u32) -> Result<usize, String> {
     })
 }
 
-/// Runs `f` with the NCCL reduction of an ABI reduction code on `comm`: a table code
-/// ([`nccl_op`]), or a pre-multiplied sum by ± a power of two (`abi::premul_factor`) that
-/// NCCL creates for this one call and that is destroyed as soon as `f` has enqueued it
-/// (NCCL allows that once the call that takes it has returned).
+/// `ncclReduceScatter` with its reduction as the C `int` it is. An operator NCCL creates
+/// (`ncclRedOpCreatePreMulSum`) is `ncclNumOps` plus an index mangled with the communicator's
+/// address, outside the Rust enum's variants, so it must never be held as that enum: these
+/// entry points are looked up in the NCCL library cudarc loaded, with `u32` for the operator.
+pub type RawReduceScatter = unsafe extern "C" fn(
+    *const std::ffi::c_void,
+    *mut std::ffi::c_void,
+    usize,
+    nccl::ncclDataType_t,
+    u32,
+    nccl::ncclComm_t,
+    nccl::cudaStream_t,
+) -> nccl::ncclResult_t;
+type RawCreatePreMulSum = unsafe extern "C" fn(
+    *mut u32,
+    *mut std::ffi::c_void,
+    nccl::ncclDataType_t,
+    nccl::ncclScalarResidence_t,
+    nccl::ncclComm_t,
+) -> nccl::ncclResult_t;
+type RawRedOpDestroy = unsafe extern "C" fn(u32, nccl::ncclComm_t) -> nccl::ncclResult_t;
+
+/// An NCCL entry point of type `F` (one of the `Raw*` types above) by name.
+///
+/// # Safety
+/// `F` must be the entry's C signature.
+unsafe fn nccl_symbol<F: Copy>(name: &str) -> Result<F, String> {
+    // SAFETY: cudarc's loaded NCCL library; the caller gives the symbol's signature.
+    unsafe {
+        let lib = nccl::culib();
+        lib.get::<F>(name.as_bytes())
+            .map(|s| *s)
+            .map_err(|e| format!("NCCL has no {name}: {e}"))
+    }
+}
+
+/// `ncclReduceScatter` taking the operator as an int ([`RawReduceScatter`]).
+pub fn raw_reduce_scatter() -> Result<RawReduceScatter, String> {
+    static F: std::sync::OnceLock<Result<RawReduceScatter, String>> = std::sync::OnceLock::new();
+    // SAFETY: RawReduceScatter is ncclReduceScatter's C signature (ncclRedOp_t is an int).
+    F.get_or_init(|| unsafe { nccl_symbol("ncclReduceScatter") })
+        .clone()
+}
+
+/// Runs `f` with the NCCL reduction operator (as an int) of an ABI reduction code on `comm`:
+/// a table code ([`nccl_op`]), or a pre-multiplied sum by ± a power of two
+/// (`abi::premul_factor`) that NCCL creates for this one call and that is destroyed as soon
+/// as `f` has enqueued it (NCCL allows that once the call that takes it has returned).
 ///
 /// # Safety
 /// `comm` must be a live NCCL communicator.
@@ -152,10 +196,10 @@ pub unsafe fn with_nccl_op<T>(
     code: u32,
     dtype: u32,
     comm: nccl::ncclComm_t,
-    f: impl FnOnce(nccl::ncclRedOp_t) -> Result<T, String>,
+    f: impl FnOnce(u32) -> Result<T, String>,
 ) -> Result<T, String> {
     let Some(factor) = commlir_dialects::rt::abi::premul_factor(code) else {
-        return f(nccl_op(code)?);
+        return f(nccl_op(code)? as u32);
     };
     // The scalar in the data type, read by NCCL at creation (host immediate).
     let mut scalar = [0u8; 8];
@@ -177,12 +221,18 @@ pub unsafe fn with_nccl_op<T>(
         _ => return Err(format!("pre-multiplied sum of dtype code {dtype}")),
     }
     let dt = nccl_dtype(dtype)?;
-    // NCCL writes an int; read it as one before trusting it as the enum.
-    let mut raw: u32 = u32::MAX;
-    // SAFETY: `raw` is 4 writable bytes; the scalar outlives the call (read at creation).
+    // SAFETY: the Raw* types are these entries' C signatures.
+    let (create, destroy) = unsafe {
+        (
+            nccl_symbol::<RawCreatePreMulSum>("ncclRedOpCreatePreMulSum")?,
+            nccl_symbol::<RawRedOpDestroy>("ncclRedOpDestroy")?,
+        )
+    };
+    let mut op: u32 = 0;
+    // SAFETY: `op` is 4 writable bytes (NCCL writes an int); the scalar outlives the call.
     let r = unsafe {
-        nccl::ncclRedOpCreatePreMulSum(
-            &mut raw as *mut u32 as *mut nccl::ncclRedOp_t,
+        create(
+            &mut op,
             scalar.as_mut_ptr().cast(),
             dt,
             nccl::ncclScalarResidence_t::ncclScalarHostImmediate,
@@ -190,15 +240,9 @@ pub unsafe fn with_nccl_op<T>(
         )
     };
     nccl_check("ncclRedOpCreatePreMulSum", r, comm)?;
-    // The first user operator of a communicator is ncclNumOps; this one is destroyed before
-    // the next is created, so that is the only value it can take.
-    if raw != nccl::ncclRedOp_t::ncclNumOps as u32 {
-        return Err(format!("ncclRedOpCreatePreMulSum returned operator {raw}"));
-    }
-    let op = nccl::ncclRedOp_t::ncclNumOps;
     let out = f(op);
     // SAFETY: `op` was created on `comm` above and the call that took it has returned.
-    let r = unsafe { nccl::ncclRedOpDestroy(op, comm) };
+    let r = unsafe { destroy(op, comm) };
     let destroyed = nccl_check("ncclRedOpDestroy", r, comm);
     let out = out?;
     destroyed.map(|()| out)

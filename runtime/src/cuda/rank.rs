@@ -17,7 +17,8 @@
 
 use super::abi::{self, CommlirRtApi, Status};
 use super::ffi::{
-    cu_check, cublas_check, dtype_bytes, nccl_check, nccl_dtype, nccl_op, with_nccl_op,
+    cu_check, cublas_check, dtype_bytes, nccl_check, nccl_dtype, nccl_op, raw_reduce_scatter,
+    with_nccl_op,
 };
 use super::order::{Op, Ops, StreamOrder};
 use super::profile::{Driver, Profiler};
@@ -1420,12 +1421,11 @@ unsafe extern "C" fn rt_reduce_scatter(
             |s| {
                 let (c, dt) = (s.comm(group)?, nccl_dtype(dtype)?);
                 let (n, stream) = (recv_count as usize, s.nccl_stream());
-                // SAFETY: `c` is this group's live communicator.
+                let rs = raw_reduce_scatter()?;
+                // SAFETY: `c` is this group's live communicator; the buffers are the program's.
                 unsafe {
                     with_nccl_op(op, dtype, c, |op| {
-                        let r = s
-                            .prof
-                            .nccl(|| nccl::ncclReduceScatter(send, recv, n, dt, op, c, stream));
+                        let r = s.prof.nccl(|| rs(send, recv, n, dt, op, c, stream));
                         nccl_check("ncclReduceScatter", r, c)
                     })
                 }
