@@ -277,7 +277,7 @@ pub fn verify_prescale(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     if !(m.is_finite() && m > 0.0 && e.fract() == 0.0 && (-14.0..=15.0).contains(&e)) {
         return Err(ctx.op_error(
             op,
-            format!("'prescale' must be ± a power of two from 2^-14 to 2^15, got {f}"),
+            format!("'prescale' must be ± a power of two from 2^-14 to 2^15, got {f:?}"),
         ));
     }
     let reduce = ctx

@@ -490,7 +490,7 @@ fn verify_reduce_scatter(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     if !pow2 || !matches!(str_attr("reduce_op"), Some("sum" | "avg")) || !float {
         return Err(ctx.op_error(
             op,
-            format!("'prescale' must be ± a power of two on a float sum or avg, got {f}"),
+            format!("'prescale' must be ± a power of two on a float sum or avg, got {f:?}"),
         ));
     }
     Ok(())
