@@ -17,7 +17,7 @@
 //! until the scale, while the scaled copy (the same size) is gone: peak memory never grows.
 //! Collectives keep their order and inputs' order: the pass only removes compute ops.
 
-use commlir_dialects::coll::verify_prescale;
+use commlir_dialects::coll::prescale_ok;
 use commlir_ir::pass::{Anchor, Pass, PassEnv, PassInfo, StatisticDef};
 use commlir_ir::{Context, Diagnostic, OpId, TypeKind};
 
@@ -66,32 +66,29 @@ impl Pass for CollFoldPrescale {
         });
         let mut folded = 0u64;
         for rs in candidates {
-            folded += fold(ctx, rs)?;
+            folded += fold(ctx, rs);
         }
         env.add_stat("num-folded", folded);
         Ok(())
     }
 }
 
-/// The factor of `scale` when it may become a `prescale`: ± a power of two that every float
-/// type holds as a normal number, on a float tensor.
+/// The factor of `scale` when it may become a `prescale` ([`prescale_ok`]), on a float tensor.
 fn foldable_factor(ctx: &Context, scale: OpId) -> Option<f64> {
     let f = ctx
         .inherent_attr(scale, "factor")
         .and_then(|a| ctx.attr_as_f64(a))?;
-    let e = f.abs().log2();
-    let pow2 = f.is_finite() && f != 0.0 && e.fract() == 0.0 && (-14.0..=15.0).contains(&e);
     let t = commlir_dialects::shape::value_tensor(ctx, ctx.result(scale, 0))?;
-    (pow2 && matches!(ctx.type_kind(t.elem), TypeKind::Float(_))).then_some(f)
+    (prescale_ok(f) && matches!(ctx.type_kind(t.elem), TypeKind::Float(_))).then_some(f)
 }
 
 /// Folds the scales of reduce-scatter `rs` into it when all of them qualify; how many.
-fn fold(ctx: &mut Context, rs: OpId) -> Result<u64, Diagnostic> {
+fn fold(ctx: &mut Context, rs: OpId) -> u64 {
     let reduce = ctx
         .inherent_attr(rs, "reduce_op")
         .and_then(|a| ctx.attr_as_str(a));
     if !matches!(reduce, Some("sum" | "avg")) || ctx.inherent_attr(rs, "prescale").is_some() {
-        return Ok(0);
+        return 0;
     }
     let mut scales = Vec::new();
     let mut factor = None;
@@ -100,23 +97,23 @@ fn fold(ctx: &mut Context, rs: OpId) -> Result<u64, Diagnostic> {
             .defining_op(x)
             .filter(|&s| ctx.op_name(s) == "compute.scale")
         else {
-            return Ok(0);
+            return 0;
         };
         // One reader: this reduce-scatter, once (a coalesced op could take it twice).
         if ctx.uses(x).len() != 1 || scales.contains(&s) {
-            return Ok(0);
+            return 0;
         }
         let Some(f) = foldable_factor(ctx, s) else {
-            return Ok(0);
+            return 0;
         };
         if factor.is_some_and(|g: f64| g != f) {
-            return Ok(0);
+            return 0;
         }
         factor = Some(f);
         scales.push(s);
     }
     if factor.is_none() {
-        return Ok(0);
+        return 0;
     }
     for (i, &s) in scales.iter().enumerate() {
         let input = ctx.operand(s, 0);
@@ -129,7 +126,5 @@ fn fold(ctx: &mut Context, rs: OpId) -> Result<u64, Diagnostic> {
     for s in &scales {
         ctx.erase_op(*s);
     }
-    // The factor came from a scale's attribute: a float, but check the op as it stands.
-    verify_prescale(ctx, rs)?;
-    Ok(scales.len() as u64)
+    scales.len() as u64
 }

@@ -10,7 +10,7 @@ use commlir_ir::{
     register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, OpDef, Trait, TypeConstraint,
 };
 pub(crate) use verify::{check_gather_shape, group_ref, GroupRef};
-pub use verify::{group_of, prescale_of, verify_prescale, GroupInfo};
+pub use verify::{group_of, prescale_of, prescale_ok, verify_prescale, GroupInfo};
 
 register_dialect!(pub COLL_DIALECT = commlir_ir::opdef::DialectDef {
     name: "coll",

@@ -265,6 +265,13 @@ pub fn prescale_of(ctx: &Context, op: OpId) -> Option<f64> {
         .and_then(|a| ctx.attr_as_f64(a))
 }
 
+/// Whether `f` may be a `prescale`: ± 2^k with k from −14 to 15, so that every float type
+/// (f16 included) holds it as a normal number and multiplying by it is exact.
+pub fn prescale_ok(f: f64) -> bool {
+    let e = f.abs().log2();
+    f.is_finite() && f != 0.0 && e.fract() == 0.0 && (-14.0..=15.0).contains(&e)
+}
+
 /// A reduce-scatter's `prescale` (coll and comm level): ± a power of two within every float
 /// type's normal range (so that multiplying by it is exact, and a pre-multiplied sum equals
 /// scaling, rounding and summing), only for `sum` and `avg`, only on float inputs (the first
@@ -273,8 +280,7 @@ pub fn verify_prescale(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let Some(f) = prescale_of(ctx, op) else {
         return Ok(());
     };
-    let (m, e) = (f.abs(), f.abs().log2());
-    if !(m.is_finite() && m > 0.0 && e.fract() == 0.0 && (-14.0..=15.0).contains(&e)) {
+    if !prescale_ok(f) {
         return Err(ctx.op_error(
             op,
             format!("'prescale' must be ± a power of two from 2^-14 to 2^15, got {f:?}"),

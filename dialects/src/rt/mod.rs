@@ -484,13 +484,13 @@ fn verify_reduce_scatter(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     else {
         return Ok(());
     };
-    let pow2 = f.is_finite() && f != 0.0 && f.abs().log2().fract() == 0.0;
+    let pow2 = crate::coll::prescale_ok(f);
     let str_attr = |n: &str| ctx.inherent_attr(op, n).and_then(|a| ctx.attr_as_str(a));
     let float = matches!(str_attr("dtype"), Some("f16" | "bf16" | "f32" | "f64"));
     if !pow2 || !matches!(str_attr("reduce_op"), Some("sum" | "avg")) || !float {
         return Err(ctx.op_error(
             op,
-            format!("'prescale' must be ± a power of two on a float sum or avg, got {f:?}"),
+            format!("'prescale' must be ± a power of two from 2^-14 to 2^15 on a float sum or avg, got {f:?}"),
         ));
     }
     Ok(())
