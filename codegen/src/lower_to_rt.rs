@@ -10,10 +10,13 @@
 //! - elementwise chains are fused, and broadcasts they read absorbed into them
 //!   ([`crate::fusion`]); each kernel is an `rt.kernel` symbol (identical kernels are shared)
 //!   launched by `rt.launch`; matmuls become `rt.gemm`.
-//! - a collective start becomes its `rt.nccl_*` call on the comm stream, preceded by an event
-//!   the comm stream waits for (the compute stream produced the buffer) and followed by an
-//!   event recorded on the comm stream; its `comm.wait` makes the compute stream wait for that
-//!   event. The one-shot all-reduce runs on the compute stream.
+//! - a collective start becomes its `rt.nccl_*` call on the comm stream, preceded by a wait
+//!   for a compute-stream event and followed by an event recorded on the comm stream; its
+//!   `comm.wait` makes the compute stream wait for that event. The compute event is recorded
+//!   right after the last kernel the collective depends on (one that writes the pool bytes it
+//!   reads, or touches those it writes: [`comm_deps`]), so kernels the program places between
+//!   that one and the collective run beside it; where that analysis does not apply, it is
+//!   recorded at the collective. The one-shot all-reduce runs on the compute stream.
 //! - before a pool is freed, the compute stream waits for all comm-stream work.
 //! - a `func.call` stays a `func.call` on buffers: the callee's host function is called
 //!   directly. The caller owns what the callee returns and frees it after its last reader, so
@@ -22,6 +25,7 @@
 //!   be acyclic (without control flow, recursion never ends).
 
 mod attention;
+mod comm_deps;
 pub(crate) mod fused_matmul;
 
 use crate::fusion::{self, FusionPlan};
@@ -406,6 +410,13 @@ struct Lowering {
     /// Groups whose all-gathers push through copy engines when their pool is peer-mapped
     /// ([`push_groups`]).
     push_groups: HashSet<String>,
+    /// The compute work each collective depends on, where [`comm_deps`] applies; else every
+    /// collective waits for all compute issued before it.
+    deps: Option<comm_deps::CommDeps>,
+    /// Compute-stream events recorded for `deps`, by position.
+    dep_events: HashMap<usize, Value>,
+    /// The latest position the comm stream has waited for (through `dep_events`).
+    comm_waited: Option<usize>,
 }
 
 fn err(ctx: &Context, op: OpId, msg: impl std::fmt::Display) -> Diagnostic {
@@ -449,7 +460,17 @@ fn lower_function(
         gemm_transposed: gemm_operand_transposes(ctx, &ops, &plan),
         shard_sources: HashMap::new(),
         push_groups: push_groups(ctx, &ops),
+        deps: None,
+        dep_events: HashMap::new(),
+        comm_waited: None,
     };
+    st.deps = comm_deps::plan(
+        ctx,
+        &ops,
+        &plan,
+        &st.gemm_transposed,
+        !st.push_groups.is_empty(),
+    );
     // Arguments become the caller's buffers.
     for &a in ctx.block_args(block).to_vec().iter() {
         let t = ctx.value_type(a);
@@ -470,7 +491,14 @@ fn lower_function(
         st.buf.insert(a, a);
     }
     let module = ctx.parent_op(func);
-    for &op in &ops {
+    for (i, &op) in ops.iter().enumerate() {
+        if st.deps.as_ref().is_some_and(|d| d.record_at.contains(&i)) {
+            let et = rt::event_type(ctx);
+            let s = ctx.str_attr("compute");
+            let e =
+                Builder::before(ctx, op).create_value("rt.event_record", &[], et, &[("stream", s)]);
+            st.dep_events.insert(i, e);
+        }
         lower_op(ctx, op, module, func, &plan, &mut st, kernels, stats)?;
     }
     // Retyped last: the lowering above still reads the arguments' tensor types.
@@ -1249,9 +1277,25 @@ fn lower_collective(
         .inherent_attr(op, "group")
         .ok_or_else(|| err(ctx, op, "requires 'group'"))?;
     let reduce = ctx.inherent_attr(op, "reduce_op");
-    if st.compute_dirty {
-        sync_streams(ctx, op, "compute", "comm");
-        st.compute_dirty = false;
+    let anchor = st.deps.as_ref().map(|d| d.anchor.get(&op).copied());
+    match anchor {
+        // Only the compute work this collective depends on (`comm_deps`); nothing when an
+        // earlier wait of the comm stream covers it.
+        Some(Some(k)) if st.comm_waited.is_none_or(|w| w < k) => {
+            let e = *st
+                .dep_events
+                .get(&k)
+                .ok_or_else(|| err(ctx, op, "comm-to-rt: no compute event for this collective"))?;
+            let s = ctx.str_attr("comm");
+            Builder::before(ctx, op).create("rt.stream_wait", &[e], &[], &[("stream", s)]);
+            st.comm_waited = Some(k);
+        }
+        Some(Some(_)) => {}
+        _ if st.compute_dirty => {
+            sync_streams(ctx, op, "compute", "comm");
+            st.compute_dirty = false;
+        }
+        _ => {}
     }
     let operands = ctx.operands(op).to_vec();
     // (op name, pool operands, attributes) of each NCCL call.

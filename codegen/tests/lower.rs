@@ -8,7 +8,7 @@ use commlir_ir::pass::{parse_pipeline, PassManager};
 use commlir_ir::printer::{print_op, PrintOptions};
 use commlir_ir::{Context, OpId};
 use commlir_testgen::{random_program, GenConfig};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 const PLAN: &str = "builtin.module(func.func(coll-to-comm,comm-plan-pools))";
 const PLAN_NO_ONESHOT: &str =
@@ -37,17 +37,110 @@ fn funcs(ctx: &Context, m: OpId) -> Vec<OpId> {
         .collect()
 }
 
+/// Every `coll.group`'s size, by name.
+fn group_sizes(ctx: &Context, m: OpId) -> HashMap<String, i64> {
+    let b = lower_to_rt::module_block(ctx, m).unwrap();
+    ctx.block_ops(b)
+        .filter(|o| ctx.op_name(*o) == "coll.group")
+        .filter_map(|o| {
+            let name = ctx
+                .get_attr(o, "sym_name")
+                .and_then(|a| ctx.attr_as_str(a))?;
+            let size = ctx.get_attr(o, "size").and_then(|a| ctx.attr_as_i64(a))?;
+            Some((name.to_string(), size))
+        })
+        .collect()
+}
+
+/// Pool bytes an `rt` value views: (pool, start, end), or `None` for a buffer of its own.
+fn pool_bytes(ctx: &Context, v: commlir_ir::Value) -> Option<(commlir_ir::Value, i64, i64)> {
+    let op = ctx.defining_op(v)?;
+    match ctx.op_name(op) {
+        "rt.pool_view" => {
+            let off = ctx
+                .get_attr(op, "offset")
+                .and_then(|a| ctx.attr_as_i64(a))?;
+            let (shape, elem) = commlir_dialects::rt::memref_info(ctx, ctx.value_type(v))?;
+            let bytes = shape.iter().product::<i64>()
+                * commlir_dialects::shape::elem_bytes(ctx, elem).max(1) as i64;
+            Some((ctx.operand(op, 0), off, off + bytes))
+        }
+        // A view starts where its buffer does; a rank view may be any block of it.
+        "rt.view" | "rt.rank_view" => {
+            let (p, lo, hi) = pool_bytes(ctx, ctx.operand(op, 0))?;
+            if ctx.op_name(op) == "rt.rank_view" {
+                return Some((p, lo, hi));
+            }
+            let (shape, elem) = commlir_dialects::rt::memref_info(ctx, ctx.value_type(v))?;
+            let bytes = shape.iter().product::<i64>()
+                * commlir_dialects::shape::elem_bytes(ctx, elem).max(1) as i64;
+            Some((p, lo, (lo + bytes).min(hi)))
+        }
+        _ => None,
+    }
+}
+
+/// One access to pool bytes: (pool, start, end, writes); a pool of `None` is every byte.
+type Access = (Option<commlir_ir::Value>, i64, i64, bool);
+
+fn conflict(a: &Access, b: &Access) -> bool {
+    (a.3 || b.3)
+        && match (a.0, b.0) {
+            (Some(p), Some(q)) => p == q && a.1 < b.2 && b.1 < a.2,
+            _ => true,
+        }
+}
+
+/// The pool bytes an `rt.nccl_*` call reads and writes (`None`: every byte).
+fn nccl_accesses(ctx: &Context, op: OpId, sizes: &HashMap<String, i64>) -> Option<Vec<Access>> {
+    let int = |k: &str| ctx.get_attr(op, k).and_then(|a| ctx.attr_as_i64(a));
+    let eb = match ctx.get_attr(op, "dtype").and_then(|a| ctx.attr_as_str(a))? {
+        "i8" | "u8" => 1,
+        "f16" | "bf16" => 2,
+        "f32" | "i32" | "u32" => 4,
+        _ => 8,
+    };
+    let g = ctx
+        .get_attr(op, "group")
+        .and_then(|a| ctx.attr_as_symbol(a))
+        .and_then(|s| sizes.get(s).copied())?;
+    let pools = ctx.operands(op);
+    let range = |i: usize, off: i64, n: i64, w: bool| (Some(pools[i]), off, off + n * eb, w);
+    Some(match ctx.op_name(op) {
+        "rt.nccl_all_reduce" | "rt.nccl_broadcast" => {
+            vec![range(0, int("offset")?, int("count")?, true)]
+        }
+        "rt.nccl_all_gather" if ctx.get_attr(op, "push_kernel").is_none() => vec![
+            range(0, int("send_offset")?, int("send_count")?, false),
+            range(1, int("recv_offset")?, int("send_count")? * g, true),
+        ],
+        "rt.nccl_reduce_scatter" => vec![
+            range(0, int("send_offset")?, int("recv_count")? * g, false),
+            range(1, int("recv_offset")?, int("recv_count")?, true),
+        ],
+        "rt.nccl_all_to_all" => vec![
+            range(0, int("send_offset")?, int("count")?, false),
+            range(1, int("recv_offset")?, int("count")?, true),
+        ],
+        _ => return None,
+    })
+}
+
 /// The stream discipline of a lowered function:
-/// - a collective never starts while compute-stream work it may read is unordered with it
-///   (a compute→comm event since the last compute-stream op);
+/// - a collective never touches pool bytes that compute-stream work unordered with it
+///   (no event since that work, waited for by the comm stream) writes, or reads while the
+///   collective writes them; nor does a kernel touch pool bytes a collective unordered with
+///   it writes, or reads while the kernel writes them;
 /// - every event is recorded before it is waited for, and every comm event is waited for by
 ///   the compute stream before the pools are freed and before the return;
 /// - every `rt.alloc` is freed exactly once, after its last use, or returned.
-fn check_streams(ctx: &Context, f: OpId) {
+fn check_streams(ctx: &Context, f: OpId, sizes: &HashMap<String, i64>) {
     let body = ctx.region_blocks(ctx.op_regions(f)[0])[0];
     let ops: Vec<OpId> = ctx.block_ops(body).collect();
-    let mut compute_unsynced = false;
-    let mut recorded: HashSet<commlir_ir::Value> = HashSet::new();
+    // Work so far on each stream (accesses, by position), and what each stream has waited for.
+    let (mut compute, mut comm): (Vec<Vec<Access>>, Vec<Vec<Access>>) = (Vec::new(), Vec::new());
+    let (mut comm_sees, mut compute_sees) = (0usize, 0usize);
+    let mut recorded: HashMap<commlir_ir::Value, (bool, usize)> = HashMap::new();
     let mut comm_pending = false;
     let mut freed: HashSet<commlir_ir::Value> = HashSet::new();
     for (i, &op) in ops.iter().enumerate() {
@@ -55,27 +148,66 @@ fn check_streams(ctx: &Context, f: OpId) {
         for &v in ctx.operands(op) {
             assert!(!freed.contains(&v), "use after rt.free at op {i} ({name})");
         }
+        let stream_is =
+            |s: &str| ctx.get_attr(op, "stream").and_then(|a| ctx.attr_as_str(a)) == Some(s);
         match name {
-            "rt.launch" | "rt.gemm" | "rt.symm_collective" => compute_unsynced = true,
-            "rt.event_record" => {
-                recorded.insert(ctx.result(op, 0));
-                let s = ctx.get_attr(op, "stream").and_then(|a| ctx.attr_as_str(a));
-                if s == Some("compute") {
-                    compute_unsynced = false;
+            "rt.launch" | "rt.gemm" | "rt.symm_collective" => {
+                let n = ctx.operands(op).len();
+                let acc: Vec<Access> = ctx
+                    .operands(op)
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(j, &v)| {
+                        let (p, lo, hi) = pool_bytes(ctx, v)?;
+                        let w = j + 1 == n || name == "rt.symm_collective";
+                        Some((Some(p), lo, hi, w))
+                    })
+                    .collect();
+                for (k, earlier) in comm.iter().enumerate().skip(compute_sees) {
+                    assert!(
+                        !earlier.iter().any(|e| acc.iter().any(|a| conflict(a, e))),
+                        "{name} at op {i} races with collective {k} on the comm stream"
+                    );
                 }
+                compute.push(acc);
+            }
+            "rt.event_record" => {
+                let on_compute = stream_is("compute");
+                let n = if on_compute {
+                    compute.len()
+                } else {
+                    comm.len()
+                };
+                recorded.insert(ctx.result(op, 0), (on_compute, n));
             }
             "rt.stream_wait" => {
-                assert!(recorded.contains(&ctx.operand(op, 0)), "wait before record");
-                let s = ctx.get_attr(op, "stream").and_then(|a| ctx.attr_as_str(a));
-                if s == Some("compute") {
-                    comm_pending = false;
+                let (from_compute, n) = *recorded
+                    .get(&ctx.operand(op, 0))
+                    .expect("wait before record");
+                if stream_is("compute") {
+                    assert!(!from_compute, "the compute stream waits for itself");
+                    compute_sees = compute_sees.max(n);
+                    if n == comm.len() {
+                        comm_pending = false;
+                    }
+                } else {
+                    assert!(from_compute, "the comm stream waits for itself");
+                    comm_sees = comm_sees.max(n);
                 }
             }
-            n if n.starts_with("rt.nccl_") && n != "rt.nccl_group_end" => {
-                assert!(
-                    !compute_unsynced,
-                    "collective {n} at op {i} unordered with compute work"
-                );
+            n if n.starts_with("rt.nccl_")
+                && !matches!(n, "rt.nccl_group_start" | "rt.nccl_group_end") =>
+            {
+                let acc = nccl_accesses(ctx, op, sizes).unwrap_or_else(|| vec![(None, 0, 0, true)]);
+                for (k, earlier) in compute.iter().enumerate().skip(comm_sees) {
+                    // An access of unknown bytes is ordered after every kernel.
+                    let unknown = acc.iter().any(|a| a.0.is_none());
+                    assert!(
+                        !unknown && !earlier.iter().any(|e| acc.iter().any(|a| conflict(a, e))),
+                        "collective {n} at op {i} races with kernel {k} on the compute stream"
+                    );
+                }
+                comm.push(acc);
                 comm_pending = true;
             }
             "rt.pool_free" | "func.return" => {
@@ -123,8 +255,9 @@ fn lower_and_compile(text: &str, pipe: &str) -> Result<(usize, usize), String> {
             print_op(&ctx, m, &PrintOptions::default())
         );
     }
+    let sizes = group_sizes(&ctx, m);
     for f in funcs(&ctx, m) {
-        check_streams(&ctx, f);
+        check_streams(&ctx, f, &sizes);
     }
     let dev = kernels::compile(&ctx, m).map_err(|d| d.message)?;
     assert_eq!(dev.kernels.len() as u64, stats.kernels);
