@@ -775,7 +775,14 @@ impl<'a, 'c> Host<'a, 'c> {
                         i("batch")?,
                         self.gemm_dtype(ctx, op)?.into(),
                         self.cx.f64_type().const_float(1.0).into(),
-                        self.cx.f64_type().const_float(0.0).into(),
+                        self.cx
+                            .f64_type()
+                            .const_float(if ctx.get_attr(op, "accumulate").is_some() {
+                                1.0
+                            } else {
+                                0.0
+                            })
+                            .into(),
                     ],
                 )?;
             }

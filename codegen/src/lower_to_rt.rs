@@ -27,6 +27,7 @@
 mod attention;
 mod comm_deps;
 pub(crate) mod fused_matmul;
+mod gemm_accumulate;
 
 use crate::fusion::{self, FusionPlan};
 use commlir_dialects::comm::{buffer_encoding, encoding_kind_str, pool_info, slot_of};
@@ -417,6 +418,8 @@ struct Lowering {
     dep_events: HashMap<usize, Value>,
     /// The latest position the comm stream has waited for (through `dep_events`).
     comm_waited: Option<usize>,
+    /// Launches of a plain two-input add kernel ([`gemm_accumulate`] may fold them).
+    plain_adds: HashSet<OpId>,
 }
 
 fn err(ctx: &Context, op: OpId, msg: impl std::fmt::Display) -> Diagnostic {
@@ -463,6 +466,7 @@ fn lower_function(
         deps: None,
         dep_events: HashMap::new(),
         comm_waited: None,
+        plain_adds: HashSet::new(),
     };
     st.deps = comm_deps::plan(
         ctx,
@@ -511,6 +515,9 @@ fn lower_function(
         ctx.erase_op(op);
     }
     insert_frees(ctx, block);
+    let folded = gemm_accumulate::fold(ctx, block, &st.plain_adds) as u64;
+    stats.launches -= folded;
+    stats.fused_ops += folded;
     // The signature follows the buffers.
     let inputs: Vec<Type> = ctx
         .block_args(block)
@@ -817,12 +824,15 @@ fn lower_op(
         let grid = i64_attr(ctx, grid_for(work));
         let block = i64_attr(ctx, BLOCK);
         let mut bld = Builder::before(ctx, op);
-        bld.create(
+        let launch = bld.create(
             "rt.launch",
             &args,
             &[],
             &[("kernel", k), ("grid", grid), ("block", block)],
         );
+        if group.ops == [op] && ctx.op_name(op) == "compute.add" && group.inputs.len() == 2 {
+            st.plain_adds.insert(launch);
+        }
         st.compute_dirty = true;
         stats.launches += 1;
         return Ok(());

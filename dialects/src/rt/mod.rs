@@ -439,7 +439,7 @@ register_op!(
         summary: "A cuBLAS GEMM (compute stream)",
         description: "`C = op(A)·op(B)` in cuBLAS's column-major convention, strided-batched: \
             the attributes are exactly `cublasGemmStridedBatchedEx`'s (`transa`/`transb`: 0 = \
-            N, 1 = T; alpha 1, beta 0; f32 accumulation). A row-major product `X·Y` is \
+            N, 1 = T; alpha 1, beta 0, or 1 with `accumulate`; f32 accumulation). A row-major product `X·Y` is \
             lowered as the column-major `Yᵀ·Xᵀ`, so operand `a` is the row-major right factor.",
         operands: &[ArgDef::one("a", ANY), ArgDef::one("b", ANY), ArgDef::one("c", ANY)],
         attributes: &[
@@ -461,6 +461,8 @@ register_op!(
             AttrDef::optional("offset_a", AttrConstraint::Integer).doc("Bytes into `a` where the matrices start."),
             AttrDef::optional("offset_b", AttrConstraint::Integer).doc("Bytes into `b`."),
             AttrDef::optional("offset_c", AttrConstraint::Integer).doc("Bytes into `c`."),
+            AttrDef::optional("accumulate", AttrConstraint::Unit)
+                .doc("Adds the product onto `c` (beta 1) instead of overwriting it."),
         ],
         traits: &[Trait::MemRead, Trait::MemWrite],
         verify: Some(|ctx, op| {
