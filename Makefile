@@ -33,9 +33,9 @@ RELEASE_BIN := target/release
 DEMO_INPUT ?= examples/tp_mlp.mlir
 DEMO_PIPELINE ?= builtin.module(func.func(coll-to-comm,cse,dce),symbol-dce)
 DEMO_FLAGS ?=
-# demo: the full pipeline run on every example (lowered, scheduled, pools planned), then run
-# on the sim backend and compared with the input's results.
-DEMO_SCHEDULE ?= builtin.module(func.func(coll-to-comm{one-shot-threshold=0},comm-reorder-peak-memory,comm-sink-waits-iterative,comm-reorder-peak-memory,comm-plan-pools))
+# demo: the recommended pipeline (README) run on every example (lowered, bucketed, scheduled,
+# pools planned), then run on the sim backend and compared with the input's results.
+DEMO_SCHEDULE ?= builtin.module(func.func(coll-fold-prescale,coll-bucket,coll-to-comm{one-shot-threshold=0},comm-overlap-schedule,comm-plan-pools))
 
 # The Python environment of python/commlir_torch (the PyTorch exporter): made by `make setup`
 # once, reused after. Packages from PyPI, pinned.
