@@ -497,10 +497,7 @@ fn lower_function(
     let module = ctx.parent_op(func);
     for (i, &op) in ops.iter().enumerate() {
         if st.deps.as_ref().is_some_and(|d| d.record_at.contains(&i)) {
-            let et = rt::event_type(ctx);
-            let s = ctx.str_attr("compute");
-            let e =
-                Builder::before(ctx, op).create_value("rt.event_record", &[], et, &[("stream", s)]);
+            let e = record_event(ctx, op, "compute");
             st.dep_events.insert(i, e);
         }
         lower_op(ctx, op, module, func, &plan, &mut st, kernels, stats)?;
@@ -745,14 +742,23 @@ fn numel(ctx: &Context, v: Value) -> i64 {
     value_tensor(ctx, v).map_or(0, |t| t.numel())
 }
 
+/// Records an event on `stream` before `before` (after the work issued so far on it).
+fn record_event(ctx: &mut Context, before: OpId, stream: &str) -> Value {
+    let et = rt::event_type(ctx);
+    let s = ctx.str_attr(stream);
+    Builder::before(ctx, before).create_value("rt.event_record", &[], et, &[("stream", s)])
+}
+
+/// Makes `stream` wait for event `e`, before `before`.
+fn wait_event(ctx: &mut Context, before: OpId, e: Value, stream: &str) {
+    let s = ctx.str_attr(stream);
+    Builder::before(ctx, before).create("rt.stream_wait", &[e], &[], &[("stream", s)]);
+}
+
 /// Makes `waiter` wait for the work issued so far on `from` (record + wait).
 fn sync_streams(ctx: &mut Context, before: OpId, from: &str, waiter: &str) -> Value {
-    let et = rt::event_type(ctx);
-    let s_from = ctx.str_attr(from);
-    let s_wait = ctx.str_attr(waiter);
-    let mut bld = Builder::before(ctx, before);
-    let e = bld.create_value("rt.event_record", &[], et, &[("stream", s_from)]);
-    bld.create("rt.stream_wait", &[e], &[], &[("stream", s_wait)]);
+    let e = record_event(ctx, before, from);
+    wait_event(ctx, before, e, waiter);
     e
 }
 
@@ -1296,8 +1302,7 @@ fn lower_collective(
                 .dep_events
                 .get(&k)
                 .ok_or_else(|| err(ctx, op, "comm-to-rt: no compute event for this collective"))?;
-            let s = ctx.str_attr("comm");
-            Builder::before(ctx, op).create("rt.stream_wait", &[e], &[], &[("stream", s)]);
+            wait_event(ctx, op, e, "comm");
             st.comm_waited = Some(k);
         }
         Some(Some(_)) => {}

@@ -52,6 +52,15 @@ fn group_sizes(ctx: &Context, m: OpId) -> HashMap<String, i64> {
         .collect()
 }
 
+/// Bytes of a static memref value.
+fn memref_bytes(ctx: &Context, v: commlir_ir::Value) -> Option<i64> {
+    let (shape, elem) = commlir_dialects::rt::memref_info(ctx, ctx.value_type(v))?;
+    Some(
+        shape.iter().product::<i64>()
+            * commlir_dialects::shape::elem_bytes(ctx, elem).max(1) as i64,
+    )
+}
+
 /// Pool bytes an `rt` value views: (pool, start, end), or `None` for a buffer of its own.
 fn pool_bytes(ctx: &Context, v: commlir_ir::Value) -> Option<(commlir_ir::Value, i64, i64)> {
     let op = ctx.defining_op(v)?;
@@ -60,10 +69,7 @@ fn pool_bytes(ctx: &Context, v: commlir_ir::Value) -> Option<(commlir_ir::Value,
             let off = ctx
                 .get_attr(op, "offset")
                 .and_then(|a| ctx.attr_as_i64(a))?;
-            let (shape, elem) = commlir_dialects::rt::memref_info(ctx, ctx.value_type(v))?;
-            let bytes = shape.iter().product::<i64>()
-                * commlir_dialects::shape::elem_bytes(ctx, elem).max(1) as i64;
-            Some((ctx.operand(op, 0), off, off + bytes))
+            Some((ctx.operand(op, 0), off, off + memref_bytes(ctx, v)?))
         }
         // A view starts where its buffer does; a rank view may be any block of it.
         "rt.view" | "rt.rank_view" => {
@@ -71,10 +77,7 @@ fn pool_bytes(ctx: &Context, v: commlir_ir::Value) -> Option<(commlir_ir::Value,
             if ctx.op_name(op) == "rt.rank_view" {
                 return Some((p, lo, hi));
             }
-            let (shape, elem) = commlir_dialects::rt::memref_info(ctx, ctx.value_type(v))?;
-            let bytes = shape.iter().product::<i64>()
-                * commlir_dialects::shape::elem_bytes(ctx, elem).max(1) as i64;
-            Some((p, lo, (lo + bytes).min(hi)))
+            Some((p, lo, (lo + memref_bytes(ctx, v)?).min(hi)))
         }
         _ => None,
     }
