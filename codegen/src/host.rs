@@ -221,6 +221,11 @@ struct Host<'a, 'c> {
     alloca_b: Builder<'c>,
     /// Per function: the arrays every launch and call reuses (see [`Scratch`]).
     scratch: Option<Scratch<'c>>,
+    /// Per function with reduce-scatter pipelines: the event the comm stream records after
+    /// each one's end barrier, and whether one was recorded yet (`host::fused`,
+    /// [`Host::release_workspace`]).
+    release: Option<u32>,
+    released: std::cell::Cell<bool>,
 }
 
 /// The stack arrays of one host function's launches and calls, allocated once in its entry
@@ -267,6 +272,8 @@ impl<'a, 'c> Host<'a, 'c> {
             func: None,
             alloca_b: cx.create_builder(),
             scratch: None,
+            release: None,
+            released: std::cell::Cell::new(false),
         }
     }
 
@@ -438,6 +445,16 @@ impl<'a, 'c> Host<'a, 'c> {
         let mut vals: HashMap<Value, PointerValue<'c>> = HashMap::new();
         let mut events: HashMap<Value, u32> = HashMap::new();
         let mut next_event = first_event;
+        // One event orders every reduce-scatter pipeline's end barrier before the next reuse
+        // of a workspace (`Host::release_workspace`).
+        self.release = ctx
+            .block_ops(body)
+            .any(|o| ctx.op_name(o) == "rt.symm_fused_matmul_reduce_scatter")
+            .then(|| {
+                next_event += 1;
+                next_event - 1
+            });
+        self.released.set(false);
         let res: R<()> = (|| {
             // ABI check: a runner built against another layout gets -1, never a wild call.
             let api = self.api.ok_or("no api")?;
@@ -665,6 +682,9 @@ impl<'a, 'c> Host<'a, 'c> {
                         "symm_mem" => abi::POOL_SYMM_MEM,
                         _ => abi::POOL_NCCL,
                     };
+                    if kind == abi::POOL_SYMM_MEM {
+                        self.await_workspaces()?;
+                    }
                     self.call(
                         "pool_alloc",
                         &[
@@ -875,6 +895,7 @@ impl<'a, 'c> Host<'a, 'c> {
                 )?;
             }
             "func.call" => {
+                self.await_workspaces()?;
                 let callee = ctx
                     .inherent_attr(op, "callee")
                     .and_then(|a| ctx.attr_as_symbol(a))
@@ -923,6 +944,7 @@ impl<'a, 'c> Host<'a, 'c> {
                 }
             }
             "func.return" => {
+                self.await_workspaces()?;
                 let f = self.func.ok_or("no function")?;
                 let results = f.get_nth_param(3).ok_or("no results")?.into_pointer_value();
                 for i in 0..ctx.operands(op).len() {

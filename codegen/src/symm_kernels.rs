@@ -95,18 +95,36 @@ pub fn launch_shape(coll: &str, count: i64, elem_bytes: u64, world: u64) -> (u64
     (grid, block)
 }
 
-/// The grid of a launch that moves `count` elements of `elem_bytes` within this GPU only (no
-/// NVLink to keep busy, and nothing beside it): one block per `MAX_BLOCK * VECTORS_PER_THREAD`
-/// vectors, up to the signal pad's [`abi::SYMM_MAX_BLOCKS`] rows, so that HBM, not the grid,
-/// bounds it.
-pub fn local_grid(count: i64, elem_bytes: u64) -> u64 {
+/// Most blocks of a fused reduce-scatter's reduction ([`reduce_grid`]): four full blocks on
+/// each of an H100's or H200's 132 SMs, and then some, so that enough loads are in flight
+/// to keep HBM busy.
+pub const REDUCE_MAX_GRID: u64 = 1024;
+
+/// The grid of a fused reduce-scatter pipeline's reduction of `count` elements of
+/// `elem_bytes` (step G, on the compute stream): it signals nobody, so unlike
+/// [`local_grid`] it is not bounded by the signal pad, only by [`REDUCE_MAX_GRID`].
+pub fn reduce_grid(count: i64, elem_bytes: u64) -> u64 {
+    blocks_for(count, elem_bytes, REDUCE_MAX_GRID)
+}
+
+/// One block per `MAX_BLOCK * VECTORS_PER_THREAD` vectors of `count` elements of
+/// `elem_bytes`, from 1 to `max`.
+fn blocks_for(count: i64, elem_bytes: u64, max: u64) -> u64 {
     let vectors = (count.max(0) as u64)
         .saturating_mul(elem_bytes)
         .div_ceil(16)
         .max(1);
     vectors
         .div_ceil(MAX_BLOCK * VECTORS_PER_THREAD)
-        .clamp(1, abi::SYMM_MAX_BLOCKS as u64)
+        .clamp(1, max)
+}
+
+/// The grid of a launch that moves `count` elements of `elem_bytes` within this GPU only (no
+/// NVLink to keep busy, and nothing beside it): one block per `MAX_BLOCK * VECTORS_PER_THREAD`
+/// vectors, up to the signal pad's [`abi::SYMM_MAX_BLOCKS`] rows, so that HBM, not the grid,
+/// bounds it.
+pub fn local_grid(count: i64, elem_bytes: u64) -> u64 {
+    blocks_for(count, elem_bytes, abi::SYMM_MAX_BLOCKS as u64)
 }
 
 /// What a symm kernel computes.

@@ -7,8 +7,11 @@
 //! chunk, as the seed's pipelines do. The comm stream runs the `rt.symm_fused_kernel` steps
 //! (`launch_on`), the compute stream the cuBLAS GEMMs; an event per step orders each GEMM
 //! after the copy it reads (all-gather) or each pull after the GEMM it reads
-//! (reduce-scatter), and the compute stream finally waits for the comm stream's last step,
-//! so the op is blocking on the compute stream like every symm op.
+//! (reduce-scatter), and the compute stream finally waits for the comm stream's last data
+//! movement, so the op is blocking on the compute stream like every symm op. The
+//! reduce-scatter reduces on the compute stream, and its end barrier (peers still pulling
+//! from this rank's partials) is waited for only where a workspace may be handed out again
+//! ([`Host::await_workspaces`]).
 //!
 //! With copy engines the all-gather pushes its shard into each peer's workspace
 //! (`symm_peer_put`) instead of the peers pulling it from a pool, and a two-rank
@@ -96,6 +99,21 @@ impl<'c> Host<'_, 'c> {
         s: i64,
         extras: &[PointerValue<'c>],
     ) -> R<()> {
+        let vals = self.step_values(desc, offset, buf, kernel, s, extras);
+        self.launch_values(Some(abi::STREAM_COMM), kernel, grid, block, &vals)
+    }
+
+    /// The values of step `s` of a fused op's kernel: the descriptor, the pool offset, the
+    /// buffer, the kernel's index (its site), the step, then the epilogue's operands.
+    fn step_values(
+        &self,
+        desc: PointerValue<'c>,
+        offset: i64,
+        buf: PointerValue<'c>,
+        kernel: u32,
+        s: i64,
+        extras: &[PointerValue<'c>],
+    ) -> Vec<BasicValueEnum<'c>> {
         let mut vals: Vec<BasicValueEnum<'c>> = vec![
             desc.into(),
             self.i64(offset).into(),
@@ -104,7 +122,7 @@ impl<'c> Host<'_, 'c> {
             self.i32(s as u64).into(),
         ];
         vals.extend(extras.iter().map(|p| BasicValueEnum::from(*p)));
-        self.launch_values(Some(abi::STREAM_COMM), kernel, grid, block, &vals)
+        vals
     }
 
     /// `launch_on(stream, kernel, …)` with the given parameter values (pointers to them in
@@ -532,7 +550,7 @@ impl<'c> Host<'_, 'c> {
                 return Err(format!("'parts' needs a group of two ranks, got {world}"));
             }
             let (compute, comm) = (abi::STREAM_COMPUTE, abi::STREAM_COMM);
-            let events = self.take_events(next_event, 2 * parts as u32 + 1);
+            let events = self.take_events(next_event, 2 * parts as u32);
             let part_bytes = chunk / parts * esz;
             let peer = self.chunk_of(rank, 1, world)?;
             // The peer's chunk part by part; after each, a copy engine pulls the peer's
@@ -553,9 +571,7 @@ impl<'c> Host<'_, 'c> {
                 self.record(comm, landed)?;
             }
             // The end barrier: the peer's pulls from this rank's partials are complete.
-            let end = events[2 * parts as usize];
             self.symm_step(kernel, 1, block, desc, offset, out, 2 * world, &[])?;
-            self.record(comm, end)?;
             // This rank's own chunk, part by part, accumulated onto the peer's part.
             let (alpha, beta) = if Self::attr_str(ctx, op, "reduce_op")? == "avg" {
                 (1.0 / world as f64, 1.0 / world as f64)
@@ -567,9 +583,8 @@ impl<'c> Host<'_, 'c> {
                 let c = self.at(out, h * part_bytes)?;
                 part_gemm(rank, (h, parts), c, (alpha, beta))?;
             }
-            self.wait(compute, end)?;
         } else {
-            let events = self.take_events(next_event, world as u32 + 1);
+            let events = self.take_events(next_event, world as u32);
             let (compute, comm) = (abi::STREAM_COMPUTE, abi::STREAM_COMM);
             let step = |s: i64, grid: i64| {
                 self.symm_step(kernel, grid, block, desc, offset, out, s, extras)
@@ -600,12 +615,20 @@ impl<'c> Host<'_, 'c> {
                     }
                 }
             }
-            // The reduction reads the own partial: the comm stream waits for its GEMM.
-            self.record(compute, events[0])?;
-            self.wait(comm, events[0])?;
-            step(world, grid)?;
-            self.record(comm, events[world as usize])?;
-            self.wait(compute, events[world as usize])?;
+            // Every pull is issued; the end barrier follows them on the comm stream, and the
+            // reduction (own partial, receive slots: this GPU's memory only) runs on the
+            // compute stream, right after the own GEMM, once the last pull has landed.
+            self.record(comm, events[0])?;
+            step(2 * world, 1)?;
+            self.wait(compute, events[0])?;
+            let rgrid = crate::symm_kernels::reduce_grid(chunk, esz as u64) as i64;
+            self.launch_values(
+                Some(compute),
+                kernel,
+                rgrid,
+                block,
+                &self.step_values(desc, offset, out, kernel, world, extras),
+            )?;
         }
         b!(self.b.build_unconditional_branch(join));
         self.rs_fallback(
@@ -616,7 +639,9 @@ impl<'c> Host<'_, 'c> {
             chunk,
             [fallback, join],
             &gemm,
-        )
+        )?;
+        // After the end barrier on the comm stream (nothing on it in the fallback).
+        self.release_workspace()
     }
 
     /// A pushing `rt.nccl_all_gather` (`push_kernel`) from `send` into the gathered buffer
@@ -702,6 +727,29 @@ impl<'c> Host<'_, 'c> {
         b!(self.b.build_unconditional_branch(join));
         self.b.position_at_end(join);
         Ok(())
+    }
+
+    /// After a reduce-scatter pipeline: the comm stream records the function's release event
+    /// behind the pipeline's end barrier. The compute stream does not wait for it there:
+    /// nothing after the pipeline reads the workspace, and the barrier (peers still pulling
+    /// from this rank's partials) would only delay the next kernel.
+    fn release_workspace(&self) -> R<()> {
+        let e = self.release.ok_or("no release event")?;
+        self.record(abi::STREAM_COMM, e)?;
+        self.released.set(true);
+        Ok(())
+    }
+
+    /// Before anything that may hand out a released workspace again (a `symm_mem` pool
+    /// allocation: the runtime reuses freed pools of the same size; a call; the return to
+    /// the caller): the compute stream waits for every end barrier issued so far. Later
+    /// comm-stream work follows them in stream order. The runtime skips the wait when the
+    /// stream is already ordered after the barrier (`order.rs`).
+    pub(super) fn await_workspaces(&self) -> R<()> {
+        match self.release {
+            Some(e) if self.released.get() => self.wait(abi::STREAM_COMPUTE, e),
+            _ => Ok(()),
+        }
     }
 
     /// `n` fresh event indices of the function.

@@ -470,11 +470,11 @@ pub(super) fn lower_matmul_reduce_scatter(
     attrs.extend(launch_attrs(ctx, chunk, elem, world));
     let copy_engine = attrs.iter().any(|(n, _)| *n == "copy_engine");
     if copy_engine {
-        // With copy engines the kernel's blocks only reduce, after the last GEMM, what is
-        // already in this GPU's memory: as many blocks as the signal pad has rows.
-        let grid = crate::symm_kernels::local_grid(chunk, elem) as i64;
+        // With copy engines the kernel's launches on the comm stream only signal, with one
+        // block (the reduction on the compute stream sizes its own grid,
+        // `symm_kernels::reduce_grid`).
         if let Some(gr) = attrs.iter_mut().find(|(n, _)| *n == "grid") {
-            gr.1 = i64_attr(ctx, grid);
+            gr.1 = i64_attr(ctx, 1);
         }
     }
     let parts = accumulate_parts(world, copy_engine, g.m, g.batch, chunk);

@@ -4,8 +4,9 @@
 //! the same vectorized grid-stride ranges and the same rank-order reduction.
 //!
 //! Parameters: `(const commlir_symm_desc *desc, uint64_t in_offset, void *out, uint32_t
-//! site, uint32_t step)`; the host program launches one step at a time on the comm stream
-//! (see `rt.symm_fused_kernel` for what each step does). Steps are separate launches, not
+//! site, uint32_t step)`; the host program launches one step at a time on the comm stream,
+//! but for the reduce-scatter's reduction (step G), which runs on the compute stream (see
+//! `rt.symm_fused_kernel` for what each step does). Steps are separate launches, not
 //! one persistent kernel, so that the events between them can release the compute stream's
 //! GEMM of each chunk as soon as that chunk has arrived.
 //!
@@ -203,27 +204,28 @@ impl<'c> Gen<'_, 'c> {
                 let partial = b!(self.b.build_int_add(own, in_offset, "partial"));
                 let recv = b!(self.b.build_int_mul(world, chunk_bytes, "recv_off"));
                 let recv = b!(self.b.build_int_add(partial, recv, "recv"));
+                // Step 2G: the end barrier (every peer pulled its chunks from this rank's
+                // partials, and this rank's pulls are complete), on the comm stream; the
+                // host program defers the wait for it to the workspace's next reuse.
                 let alone = b!(self.b.build_int_compare(
                     IntPredicate::EQ,
                     step,
                     self.i64(2 * self.world),
                     "barrier_alone"
                 ));
-                let ends = b!(self.b.build_or(last, alone, "ends"));
-                b!(self.b.build_conditional_branch(ends, fin, mid));
-                // Step G: the end barrier (every peer pulled its chunks from this rank's
-                // partials, and this rank's pulls are complete), then the reduction of
-                // chunk `rank` in rank order: this rank's own partial for itself, the
-                // received ones for the others. Step 2G: the end barrier alone (the
-                // pipeline accumulated the chunks with its GEMMs).
-                self.b.position_at_end(fin);
+                let end = self.cx.append_basic_block(f, "end_barrier");
+                let not_end = self.cx.append_basic_block(f, "not_end");
+                b!(self.b.build_conditional_branch(alone, end, not_end));
+                self.b.position_at_end(end);
                 self.barrier(&env)?;
-                let reduce = self.cx.append_basic_block(f, "reduce");
-                let ended = self.cx.append_basic_block(f, "ended");
-                b!(self.b.build_conditional_branch(alone, ended, reduce));
-                self.b.position_at_end(ended);
                 b!(self.b.build_return(None));
-                self.b.position_at_end(reduce);
+                // Step G: the reduction of chunk `rank` in rank order (this rank's own
+                // partial for itself, the received ones for the others), on the compute
+                // stream after the last pull landed. It reads only this GPU's memory and
+                // talks to no peer, so its grid is not bounded by the signal pad.
+                self.b.position_at_end(not_end);
+                b!(self.b.build_conditional_branch(last, fin, mid));
+                self.b.position_at_end(fin);
                 let mut srcs = Vec::new();
                 for q in 0..self.world {
                     let qv = self.i64(q);

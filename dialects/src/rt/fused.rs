@@ -43,7 +43,8 @@ register_op!(
         summary: "The generated data-movement kernel of a fused collective-matmul pipeline",
         description: "Module-level symbol, compiled into one NVPTX entry of the kernel table. \
             Parameters: `(const commlir_symm_desc *desc, uint64_t in_offset, void *out, \
-            uint32_t site, uint32_t step)`; one launch per pipeline step, on the comm stream. \
+            uint32_t site, uint32_t step)`; one launch per pipeline step, on the comm stream \
+            (the reduce-scatter's reduction, step G, on the compute stream). \
             `all_gather_matmul`: step 0 is the start barrier and the copy of this rank's shard \
             (at `in_offset` of the pool; `outer` segments of `seg` elements) into block `rank` \
             of the gathered buffer `out` (`outer` segments of G·`seg`), step s in [1, G) \
@@ -56,9 +57,10 @@ register_op!(
             rank (rank + s) mod G that its chunk is ready, waits for the signal of rank \
             (rank − s) mod G and copies that peer's chunk for this rank into receive slot \
             (rank − s) mod G, and step G + s does step s's signalling alone (a copy engine \
-            moves the chunk); step G is the end barrier and the reduction of the G chunks in \
-            rank order into `out`, and step 2G the end barrier alone (for a pipeline whose \
-            GEMMs accumulated the chunks). With an `epilogue` (a reduce-scatter fused with \
+            moves the chunk); step G is the reduction of the G chunks in rank order into `out` \
+            (reading only this GPU's memory: the own partial and the receive slots), and \
+            step 2G the end barrier (every peer has pulled its chunks from this rank's \
+            partials, so the workspace may be written again). With an `epilogue` (a reduce-scatter fused with \
             the elementwise chain that reads its result), the parameters after `step` are the \
             chain's other inputs, `out` is the chain's result, and step G applies the chain to \
             each reduced element instead of storing it.",
@@ -228,7 +230,11 @@ register_op!(
             batch, into partial slot p. Peer-mapped: the compute stream computes the chunks in \
             the order rank + 1, …, rank + G − 1 (mod G), then rank, while the comm stream runs \
             `kernel` step s as soon as chunk rank + s is computed (peers pull their chunk and \
-            this rank pulls its own), then, after the own chunk, reduces in rank order. With \
+            this rank pulls its own); after the own chunk the compute stream waits for the \
+            last pull and reduces in rank order (`kernel` step G), while the comm stream \
+            runs the end barrier (step 2G), which the host program waits for only before the \
+            next `symm_mem` pool allocation, call or return of the function (the workspace \
+            is not written again before every peer has pulled from it). With \
             `parts` (two ranks, copy engines), each chunk is computed in `parts` row blocks, \
             a copy engine delivers each block of the peer's partial straight into the result, \
             and this rank's own GEMMs accumulate onto it (`gemm` with β = 1), so that no reduction \
