@@ -222,10 +222,10 @@ struct Host<'a, 'c> {
     /// Per function: the arrays every launch and call reuses (see [`Scratch`]).
     scratch: Option<Scratch<'c>>,
     /// Per function with reduce-scatter pipelines: the event the comm stream records after
-    /// each one's end barrier, and whether one was recorded yet (`host::fused`,
-    /// [`Host::release_workspace`]).
+    /// each one's end barrier, and the (group, bytes) of the workspaces released so far
+    /// (`host::fused`, [`Host::release_workspace`]).
     release: Option<u32>,
-    released: std::cell::Cell<bool>,
+    released: std::cell::RefCell<Vec<(String, i64)>>,
 }
 
 /// The stack arrays of one host function's launches and calls, allocated once in its entry
@@ -273,7 +273,7 @@ impl<'a, 'c> Host<'a, 'c> {
             alloca_b: cx.create_builder(),
             scratch: None,
             release: None,
-            released: std::cell::Cell::new(false),
+            released: std::cell::RefCell::new(Vec::new()),
         }
     }
 
@@ -454,7 +454,7 @@ impl<'a, 'c> Host<'a, 'c> {
                 next_event += 1;
                 next_event - 1
             });
-        self.released.set(false);
+        self.released.borrow_mut().clear();
         let res: R<()> = (|| {
             // ABI check: a runner built against another layout gets -1, never a wild call.
             let api = self.api.ok_or("no api")?;
@@ -683,7 +683,7 @@ impl<'a, 'c> Host<'a, 'c> {
                         _ => abi::POOL_NCCL,
                     };
                     if kind == abi::POOL_SYMM_MEM {
-                        self.await_workspaces()?;
+                        self.await_workspaces(Some(Self::pool_key(ctx, op)?))?;
                     }
                     self.call(
                         "pool_alloc",
@@ -895,7 +895,7 @@ impl<'a, 'c> Host<'a, 'c> {
                 )?;
             }
             "func.call" => {
-                self.await_workspaces()?;
+                self.await_workspaces(None)?;
                 let callee = ctx
                     .inherent_attr(op, "callee")
                     .and_then(|a| ctx.attr_as_symbol(a))
@@ -944,7 +944,7 @@ impl<'a, 'c> Host<'a, 'c> {
                 }
             }
             "func.return" => {
-                self.await_workspaces()?;
+                self.await_workspaces(None)?;
                 let f = self.func.ok_or("no function")?;
                 let results = f.get_nth_param(3).ok_or("no results")?.into_pointer_value();
                 for i in 0..ctx.operands(op).len() {

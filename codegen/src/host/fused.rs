@@ -641,7 +641,7 @@ impl<'c> Host<'_, 'c> {
             &gemm,
         )?;
         // After the end barrier on the comm stream (nothing on it in the fallback).
-        self.release_workspace()
+        self.release_workspace(ctx, op)
     }
 
     /// A pushing `rt.nccl_all_gather` (`push_kernel`) from `send` into the gathered buffer
@@ -729,27 +729,56 @@ impl<'c> Host<'_, 'c> {
         Ok(())
     }
 
-    /// After a reduce-scatter pipeline: the comm stream records the function's release event
-    /// behind the pipeline's end barrier. The compute stream does not wait for it there:
-    /// nothing after the pipeline reads the workspace, and the barrier (peers still pulling
-    /// from this rank's partials) would only delay the next kernel.
-    fn release_workspace(&self) -> R<()> {
+    /// After the reduce-scatter pipeline `op`: the comm stream records the function's
+    /// release event behind the pipeline's end barrier. The compute stream does not wait for
+    /// it there: nothing after the pipeline reads the workspace, and the barrier (peers still
+    /// pulling from this rank's partials) would only delay the next kernel.
+    fn release_workspace(&self, ctx: &IrContext, op: OpId) -> R<()> {
         let e = self.release.ok_or("no release event")?;
+        let alloc = ctx
+            .defining_op(ctx.operand(op, 0))
+            .filter(|d| ctx.op_name(*d) == "rt.pool_alloc")
+            .ok_or("the workspace is not an rt.pool_alloc")?;
+        let key = Self::pool_key(ctx, alloc)?;
         self.record(abi::STREAM_COMM, e)?;
-        self.released.set(true);
+        let mut released = self.released.borrow_mut();
+        if !released.contains(&key) {
+            released.push(key);
+        }
         Ok(())
     }
 
-    /// Before anything that may hand out a released workspace again (a `symm_mem` pool
-    /// allocation: the runtime reuses freed pools of the same size; a call; the return to
-    /// the caller): the compute stream waits for every end barrier issued so far. Later
-    /// comm-stream work follows them in stream order. The runtime skips the wait when the
-    /// stream is already ordered after the barrier (`order.rs`).
-    pub(super) fn await_workspaces(&self) -> R<()> {
-        match self.release {
-            Some(e) if self.released.get() => self.wait(abi::STREAM_COMPUTE, e),
-            _ => Ok(()),
+    /// The (group, bytes) of the `symm_mem` `rt.pool_alloc` `op`: the runtime hands a freed
+    /// pool out again only to an allocation of the same kind, group and size.
+    pub(super) fn pool_key(ctx: &IrContext, op: OpId) -> R<(String, i64)> {
+        let group = ctx
+            .inherent_attr(op, "group")
+            .and_then(|a| ctx.attr_as_symbol(a))
+            .ok_or("requires 'group'")?;
+        Ok((group.to_string(), Self::attr_i64(ctx, op, "size")?))
+    }
+
+    /// Before anything that may hand out a released workspace again: a `symm_mem` pool
+    /// allocation of a released workspace's group and size (`key`; the runtime reuses freed
+    /// pools of the same kind, group and size), a call or the return to the caller (`None`).
+    /// The compute stream waits for every end barrier issued so far; later comm-stream work
+    /// follows them in stream order. Allocations of other sizes (the all-gather pipelines'
+    /// workspaces between two reduce-scatters) do not wait, so the barrier stays off the
+    /// compute stream's path. The runtime skips the wait when the stream is already ordered
+    /// after the barrier (`order.rs`).
+    pub(super) fn await_workspaces(&self, key: Option<(String, i64)>) -> R<()> {
+        let Some(e) = self.release else {
+            return Ok(());
+        };
+        let released = self.released.borrow();
+        let reused = match &key {
+            Some(k) => released.contains(k),
+            None => !released.is_empty(),
+        };
+        if reused {
+            self.wait(abi::STREAM_COMPUTE, e)?;
         }
+        Ok(())
     }
 
     /// `n` fresh event indices of the function.

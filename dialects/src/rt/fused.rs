@@ -232,9 +232,10 @@ register_op!(
             `kernel` step s as soon as chunk rank + s is computed (peers pull their chunk and \
             this rank pulls its own); after the own chunk the compute stream waits for the \
             last pull and reduces in rank order (`kernel` step G), while the comm stream \
-            runs the end barrier (step 2G), which the host program waits for only before the \
-            next `symm_mem` pool allocation, call or return of the function (the workspace \
-            is not written again before every peer has pulled from it). With \
+            runs the end barrier (step 2G), which the host program waits for only before a \
+            `symm_mem` pool allocation of the workspace's group and size, a call or the \
+            return (the workspace is not written again before every peer has pulled from \
+            it). With \
             `parts` (two ranks, copy engines), each chunk is computed in `parts` row blocks, \
             a copy engine delivers each block of the peer's partial straight into the result, \
             and this rank's own GEMMs accumulate onto it (`gemm` with β = 1), so that no reduction \
