@@ -447,13 +447,14 @@ impl<'a, 'c> Host<'a, 'c> {
         let mut next_event = first_event;
         // One event orders every reduce-scatter pipeline's end barrier before the next reuse
         // of a workspace (`Host::release_workspace`).
-        self.release = ctx
+        self.release = None;
+        if ctx
             .block_ops(body)
             .any(|o| ctx.op_name(o) == "rt.symm_fused_matmul_reduce_scatter")
-            .then(|| {
-                next_event += 1;
-                next_event - 1
-            });
+        {
+            self.release = Some(next_event);
+            next_event += 1;
+        }
         self.released.borrow_mut().clear();
         let res: R<()> = (|| {
             // ABI check: a runner built against another layout gets -1, never a wild call.

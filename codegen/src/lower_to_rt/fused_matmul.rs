@@ -119,7 +119,9 @@ pub(super) fn signal_kernel(
 
 /// `(grid, block)` of the launches that move `elems` elements per step, and `copy_engine`.
 /// The chunks move through copy engines (`symm_peer_copy`), which leave every SM to the GEMM
-/// beside them; `COMMLIR_FUSED_TRANSFER=kernel` at compile time moves them with the kernel's
+/// beside them, so the kernel's launches on the comm stream only signal, with one block (a
+/// reduce-scatter's reduction on the compute stream sizes its own grid,
+/// `symm_kernels::reduce_grid`); `COMMLIR_FUSED_TRANSFER=kernel` at compile time moves them with the kernel's
 /// blocks instead, and `COMMLIR_FUSED_COPY_GRID=N` caps that kernel's grid (up to 64 blocks,
 /// the symm kernels') at N. Both are experiment knobs of the benchmarks
 /// (bench/gpu/prepare_async_tp.sh builds the variants).
@@ -135,11 +137,13 @@ fn launch_attrs(
         .and_then(|v| v.trim().parse::<u64>().ok())
         .filter(|&cap| cap >= 1)
         .map_or(grid, |cap| grid.min(cap));
+    let copy_engine = !kernel_transfer();
+    let grid = if copy_engine { 1 } else { grid };
     let mut attrs = vec![
         ("grid", i64_attr(ctx, grid as i64)),
         ("block", i64_attr(ctx, block as i64)),
     ];
-    if !kernel_transfer() {
+    if copy_engine {
         attrs.push(("copy_engine", ctx.unit_attr()));
     }
     attrs
@@ -469,14 +473,6 @@ pub(super) fn lower_matmul_reduce_scatter(
     ];
     attrs.extend(launch_attrs(ctx, chunk, elem, world));
     let copy_engine = attrs.iter().any(|(n, _)| *n == "copy_engine");
-    if copy_engine {
-        // With copy engines the kernel's launches on the comm stream only signal, with one
-        // block (the reduction on the compute stream sizes its own grid,
-        // `symm_kernels::reduce_grid`).
-        if let Some(gr) = attrs.iter_mut().find(|(n, _)| *n == "grid") {
-            gr.1 = i64_attr(ctx, 1);
-        }
-    }
     let parts = accumulate_parts(world, copy_engine, g.m, g.batch, chunk);
     if let Some(p) = parts {
         if fused.is_some() {
