@@ -1,6 +1,7 @@
 # Source on the GPU machine before commlir-run --backend cuda:
 #   . bench/gpu/env.sh
-# cudarc dlopens libcuda.so(.1), libcublas.so.13 and libnccl.so by name. PyTorch's wheels
+# cudarc dlopens libcuda.so(.1), libcublas.so.13 and libnccl.so by name, the runtime
+# libcudnn.so.9. PyTorch's wheels
 # ship NCCL as libnccl.so.2 (a name cudarc does not try) and cuBLAS outside the loader's path,
 # so this links both into one folder and puts it on LD_LIBRARY_PATH. It also keeps NVLink
 # multicast off (NVLS needs exclusive use of the NVSwitch fabric, which shared hosts lack).
@@ -21,5 +22,9 @@ for d in $_site /usr/lib/x86_64-linux-gnu /usr/local/cuda/lib64 /usr/local/cuda/
       [ -e "$lt" ] && ln -sf "$lt" "$_commlir_libs/libcublasLt.so.13"
     fi
   done
+  # cuDNN (fused attention): libcudnn.so.9 loads its sub-libraries by soname, so all of them.
+  if [ -e "$d/nvidia/cudnn/lib/libcudnn.so.9" ] && [ ! -e "$_commlir_libs/libcudnn.so.9" ]; then
+    for f in "$d"/nvidia/cudnn/lib/libcudnn*.so.9; do ln -sf "$f" "$_commlir_libs/$(basename "$f")"; done
+  fi
 done
 export LD_LIBRARY_PATH="$_commlir_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define COMMLIR_RT_ABI_VERSION 6u
+#define COMMLIR_RT_ABI_VERSION 7u
 
 /* Streams. */
 enum { COMMLIR_STREAM_COMPUTE = 0, COMMLIR_STREAM_COMM = 1 };
@@ -131,6 +131,24 @@ typedef struct commlir_rt_api {
    * all-gather pipeline pushes its shard into every peer */
   int (*symm_peer_put)(void *rt, uint32_t stream, void *pool_base, uint32_t peer,
                        uint64_t dst_offset, const void *src, uint64_t bytes);
+  /* version 7 (fused attention through cuDNN's graph API, compute stream); contiguous
+   * row-major buffers: q batch*heads*q_len*head_dim, k batch*kv_heads*kv_len*head_dim,
+   * v batch*kv_heads*kv_len*v_dim, out batch*heads*q_len*v_dim; kv_heads divides heads
+   * (query head h reads key/value head h / (heads / kv_heads)); lse: the rows'
+   * log-sum-exp, batch*heads*q_len f32, or NULL; causal: 0 or 1 (top-left aligned);
+   * dtype: COMMLIR_F16 or COMMLIR_BF16 */
+  int (*attention)(void *rt, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len,
+                   int64_t kv_len, int64_t head_dim, int64_t v_dim, uint32_t dtype,
+                   uint32_t causal, double scale, const void *q, const void *k, const void *v,
+                   void *out, void *lse);
+  /* the gradients dq, dk, dv (shaped as q, k, v) of attention(q, k, v) from its out, the
+   * gradient dout of out and the forward's lse; dk and dv summed over the query heads
+   * that share a key/value head */
+  int (*attention_backward)(void *rt, int64_t batch, int64_t heads, int64_t kv_heads,
+                            int64_t q_len, int64_t kv_len, int64_t head_dim, int64_t v_dim,
+                            uint32_t dtype, uint32_t causal, double scale, const void *q,
+                            const void *k, const void *v, const void *out, const void *dout,
+                            const void *lse, void *dq, void *dk, void *dv);
 } commlir_rt_api;
 
 /* The entry of a compiled function: args[i] = device pointer of argument i (the caller's

@@ -304,6 +304,15 @@ impl<'a, 'c> Host<'a, 'c> {
                     u64t, u32t, f64t, f64t,
                 ]
             }
+            "attention" | "attention_backward" => {
+                let f64t = self.cx.f64_type().into();
+                let buffers = if name == "attention" { 5 } else { 9 };
+                let mut v = vec![p];
+                v.extend([u64t; 7]);
+                v.extend([u32t, u32t, f64t]);
+                v.extend(std::iter::repeat_n(p, buffers));
+                v
+            }
             "copy_on" => vec![p, u32t, p, p, u64t],
             "symm_peer_put" => vec![p, u32t, p, u32t, u64t, p, u64t],
             "all_reduce" | "reduce_scatter" | "broadcast" => vec![p, u32t, p, p, u64t, u32t, u32t],
@@ -806,6 +815,37 @@ impl<'a, 'c> Host<'a, 'c> {
                             .into(),
                     ],
                 )?;
+            }
+            "rt.attention" | "rt.attention_backward" => {
+                let mut args: Vec<BasicMetadataValueEnum<'c>> = Vec::new();
+                for n in [
+                    "batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "v_dim",
+                ] {
+                    args.push(self.i64(Self::attr_i64(ctx, op, n)?).into());
+                }
+                args.push(self.dtype(ctx, op)?.into());
+                args.push(
+                    self.i32(u64::from(ctx.get_attr(op, "causal").is_some()))
+                        .into(),
+                );
+                let scale = ctx
+                    .inherent_attr(op, "scale")
+                    .and_then(|a| ctx.attr_as_f64(a))
+                    .ok_or("requires 'scale'")?;
+                args.push(self.cx.f64_type().const_float(scale).into());
+                for i in 0..ctx.operands(op).len() {
+                    args.push(operand(i)?.into());
+                }
+                // The forward's log-sum-exp is optional: a null pointer when not wanted.
+                if name == "rt.attention" && ctx.operands(op).len() == 4 {
+                    args.push(self.ptr().const_null().into());
+                }
+                let f = if name == "rt.attention" {
+                    "attention"
+                } else {
+                    "attention_backward"
+                };
+                self.call(f, &args)?;
             }
             "rt.nccl_all_reduce" | "rt.nccl_broadcast" => {
                 let p = self.at(operand(0)?, Self::attr_i64(ctx, op, "offset")?)?;

@@ -33,7 +33,9 @@ use crate::fusion::{self, FusionPlan};
 use commlir_dialects::comm::{buffer_encoding, encoding_kind_str, pool_info, slot_of};
 use commlir_dialects::rt;
 use commlir_dialects::shape::{elem_bytes, value_tensor};
-use commlir_ir::pass::{Anchor, Pass, PassEnv, PassInfo, StatisticDef};
+use commlir_ir::pass::{
+    Anchor, OptionDef, OptionKind, Pass, PassEnv, PassInfo, PassOptions, StatisticDef,
+};
 use commlir_ir::{
     AttrKind, BlockId, Builder, Context, Diagnostic, FloatKind, OpId, OpState, Signedness, Type,
     TypeKind, Value,
@@ -51,19 +53,58 @@ commlir_ir::register_pass!(
             elementwise kernels (`rt.kernel` + `rt.launch`), cuBLAS GEMMs, NCCL collectives on \
             the comm stream with events for their waits.",
         anchor: Anchor::MODULE,
-        options: &[],
+        options: &[OptionDef::new(
+            "attention",
+            OptionKind::Enum(&["cudnn", "generated"]),
+            "cudnn",
+            "How f16/bf16 compute.attention and compute.attention_backward lower: `cudnn` \
+             (rt.attention calls of cuDNN's fused flash attention) or `generated` (commlir's \
+             own kernels: the forward only, one head of keys and values per query head)",
+        )],
         statistics: &[
             StatisticDef::new("kernels", "Distinct kernels generated"),
             StatisticDef::new("launches", "Kernel launches"),
             StatisticDef::new("fused-ops", "Ops fused into a later kernel"),
             StatisticDef::new("collectives", "NCCL collective calls"),
         ],
-        create: |_| Ok(Box::new(CommToRt)),
+        create: |o: &PassOptions| {
+            let attention = AttentionLowering::parse(o.get_str("attention"))?;
+            Ok(Box::new(CommToRt(LowerOptions { attention })))
+        },
     }
 );
 
 /// The `comm-to-rt` pass instance.
-pub struct CommToRt;
+pub struct CommToRt(LowerOptions);
+
+/// How attention lowers (the pass option `attention`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AttentionLowering {
+    /// `rt.attention` / `rt.attention_backward`: cuDNN's fused flash attention, where the
+    /// element type and head dims suit it (`attention::cudnn_supported`).
+    #[default]
+    Cudnn,
+    /// commlir's generated kernels (`rt.flash_attention`, or GEMMs around a softmax kernel).
+    Generated,
+}
+
+impl AttentionLowering {
+    fn parse(s: &str) -> Result<AttentionLowering, String> {
+        match s {
+            "" | "cudnn" => Ok(AttentionLowering::Cudnn),
+            "generated" => Ok(AttentionLowering::Generated),
+            o => Err(format!(
+                "comm-to-rt: attention='{o}': expected 'cudnn' or 'generated'"
+            )),
+        }
+    }
+}
+
+/// Choices of the lowering.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LowerOptions {
+    pub attention: AttentionLowering,
+}
 
 impl Pass for CommToRt {
     fn info(&self) -> &'static PassInfo {
@@ -75,7 +116,7 @@ impl Pass for CommToRt {
         op: OpId,
         env: &mut PassEnv<'_>,
     ) -> Result<(), Diagnostic> {
-        let stats = lower_module(ctx, op)?;
+        let stats = lower_module_with(ctx, op, self.0)?;
         env.add_stat("kernels", stats.kernels);
         env.add_stat("launches", stats.launches);
         env.add_stat("fused-ops", stats.fused_ops);
@@ -109,8 +150,17 @@ pub fn module_block(ctx: &Context, module: OpId) -> Option<BlockId> {
     ctx.region_blocks(r).first().copied()
 }
 
-/// Lowers every function with a body in `module`.
+/// Lowers every function with a body in `module` with the default [`LowerOptions`].
 pub fn lower_module(ctx: &mut Context, module: OpId) -> Result<LowerStats, Diagnostic> {
+    lower_module_with(ctx, module, LowerOptions::default())
+}
+
+/// Lowers every function with a body in `module`.
+pub fn lower_module_with(
+    ctx: &mut Context,
+    module: OpId,
+    opts: LowerOptions,
+) -> Result<LowerStats, Diagnostic> {
     let Some(body) = module_block(ctx, module) else {
         return Ok(LowerStats::default());
     };
@@ -133,7 +183,7 @@ pub fn lower_module(ctx: &mut Context, module: OpId) -> Result<LowerStats, Diagn
         }
     }
     for f in funcs {
-        lower_function(ctx, f, &mut kernels, &mut stats)?;
+        lower_function(ctx, f, &mut kernels, &mut stats, opts)?;
     }
     stats.kernels = kernels.by_key.len() as u64;
     Ok(stats)
@@ -385,6 +435,8 @@ fn kernel_int_op_ok(ctx: &Context, op: OpId, elem: Type) -> Result<(), String> {
 
 /// Per-function lowering state.
 struct Lowering {
+    /// The pass options.
+    opts: LowerOptions,
     /// Old tensor value → new buffer value.
     buf: HashMap<Value, Value>,
     /// Comm buffers: old value → (pool value, byte offset).
@@ -435,6 +487,7 @@ fn lower_function(
     func: OpId,
     kernels: &mut KernelTable,
     stats: &mut LowerStats,
+    opts: LowerOptions,
 ) -> Result<(), Diagnostic> {
     let region = ctx.op_regions(func)[0];
     let blocks = ctx.region_blocks(region).to_vec();
@@ -467,6 +520,7 @@ fn lower_function(
         dep_events: HashMap::new(),
         comm_waited: None,
         plain_adds: HashSet::new(),
+        opts,
     };
     st.deps = comm_deps::plan(
         ctx,
@@ -888,6 +942,7 @@ fn lower_op(
         }
         "compute.matmul" => lower_matmul(ctx, op, st)?,
         "compute.attention" => attention::lower(ctx, op, module, func, st, kernels)?,
+        "compute.attention_backward" => attention::lower_backward(ctx, op, st)?,
         "comm.all_reduce"
         | "comm.all_reduce_coalesced"
         | "comm.all_gather"

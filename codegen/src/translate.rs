@@ -140,12 +140,18 @@ pub fn compile_detached(
     Ok(Compiled { rt, device, host })
 }
 
-/// Runs `comm-to-rt` on a module.
+/// Runs `comm-to-rt` on a module. `COMMLIR_ATTENTION=generated` in the environment takes
+/// commlir's own attention kernels instead of cuDNN (the pass option `attention`), to
+/// compare the two.
 pub fn lower(
     ctx: &mut Context,
     module: OpId,
 ) -> Result<lower_to_rt::LowerStats, commlir_ir::Diagnostic> {
-    lower_to_rt::lower_module(ctx, module)
+    let mut opts = lower_to_rt::LowerOptions::default();
+    if std::env::var("COMMLIR_ATTENTION").is_ok_and(|v| v == "generated") {
+        opts.attention = lower_to_rt::AttentionLowering::Generated;
+    }
+    lower_to_rt::lower_module_with(ctx, module, opts)
 }
 
 /// Reads `file` (`-`: standard input); returns the name diagnostics use and the text.

@@ -748,6 +748,8 @@ static API: CommlirRtApi = CommlirRtApi {
     symm_peer_copy: m_symm_peer_copy,
     copy_on: m_copy_on,
     symm_peer_put: m_symm_peer_put,
+    attention: common::mock_attention::unexpected_attention,
+    attention_backward: common::mock_attention::unexpected_attention_backward,
 };
 
 /// How a peer-mapped pipeline moves its chunks.

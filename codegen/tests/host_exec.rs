@@ -9,6 +9,9 @@
 //! backend's byte for byte, and after the runner's release of the returned allocations
 //! nothing may be left live (every call result freed exactly once, no pool left held).
 //!
+//! Attention goes to the runtime's cuDNN calls (`attention`, `attention_backward`), which the
+//! mock carries out with the sim's semantics (`common::mock_attention`).
+//!
 //! This covers what the lit tests can only show textually: argument and result marshaling of
 //! calls, the ownership of call results (including results that alias an argument or repeat a
 //! value, which the lowering must copy), callee pools allocated while the caller's are live,
@@ -323,6 +326,8 @@ static API: CommlirRtApi = CommlirRtApi {
     symm_peer_copy: m_symm_peer_copy,
     copy_on: m_copy_on,
     symm_peer_put: m_symm_peer_put,
+    attention: common::mock_attention::attention,
+    attention_backward: common::mock_attention::attention_backward,
 };
 
 const T: &str = "tensor<4x16xf32>";
@@ -571,5 +576,46 @@ func.func @main(%a: tensor<4x16xf32>, %r: tensor<16xf32>) -> (tensor<4x16xf32>, 
   %l = compute.log %e : tensor<4xf32>
   return %m, %p, %l : tensor<4x16xf32>, tensor<16x4xf32>, tensor<4xf32>
 }",
+    );
+}
+
+#[test]
+fn attention_calls_pass_sizes_flags_and_buffers_the_sim_agrees_with() {
+    // A training step's attention: grouped-query heads (4 over 2), causal, the forward's
+    // log-sum-exp kept for the backward, glue around both, and the backward in a callee.
+    let before = common::mock_attention::CALLS.load(std::sync::atomic::Ordering::Relaxed);
+    let q = "tensor<2x4x24x16xbf16>";
+    let kv = "tensor<2x2x24x16xbf16>";
+    let lse = "tensor<2x4x24xf32>";
+    check(&format!(
+        "coll.group @g {{size = 1 : i64}}
+func.func private @grad(%q: {q}, %k: {kv}, %v: {kv}, %o: {q}, %do: {q}, %l: {lse}) -> ({q}, {kv}, {kv}) {{
+  %dq, %dk, %dv = compute.attention_backward %q, %k, %v, %o, %do, %l {{causal, scale = 0.25 : f64}} : ({q}, {kv}, {kv}, {q}, {q}, {lse}) -> ({q}, {kv}, {kv})
+  return %dq, %dk, %dv : {q}, {kv}, {kv}
+}}
+func.func @main(%x: {q}, %k: {kv}, %v: {kv}, %g: {q}) -> ({q}, {lse}, {q}, {kv}, {kv}) {{
+  %q = compute.mul %x, %x : {q}
+  %o, %l = compute.attention %q, %k, %v {{causal, scale = 0.25 : f64, with_lse}} : ({q}, {kv}, {kv}) -> ({q}, {lse})
+  %r = compute.add %o, %x : {q}
+  %dq, %dk, %dv = func.call @grad(%q, %k, %v, %o, %g, %l) : ({q}, {kv}, {kv}, {q}, {q}, {lse}) -> ({q}, {kv}, {kv})
+  return %r, %l, %dq, %dk, %dv : {q}, {lse}, {q}, {kv}, {kv}
+}}
+"
+    ));
+    // A plain f16 forward (no log-sum-exp: a null pointer) of odd length, rank 3.
+    let t = "tensor<3x13x8xf16>";
+    check(&format!(
+        "coll.group @g {{size = 1 : i64}}
+func.func @main(%q: {t}, %k: {t}, %v: {t}) -> {t} {{
+  %o = compute.attention %q, %k, %v {{scale = 0.3 : f64}} : {t}
+  return %o : {t}
+}}
+"
+    ));
+    let after = common::mock_attention::CALLS.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        after - before,
+        3,
+        "every attention must be one runtime call"
     );
 }

@@ -81,6 +81,8 @@ fn layout_is_two_u32_then_pointers() {
         offset_of!(CommlirRtApi, symm_peer_copy),
         offset_of!(CommlirRtApi, copy_on),
         offset_of!(CommlirRtApi, symm_peer_put),
+        offset_of!(CommlirRtApi, attention),
+        offset_of!(CommlirRtApi, attention_backward),
     ];
     assert_eq!(offsets.len(), abi::API_FIELDS.len());
     for (i, o) in offsets.iter().enumerate() {

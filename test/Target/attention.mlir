@@ -1,7 +1,8 @@
-// compute.attention's GPU lowering (codegen/src/lower_to_rt/attention.rs).
+// compute.attention's GPU lowering through commlir's own kernels
+// (codegen/src/lower_to_rt/attention.rs; the cuDNN path is attention-cudnn.mlir).
 // REQUIRES: commlir-translate
-// RUN: commlir-translate %s --emit=rt | FileCheck %s
-// RUN: commlir-translate %s --emit=ptx | FileCheck %s --check-prefix=PTX
+// RUN: env COMMLIR_ATTENTION=generated commlir-translate %s --emit=rt | FileCheck %s
+// RUN: env COMMLIR_ATTENTION=generated commlir-translate %s --emit=ptx | FileCheck %s --check-prefix=PTX
 
 // bf16 with query and key counts multiples of 64 and head dims of at most 128: one
 // tensor-core kernel, after a transpose of the values; 64 query rows of a head per block of

@@ -31,14 +31,14 @@ coll.group @tp {size = 2 : i64, symm_mem}
 // RT: rt.pool_free %[[P]]
 // RT: return %[[R]]
 
-// HOST: %struct.commlir_rt_api = type { i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr }
-// HOST: @commlir_abi_version = constant i32 6
+// HOST: %struct.commlir_rt_api = type { i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr }
+// HOST: @commlir_abi_version = constant i32 7
 // HOST: @commlir_num_kernels = constant i32 2
 // HOST: @commlir_ptx = constant
 // HOST-SAME: .target sm_90
 // HOST: @commlir_kernel_names = constant [2 x ptr]
 // HOST-LABEL: define i32 @commlir_fn_mlp(ptr %0, ptr %1, ptr %2, ptr %3)
-// HOST: icmp ne i32 %{{.*}}, 6
+// HOST: icmp ne i32 %{{.*}}, 7
 // pool_alloc(rt, kind = symm_mem, group 0, 16384 bytes, alignment 64, &out)
 // HOST: call i32 %{{.*}}(ptr %1, i32 1, i32 0, i64 16384, i64 64, ptr %out)
 // gemm(..., dtype = bf16 (9), alpha = 1, beta = 0)

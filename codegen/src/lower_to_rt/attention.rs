@@ -1,4 +1,11 @@
-//! `comm-to-rt` of `compute.attention`.
+//! `comm-to-rt` of `compute.attention` and `compute.attention_backward`.
+//!
+//! f16/bf16 attention whose head dims suit cuDNN ([`cudnn_supported`]) is one call of
+//! cuDNN's fused flash attention in each direction (`rt.attention`, `rt.attention_backward`:
+//! the runtime builds and caches the graph, `runtime/src/cuda/cudnn.rs`), with grouped-query
+//! heads and the forward's log-sum-exp; this is the default (`comm-to-rt{attention=cudnn}`).
+//! The rest of this module is commlir's own forward, taken for other element types, other
+//! head dims, or with `comm-to-rt{attention=generated}`:
 //!
 //! bf16 attention whose sizes suit it (`compute::flash_attention_supported`: query and key
 //! counts multiples of 64, head dims of at most 128) is one tensor-core kernel,
@@ -25,7 +32,7 @@
 
 use super::{
     buffer, dtype_of, err, i64_attr, launch, memref_of, result_buffer, synthetic_kernel_with,
-    KernelTable, Lowering, BLOCK,
+    AttentionLowering, KernelTable, Lowering, BLOCK,
 };
 use commlir_dialects::shape::{elem_bytes, value_tensor};
 use commlir_ir::{Builder, Context, Diagnostic, OpId};
@@ -39,6 +46,82 @@ pub fn heads_per_chunk(heads: i64, per_head_bytes: i64) -> i64 {
     (1..=fit).rev().find(|h| heads % h == 0).unwrap_or(1)
 }
 
+/// Whether cuDNN's fused attention takes these: f16 or bf16, both head dims multiples of 8
+/// of at most 128 (the sizes its Hopper flash kernels are measured at here).
+pub fn cudnn_supported(dtype: &str, d: i64, dv: i64) -> bool {
+    matches!(dtype, "f16" | "bf16") && [d, dv].iter().all(|&x| x > 0 && x % 8 == 0 && x <= 128)
+}
+
+/// The sizes of an attention op as the runtime takes them: `(batch, heads, kv_heads,
+/// q_len, kv_len, head_dim, v_dim)`, the dims before the head dim flattened into the batch
+/// (a rank-2 attention is one head).
+fn call_sizes(ctx: &Context, op: OpId) -> Result<[i64; 7], Diagnostic> {
+    let t =
+        |i| value_tensor(ctx, ctx.operand(op, i)).ok_or_else(|| err(ctx, op, "expects tensors"));
+    let (q, k, v) = (t(0)?, t(1)?, t(2)?);
+    let rank = q.shape.len();
+    let (lq, d) = (q.shape[rank - 2], q.shape[rank - 1]);
+    let (lk, dv) = (k.shape[rank - 2], v.shape[rank - 1]);
+    let (batch, hq, hkv) = if rank >= 3 {
+        let b: i64 = q.shape[..rank - 3].iter().product();
+        (b, q.shape[rank - 3], k.shape[rank - 3])
+    } else {
+        (1, 1, 1)
+    };
+    Ok([batch, hq, hkv, lq, lk, d, dv])
+}
+
+/// One `rt.attention` or `rt.attention_backward` before `op` on `buffers`.
+fn cudnn_call(
+    ctx: &mut Context,
+    op: OpId,
+    name: &str,
+    buffers: &[commlir_ir::Value],
+    dtype: &str,
+) -> Result<(), Diagnostic> {
+    let sizes = call_sizes(ctx, op)?;
+    let names = [
+        "batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "v_dim",
+    ];
+    let mut attrs: Vec<(&str, commlir_ir::Attr)> = names
+        .iter()
+        .zip(sizes)
+        .map(|(n, v)| (*n, i64_attr(ctx, v)))
+        .collect();
+    attrs.push(("dtype", ctx.str_attr(dtype)));
+    attrs.extend(scale_and_causal(ctx, op));
+    Builder::before(ctx, op).create(name, buffers, &[], &attrs);
+    Ok(())
+}
+
+/// `compute.attention_backward`: one `rt.attention_backward` (cuDNN only).
+pub(super) fn lower_backward(
+    ctx: &mut Context,
+    op: OpId,
+    st: &mut Lowering,
+) -> Result<(), Diagnostic> {
+    let dtype = dtype_of(ctx, op, ctx.operand(op, 0))?;
+    let [.., d, dv] = call_sizes(ctx, op)?;
+    if st.opts.attention != AttentionLowering::Cudnn || !cudnn_supported(dtype, d, dv) {
+        return Err(err(
+            ctx,
+            op,
+            "comm-to-rt: attention_backward lowers only to cuDNN (comm-to-rt{attention=cudnn}): f16 or bf16 with head dims multiples of 8 up to 128",
+        ));
+    }
+    let mut bufs = Vec::new();
+    for i in 0..6 {
+        bufs.push(buffer(ctx, st, op, ctx.operand(op, i))?);
+    }
+    for i in 0..3 {
+        let r = ctx.result(op, i);
+        bufs.push(result_buffer(ctx, st, op, r)?);
+    }
+    cudnn_call(ctx, op, "rt.attention_backward", &bufs, dtype)?;
+    st.compute_dirty = true;
+    Ok(())
+}
+
 pub(super) fn lower(
     ctx: &mut Context,
     op: OpId,
@@ -47,6 +130,29 @@ pub(super) fn lower(
     st: &mut Lowering,
     kernels: &mut KernelTable,
 ) -> Result<(), Diagnostic> {
+    let dtype = dtype_of(ctx, op, ctx.operand(op, 0))?;
+    let [_, hq, hkv, .., d, dv] = call_sizes(ctx, op)?;
+    let with_lse = ctx.results(op).len() > 1;
+    if st.opts.attention == AttentionLowering::Cudnn && cudnn_supported(dtype, d, dv) {
+        let mut bufs = Vec::new();
+        for i in 0..3 {
+            bufs.push(buffer(ctx, st, op, ctx.operand(op, i))?);
+        }
+        for i in 0..ctx.results(op).len() {
+            let r = ctx.result(op, i);
+            bufs.push(result_buffer(ctx, st, op, r)?);
+        }
+        cudnn_call(ctx, op, "rt.attention", &bufs, dtype)?;
+        st.compute_dirty = true;
+        return Ok(());
+    }
+    if hq != hkv || with_lse {
+        return Err(err(
+            ctx,
+            op,
+            "comm-to-rt: grouped-query attention and attention with_lse lower only to cuDNN (comm-to-rt{attention=cudnn}): f16 or bf16 with head dims multiples of 8 up to 128",
+        ));
+    }
     let (q, k, v, r) = (
         ctx.operand(op, 0),
         ctx.operand(op, 1),

@@ -319,7 +319,11 @@ fn run(text: &str, inputs: Inputs, ulps: Option<u32>) {
     let mut sctx = Context::new();
     let sm = parse(&mut sctx, text);
     let sf = entry(&sctx, sm);
-    lower_to_rt::lower_module(&mut ctx, m).unwrap_or_else(|d| panic!("{}", d.message));
+    // The kernels themselves run here: attention takes commlir's own kernels, not cuDNN.
+    let opts = lower_to_rt::LowerOptions {
+        attention: lower_to_rt::AttentionLowering::Generated,
+    };
+    lower_to_rt::lower_module_with(&mut ctx, m, opts).unwrap_or_else(|d| panic!("{}", d.message));
     let dev = kernels::compile(&ctx, m).unwrap_or_else(|d| panic!("{}", d.message));
     Target::initialize_native(&InitializationConfig::default()).unwrap();
     let llcx = LlContext::create();

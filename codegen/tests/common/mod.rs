@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod kernel_check;
+pub mod mock_attention;
 
 use commlir_codegen::lower_to_rt;
 use commlir_dialects::rt::abi::SymmDesc;

@@ -9,7 +9,7 @@
 use std::ffi::c_void;
 
 /// Bumped on every incompatible change of [`CommlirRtApi`] or of `commlir_main`.
-pub const ABI_VERSION: u32 = 6;
+pub const ABI_VERSION: u32 = 7;
 
 /// Stream numbers.
 pub const STREAM_COMPUTE: u32 = 0;
@@ -98,6 +98,8 @@ pub const API_FIELDS: &[&str] = &[
     "symm_peer_copy",
     "copy_on",
     "symm_peer_put",
+    "attention",
+    "attention_backward",
 ];
 
 /// Symmetric-memory collectives: the `coll` argument of `symm_fallback`, by the name of
@@ -328,6 +330,51 @@ pub struct CommlirRtApi {
         dst_offset: u64,
         src: *const c_void,
         bytes: u64,
+    ) -> Status,
+    /// Fused attention through cuDNN on the compute stream (version 7): `(batch, heads,
+    /// kv_heads, q_len, kv_len, head_dim, v_dim)`, the dtype code, causal (0/1), the scale,
+    /// then `q, k, v, out` and `lse` (f32 row log-sum-exp, or null); see `commlir_rt.h`.
+    pub attention: unsafe extern "C" fn(
+        rt: Rt,
+        batch: i64,
+        heads: i64,
+        kv_heads: i64,
+        q_len: i64,
+        kv_len: i64,
+        head_dim: i64,
+        v_dim: i64,
+        dtype: u32,
+        causal: u32,
+        scale: f64,
+        q: *const c_void,
+        k: *const c_void,
+        v: *const c_void,
+        out: *mut c_void,
+        lse: *mut c_void,
+    ) -> Status,
+    /// Its gradients (version 7): the same sizes, then `q, k, v, out, dout, lse` and the
+    /// results `dq, dk, dv`.
+    pub attention_backward: unsafe extern "C" fn(
+        rt: Rt,
+        batch: i64,
+        heads: i64,
+        kv_heads: i64,
+        q_len: i64,
+        kv_len: i64,
+        head_dim: i64,
+        v_dim: i64,
+        dtype: u32,
+        causal: u32,
+        scale: f64,
+        q: *const c_void,
+        k: *const c_void,
+        v: *const c_void,
+        out: *const c_void,
+        dout: *const c_void,
+        lse: *const c_void,
+        dq: *mut c_void,
+        dk: *mut c_void,
+        dv: *mut c_void,
     ) -> Status,
 }
 

@@ -476,6 +476,172 @@ register_op!(
     }
 );
 
+/// The sizes every attention call carries (`commlir_rt.h`'s `attention`).
+const ATTENTION_SIZES: &[&str] = &[
+    "batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "v_dim",
+];
+
+/// Shared checks of `rt.attention` and `rt.attention_backward`: memref operands, positive
+/// sizes, query heads a multiple of the key/value heads, an f16/bf16 dtype, and every buffer
+/// holding exactly the elements its role needs (`expected` in operand order).
+fn verify_attention_call(
+    ctx: &Context,
+    op: OpId,
+    roles: &[(&str, [&str; 4])],
+) -> Result<(), Diagnostic> {
+    for &v in ctx.operands(op) {
+        expect_memref(ctx, op, v, "every operand")?;
+    }
+    let mut size = std::collections::HashMap::new();
+    for n in ATTENTION_SIZES {
+        let v = ctx
+            .inherent_attr(op, n)
+            .and_then(|a| ctx.attr_as_i64(a))
+            .unwrap_or(0);
+        if v <= 0 {
+            return Err(ctx.op_error(op, format!("requires a positive '{n}'")));
+        }
+        size.insert(*n, v);
+    }
+    if size["heads"] % size["kv_heads"] != 0 {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "{} heads are not a multiple of {} kv_heads",
+                size["heads"], size["kv_heads"]
+            ),
+        ));
+    }
+    let dtype = ctx
+        .inherent_attr(op, "dtype")
+        .and_then(|a| ctx.attr_as_str(a))
+        .unwrap_or("");
+    if !matches!(dtype, "f16" | "bf16") {
+        return Err(ctx.op_error(op, "runs through cuDNN: dtype must be f16 or bf16"));
+    }
+    for (i, (role, dims)) in roles.iter().enumerate() {
+        let Some(&v) = ctx.operands(op).get(i) else {
+            break;
+        };
+        let want: i64 = dims
+            .iter()
+            .map(|d| if d.is_empty() { 1 } else { size[d] })
+            .product();
+        let got = memref_info(ctx, ctx.value_type(v))
+            .map(|(shape, _)| shape.iter().product::<i64>())
+            .unwrap_or(-1);
+        if got != want {
+            return Err(ctx.op_error(op, format!("{role} holds {got} elements, expected {want}")));
+        }
+    }
+    Ok(())
+}
+
+register_op!(
+    pub ATTENTION = OpDef {
+        name: "rt.attention",
+        summary: "Fused attention through cuDNN (compute stream)",
+        description: "`compute.attention` of f16/bf16 tensors as one call of cuDNN's fused flash \
+            attention (`commlir_rt.h`'s `attention`, the graph of `runtime/src/cuda/cudnn.rs`): \
+            `q: batch×heads×q_len×head_dim`, `k: batch×kv_heads×kv_len×head_dim`, \
+            `v: batch×kv_heads×kv_len×v_dim` → `out: batch×heads×q_len×v_dim`, contiguous, \
+            query head `h` reading key/value head `h / (heads / kv_heads)`; with `lse`, the \
+            rows' log-sum-exp (f32, `batch×heads×q_len`) is written too. Scores and \
+            probabilities never reach memory.",
+        operands: &[
+            ArgDef::one("q", ANY),
+            ArgDef::one("k", ANY),
+            ArgDef::one("v", ANY),
+            ArgDef::one("out", ANY),
+            ArgDef::optional("lse", ANY),
+        ],
+        attributes: &[
+            AttrDef::required("batch", AttrConstraint::Integer),
+            AttrDef::required("heads", AttrConstraint::Integer),
+            AttrDef::required("kv_heads", AttrConstraint::Integer),
+            AttrDef::required("q_len", AttrConstraint::Integer),
+            AttrDef::required("kv_len", AttrConstraint::Integer),
+            AttrDef::required("head_dim", AttrConstraint::Integer),
+            AttrDef::required("v_dim", AttrConstraint::Integer),
+            DTYPE,
+            AttrDef::required("scale", AttrConstraint::Float),
+            AttrDef::optional("causal", AttrConstraint::Unit),
+        ],
+        traits: &[Trait::MemRead, Trait::MemWrite],
+        verify: Some(|ctx, op| {
+            verify_attention_call(
+                ctx,
+                op,
+                &[
+                    ("q", ["batch", "heads", "q_len", "head_dim"]),
+                    ("k", ["batch", "kv_heads", "kv_len", "head_dim"]),
+                    ("v", ["batch", "kv_heads", "kv_len", "v_dim"]),
+                    ("out", ["batch", "heads", "q_len", "v_dim"]),
+                    ("lse", ["batch", "heads", "q_len", ""]),
+                ],
+            )
+        }),
+        example: "rt.attention %q, %k, %v, %o, %lse {batch = 1 : i64, causal, dtype = \"bf16\", head_dim = 64 : i64, heads = 4 : i64, kv_heads = 2 : i64, kv_len = 128 : i64, q_len = 128 : i64, scale = 0.125 : f64, v_dim = 64 : i64} : (memref<1x4x128x64xbf16>, memref<1x2x128x64xbf16>, memref<1x2x128x64xbf16>, memref<1x4x128x64xbf16>, memref<1x4x128xf32>) -> ()",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub ATTENTION_BACKWARD = OpDef {
+        name: "rt.attention_backward",
+        summary: "Fused attention gradients through cuDNN (compute stream)",
+        description: "`compute.attention_backward` of f16/bf16 tensors as one call of cuDNN's \
+            fused flash-attention backward (`commlir_rt.h`'s `attention_backward`): from `q, \
+            k, v`, the forward's `out`, its gradient `dout` and the forward's `lse`, the \
+            gradients `dq, dk, dv` (shaped as `q, k, v`; `dk` and `dv` summed over the query \
+            heads that share a key/value head). The sizes and layout are `rt.attention`'s; \
+            the probabilities are recomputed from `lse`, never stored.",
+        operands: &[
+            ArgDef::one("q", ANY),
+            ArgDef::one("k", ANY),
+            ArgDef::one("v", ANY),
+            ArgDef::one("out", ANY),
+            ArgDef::one("dout", ANY),
+            ArgDef::one("lse", ANY),
+            ArgDef::one("dq", ANY),
+            ArgDef::one("dk", ANY),
+            ArgDef::one("dv", ANY),
+        ],
+        attributes: &[
+            AttrDef::required("batch", AttrConstraint::Integer),
+            AttrDef::required("heads", AttrConstraint::Integer),
+            AttrDef::required("kv_heads", AttrConstraint::Integer),
+            AttrDef::required("q_len", AttrConstraint::Integer),
+            AttrDef::required("kv_len", AttrConstraint::Integer),
+            AttrDef::required("head_dim", AttrConstraint::Integer),
+            AttrDef::required("v_dim", AttrConstraint::Integer),
+            DTYPE,
+            AttrDef::required("scale", AttrConstraint::Float),
+            AttrDef::optional("causal", AttrConstraint::Unit),
+        ],
+        traits: &[Trait::MemRead, Trait::MemWrite],
+        verify: Some(|ctx, op| {
+            verify_attention_call(
+                ctx,
+                op,
+                &[
+                    ("q", ["batch", "heads", "q_len", "head_dim"]),
+                    ("k", ["batch", "kv_heads", "kv_len", "head_dim"]),
+                    ("v", ["batch", "kv_heads", "kv_len", "v_dim"]),
+                    ("out", ["batch", "heads", "q_len", "v_dim"]),
+                    ("dout", ["batch", "heads", "q_len", "v_dim"]),
+                    ("lse", ["batch", "heads", "q_len", ""]),
+                    ("dq", ["batch", "heads", "q_len", "head_dim"]),
+                    ("dk", ["batch", "kv_heads", "kv_len", "head_dim"]),
+                    ("dv", ["batch", "kv_heads", "kv_len", "v_dim"]),
+                ],
+            )
+        }),
+        example: "rt.attention_backward %q, %k, %v, %o, %do, %lse, %dq, %dk, %dv {batch = 1 : i64, dtype = \"bf16\", head_dim = 64 : i64, heads = 2 : i64, kv_heads = 2 : i64, kv_len = 64 : i64, q_len = 64 : i64, scale = 0.125 : f64, v_dim = 64 : i64} : (memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>, memref<1x2x64xf32>, memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>) -> ()",
+        ..OpDef::EMPTY
+    }
+);
+
 /// [`verify_pools`]; a `prescale` as the comm level allows it (a power of two, sum or avg,
 /// a float dtype).
 fn verify_reduce_scatter(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {

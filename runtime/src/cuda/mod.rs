@@ -29,6 +29,7 @@ pub mod baseline;
 pub mod calibrate;
 pub mod check;
 pub mod crash;
+pub mod cudnn;
 pub mod ffi;
 pub mod graph;
 pub mod op_profile;

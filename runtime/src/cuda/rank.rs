@@ -151,6 +151,9 @@ pub struct RankState {
     pub module: cu::CUmodule,
     pub kernels: Vec<cu::CUfunction>,
     pub cublas: cublas::cublasHandle_t,
+    /// cuDNN's fused attention on the compute stream, loaded at the first `attention` call
+    /// (a program without attention never needs the library).
+    pub cudnn: Option<super::cudnn::Attention>,
     /// The world communicator (every rank).
     pub world: nccl::ncclComm_t,
     /// Per manifest group: this rank's communicator in it, if it is a member.
@@ -222,6 +225,7 @@ impl RankState {
             module: std::ptr::null_mut(),
             kernels: Vec::new(),
             cublas: std::ptr::null_mut(),
+            cudnn: None,
             world: std::ptr::null_mut(),
             comms: Vec::new(),
             allocs: HashSet::default(),
@@ -1118,6 +1122,8 @@ impl RankState {
                 ));
                 self.world = std::ptr::null_mut();
             }
+            // cuDNN's plans and workspace go before the context's other handles.
+            self.cudnn = None;
             if !self.cublas.is_null() {
                 keep(cublas_check(
                     "cublasDestroy",
@@ -1768,6 +1774,137 @@ unsafe extern "C" fn rt_stream_wait(rt: *mut c_void, stream: u32, event: u32) ->
     with_state(rt, |s| s.stream_wait(stream, event))
 }
 
+impl RankState {
+    /// The rank's cuDNN attention, loaded and bound to the compute stream on first use.
+    fn cudnn(&mut self) -> Result<&mut super::cudnn::Attention, String> {
+        if self.cudnn.is_none() {
+            self.cudnn = Some(super::cudnn::Attention::new(self.streams[0])?);
+        }
+        Ok(self.cudnn.as_mut().expect("just set"))
+    }
+}
+
+/// The label of an attention call in per-op timings and traces.
+fn attention_label(what: &str, s: &super::cudnn::Shape, dtype: u32, causal: u32) -> String {
+    let d = abi::DTYPES
+        .iter()
+        .find(|(_, c)| *c == dtype)
+        .map(|(d, _)| *d)
+        .unwrap_or("?");
+    format!(
+        "{what} {d} {}x{}x{}x{}x{}x{}{}",
+        s.b,
+        s.hq,
+        s.hkv,
+        s.lq,
+        s.lk,
+        s.d,
+        if causal != 0 { " causal" } else { "" }
+    )
+}
+
+/// ABI `attention`: cuDNN's fused attention forward on the compute stream.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn rt_attention(
+    rt: *mut c_void,
+    batch: i64,
+    heads: i64,
+    kv_heads: i64,
+    q_len: i64,
+    kv_len: i64,
+    head_dim: i64,
+    v_dim: i64,
+    dtype: u32,
+    causal: u32,
+    scale: f64,
+    q: *const c_void,
+    k: *const c_void,
+    v: *const c_void,
+    out: *mut c_void,
+    lse: *mut c_void,
+) -> Status {
+    let shape = super::cudnn::Shape {
+        b: batch,
+        hq: heads,
+        hkv: kv_heads,
+        lq: q_len,
+        lk: kv_len,
+        d: head_dim,
+        dv: v_dim,
+    };
+    with_state(rt, |s| {
+        s.timed(
+            abi::STREAM_COMPUTE,
+            |_| (attention_label("attention", &shape, dtype, causal), 0, 0.0),
+            |s| {
+                let bufs = super::cudnn::Forward { q, k, v, out, lse };
+                s.cudnn()?.forward(shape, dtype, causal != 0, scale, &bufs)
+            },
+        )
+    })
+}
+
+/// ABI `attention_backward`: cuDNN's fused attention backward on the compute stream.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn rt_attention_backward(
+    rt: *mut c_void,
+    batch: i64,
+    heads: i64,
+    kv_heads: i64,
+    q_len: i64,
+    kv_len: i64,
+    head_dim: i64,
+    v_dim: i64,
+    dtype: u32,
+    causal: u32,
+    scale: f64,
+    q: *const c_void,
+    k: *const c_void,
+    v: *const c_void,
+    out: *const c_void,
+    dout: *const c_void,
+    lse: *const c_void,
+    dq: *mut c_void,
+    dk: *mut c_void,
+    dv: *mut c_void,
+) -> Status {
+    let shape = super::cudnn::Shape {
+        b: batch,
+        hq: heads,
+        hkv: kv_heads,
+        lq: q_len,
+        lk: kv_len,
+        d: head_dim,
+        dv: v_dim,
+    };
+    with_state(rt, |s| {
+        s.timed(
+            abi::STREAM_COMPUTE,
+            |_| {
+                (
+                    attention_label("attention_backward", &shape, dtype, causal),
+                    0,
+                    0.0,
+                )
+            },
+            |s| {
+                let bufs = super::cudnn::Backward {
+                    q,
+                    k,
+                    v,
+                    out,
+                    dout,
+                    lse,
+                    dq,
+                    dk,
+                    dv,
+                };
+                s.cudnn()?.backward(shape, dtype, causal != 0, scale, &bufs)
+            },
+        )
+    })
+}
+
 /// The table the runner passes to `commlir_main`.
 pub static API: CommlirRtApi = CommlirRtApi {
     abi_version: abi::ABI_VERSION,
@@ -1794,6 +1931,8 @@ pub static API: CommlirRtApi = CommlirRtApi {
     symm_peer_copy: rt_symm_peer_copy,
     copy_on: rt_copy_on,
     symm_peer_put: rt_symm_peer_put,
+    attention: rt_attention,
+    attention_backward: rt_attention_backward,
 };
 
 /// Loads the kernels of `ptx` (NUL-terminated) and looks up `names` in order.
