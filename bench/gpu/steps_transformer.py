@@ -16,8 +16,12 @@ GPUs (default 2), one process per GPU:
   the dp group. tp = tp<WORLD>dp1 and fsdp = tp1dp<WORLD> (printed under their old names).
 
 Modes: eager (async collectives, `dist.*(async_op=True)`, waited where the program waits) and
-torch.compile (fullgraph) of the same code with functional collectives and
-`torch._inductor.config.reorder_for_compute_comm_overlap = True`.
+torch.compile (fullgraph) of the same code with functional collectives, three ways:
+`compile` with `torch._inductor.config.reorder_for_compute_comm_overlap = True` (the old
+anchor); `compile_overlap` with Inductor's aten-level overlap scheduler instead
+(`aten_distributed_optimizations.enable_overlap_scheduling = True`); `compile_bucket` with it
+plus collective bucketing (`collective_bucketing = True`, `bucket_all_gathers_fx =
+bucket_reduce_scatters_fx = "all"`), PyTorch 2.11's strongest configuration.
 
     python3 bench/gpu/steps_transformer.py LAYERS TOKENS HIDDEN FFN [ITERS] [PROGS] [WORLD]
 
@@ -173,7 +177,16 @@ def worker(rank, world, layers, m, h, f, iters, progs, port):
     x = torch.randn(m, h, **bf)
     import torch._inductor.config as ic
 
-    ic.reorder_for_compute_comm_overlap = True
+    def configure(mode):
+        """Inductor's flags of one compile mode (module docs)."""
+        opt = ic.aten_distributed_optimizations
+        ic.reorder_for_compute_comm_overlap = mode == "compile"
+        opt.enable_overlap_scheduling = mode in ("compile_overlap", "compile_bucket")
+        opt.collective_bucketing = mode == "compile_bucket"
+        ic.bucket_all_gathers_fx = "all" if mode == "compile_bucket" else "none"
+        ic.bucket_reduce_scatters_fx = "all" if mode == "compile_bucket" else "none"
+
+    modes = os.environ.get("STEPS_MODES", "eager,compile,compile_overlap,compile_bucket").split(",")
     for p in progs:
         t, d, label = parse_prog(p, world)
         G["tp"], G["dp"] = make_groups(t, d, world)
@@ -181,9 +194,14 @@ def worker(rank, world, layers, m, h, f, iters, progs, port):
         name = f"{label}{layers}_{m}x{h}x{f}" if p in ("tp", "fsdp") else f"{label}_L{layers}_{m}x{h}x{f}"
         shapes = [(h // d, h // t), (h // t // d, h), (h // d, f // t), (f // t // d, h)]
         args = (x, *[w(r, c) for _ in range(layers) for (r, c) in shapes])
-        for mode, fn in (("eager", step_eager), ("compile", torch.compile(step_compile, fullgraph=True))):
+        for mode in modes:
             torch._dynamo.reset()
             try:
+                if mode == "eager":
+                    fn = step_eager
+                else:
+                    configure(mode)
+                    fn = torch.compile(step_compile, fullgraph=True)
                 mean, med, peak = time_steps(fn, args, iters)
                 if rank == 0:
                     print(f"{mode},{name},{mean * 1e6:.1f},{med * 1e6:.1f},peak {peak / 2**20:.1f} MiB", flush=True)

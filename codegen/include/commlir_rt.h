@@ -55,7 +55,7 @@ typedef struct commlir_symm_desc {
 
 typedef struct commlir_rt_api {
   uint32_t abi_version; /* COMMLIR_RT_ABI_VERSION; commlir_main returns -1 on a mismatch */
-  uint32_t num_fns;     /* number of function pointers that follow (22 in version 5) */
+  uint32_t num_fns;     /* number of function pointers that follow (24 in version 7) */
   /* compute stream, stream-ordered (cudaMallocAsync / cudaFreeAsync) */
   int (*alloc)(void *rt, uint64_t bytes, void **out);
   int (*free)(void *rt, void *ptr);

@@ -1,39 +1,74 @@
-//! Elementwise fusion: which `compute` ops of a function body become one kernel.
+//! Fusion: which `compute` ops of a function body become one kernel.
 //!
 //! A chain of elementwise ops (unary, binary, compare, select, scale, cast, clone, reshape,
-//! fill) whose
-//! intermediate results have exactly one reader, the next op of the chain, is evaluated in one
-//! kernel: each thread computes the whole chain for its element and only the last result is
-//! stored. Every intermediate is still rounded to its element type, so a fused kernel computes
+//! fill) whose intermediate results have exactly one reader, the next op of the chain, is
+//! evaluated in one kernel: each thread computes the whole chain for its element and only the
+//! last result is stored. An intermediate that several ops read is part of the chain too when
+//! all of them are ops of that chain (a DAG: SwiGLU's `x · sigmoid(x)` of a cast `x`): the
+//! kernel computes it once per element. Every intermediate is still rounded to its element type, so a fused kernel computes
 //! bit for bit what the unfused ops would (the sim backend's per-result rounding).
 //!
 //! Fusing moves the reads of the absorbed ops to the position of the chain's last op. That is
 //! only sound when no op in between changes what they read, so a chain never spans a
 //! *barrier*: a collective start or wait, a pool op, or a comm-buffer producer (comm-buffer
 //! bytes are mutated in place by collectives and reused by the pool plan). An intermediate
-//! that is itself a comm buffer (it carries a `comm.slot`) or is read twice is materialized.
+//! that is itself a comm buffer (it carries a `comm.slot`), or is read by an op outside the
+//! chain, is materialized.
 //!
-//! Absorbed broadcasts: a `compute.broadcast` is a kernel of its own only where something other
-//! than a fused chain reads its result. Every group whose elementwise ops read it takes a copy
-//! of the broadcast op ([`Group::ops`]) and reads the broadcast's *operand* instead of its result
-//! ([`Group::inputs`]): each element of the chain loads the operand element its index maps to
-//! (dims the broadcast adds or repeats contribute nothing to the source index, see
-//! `kernels::BroadcastIndex`), so the repeated tensor is never written or read back. Legal for a
-//! reader group when:
-//! - the broadcast's result is not a comm buffer and the broadcast writes no pool slot;
+//! Concats: a `compute.concat` is a chain op too (it fuses with its operands' chains and into
+//! its reader's chain like an elementwise op): the kernel picks, by the element's coordinate
+//! along the concat's dim, the operand whose range holds it and evaluates that operand's
+//! subchain there (`kernels::fused`: one variant of the kernel per combination of operands,
+//! at most [`MAX_CONCAT_VARIANTS`]). Concats are not nested (a concat does not absorb a chain
+//! holding one), so the choice depends on the element's index only. A lone concat is still
+//! its own gather kernel. The rotary embedding's `cat(-x2, x1)` feeding `x·cos + ·sin` is
+//! part of the `mul_mul_add` chain.
+//!
+//! Absorbed views: a view (`compute.broadcast`, `slice`, `permute`, `transpose`) is a kernel of
+//! its own only where something other than a fused chain reads its result. Every group whose
+//! ops read it takes a copy of the view op ([`Group::ops`]) and reads the view's *operand*
+//! instead of its result ([`Group::inputs`]): each element of the chain loads the operand
+//! element its index maps to (`kernels::index_map`: per dim an extent and a stride, plus an
+//! offset), so the viewed tensor is never written or read back. Views are visited last to
+//! first, so that a view of a view is taken by the groups that took the outer one and the
+//! two compose (a slice of a permute is one strided map); a lone view (or concat) reading a
+//! view takes it as well and becomes a gather through the composed map (a lone view that only
+//! matmuls read excepted: `comm-to-rt` may fold it into the GEMM, which then reads its
+//! operand's buffer). Legal for a reader group when:
+//! - the view's result is not a comm buffer and the view writes no pool slot;
 //! - the group is not an all-reduce's epilogue (its kernel reads every input at the reduced
 //!   element's index);
-//! - the operand is read at the group root's position instead of the broadcast's, so it must
+//! - the operand is read at the group root's position instead of the view's, so it must
 //!   read the same there: always true of a plain tensor (its buffer is written once, by its
 //!   producer, and freed after its last reader, now the group), true of a comm buffer only
-//!   when no [barrier](is_barrier) stands between the broadcast and the group's root.
+//!   when no [barrier](is_barrier) stands between the view and the group's root.
 //!   Broadcasts of weights and tables (function arguments) therefore fuse across the
 //!   collectives a schedule placed between them and their readers.
 //!
-//! When every reader's group takes it, the broadcast is absorbed ([`FusionPlan::absorbed`]) and
+//! When every reader's group takes it, the view is absorbed ([`FusionPlan::absorbed`]) and
 //! emits nothing; otherwise its own kernel still materializes the result for the other readers
-//! (a matmul, a softmax, a `return`, a chain beyond a barrier) while the groups that took a
-//! copy read the small operand.
+//! (a matmul, a softmax, attention, a `return`, a chain beyond a barrier) while the groups that
+//! took a copy read the operand.
+//!
+//! Row reductions (Inductor's persistent reductions): a `compute.reduce_sum` or `reduce_max`
+//! along the last dim (f16/bf16/f32, `kernels::is_row_block`) joins the chains around it into
+//! one kernel of one block per row (`kernels::rows`): RMSNorm is one kernel. After the views are
+//! absorbed, its group takes
+//! - the *per-row chain*: the one fused chain holding every reader of the reduction's result,
+//!   elementwise on per-row values (`scale`, `+ eps`, `rsqrt`);
+//! - the *epilogue*: the one fused chain reading that chain's result (or the reduction's) only
+//!   through broadcasts back to the rows (`is_row_broadcast`: index `j / len`) that were
+//!   absorbed into it alone;
+//! - the *prologue*: every fused chain producing a row-shaped value (the reduction's element
+//!   count) that only the row kernel's ops read, each at the element's own index (an
+//!   elementwise op or the reduction: not through a view, which may read another row's
+//!   element), transitively: the `cast` and `x·x` of RMSNorm, whose `cast` the epilogue reads too.
+//!
+//! Chains with concats, all-reduce epilogues and comm-buffer or slot intermediates stay out, and,
+//! as for a chain, no barrier may stand between the first op the row kernel computes and its
+//! root (the epilogue's root, else the per-row chain's, else the reduction), which must be the
+//! last. The kernel stores only its root. `COMMLIR_ROW_FUSION=0` at compile time keeps the
+//! reductions apart (the comparison).
 //!
 //! Epilogues: a chain that reads the result of a `symm.one_shot_all_reduce`, or of a
 //! `symm.fused_matmul_reduce_scatter` whose pipeline reduces after its last GEMM (not the
@@ -63,6 +98,7 @@
 //! The fused kernel rounds the reduced value to its element type once, as the sim rounds the
 //! collective's result, then evaluates the chain exactly as the chain's own kernel does.
 
+use crate::kernels::index_map::is_view;
 use commlir_dialects::comm::{buffer_encoding_ref, is_comm_buffer, SLOT_ATTR};
 use commlir_dialects::compute::{BINARY_OPS, UNARY_OPS};
 use commlir_ir::{Context, OpId, Trait, Value};
@@ -105,20 +141,41 @@ pub fn is_standalone_kernel(name: &str) -> bool {
     )
 }
 
-/// Whether `ops` (a group's) form a fused elementwise kernel: elementwise ops, with the
-/// `compute.broadcast`s whose results they read absorbed (module docs); a lone broadcast is
-/// the standalone gather kernel.
+/// Whether `name` can stand in a fused chain's tree: elementwise ops, and concats (a concat
+/// selects its operand by the element's coordinate, module docs, *Concats*).
+pub fn is_chain_op(name: &str) -> bool {
+    is_elementwise(name) || name == "compute.concat"
+}
+
+/// Whether `ops` (a group's) form a fused elementwise kernel (`kernels::fused`): chain ops
+/// and the views whose results they read absorbed (module docs). A lone view or concat is
+/// its standalone kernel.
 pub fn is_fused_chain(ctx: &Context, ops: &[OpId]) -> bool {
-    let mut elementwise = false;
-    for &o in ops {
+    let all = ops.iter().all(|&o| {
         let name = ctx.op_name(o);
-        if is_elementwise(name) {
-            elementwise = true;
-        } else if name != "compute.broadcast" {
-            return false;
-        }
-    }
-    elementwise
+        is_chain_op(name) || is_view(name)
+    });
+    all && !matches!(ops, [o] if is_standalone_kernel(ctx.op_name(*o)))
+}
+
+/// Whether a group of `ops` only moves data (views, reshapes, clones, concats): its kernel is
+/// named after the views, a chain with arithmetic after its chain ops.
+pub fn is_movement(ctx: &Context, ops: &[OpId]) -> bool {
+    ops.iter().all(|&o| {
+        let name = ctx.op_name(o);
+        is_view(name) || matches!(name, "compute.reshape" | "compute.clone" | "compute.concat")
+    })
+}
+
+/// The most operand combinations of the concats of one fused kernel (each is compiled as a
+/// variant of its own, `kernels::fused`).
+pub const MAX_CONCAT_VARIANTS: usize = 16;
+
+fn concat_variants(ctx: &Context, ops: &[OpId]) -> usize {
+    ops.iter()
+        .filter(|o| ctx.op_name(**o) == "compute.concat")
+        .map(|o| ctx.operands(*o).len().max(1))
+        .product()
 }
 
 /// One kernel's worth of ops.
@@ -186,20 +243,21 @@ pub fn plan(ctx: &Context, ops: &[OpId]) -> FusionPlan {
     let mut roots: Vec<OpId> = Vec::new();
     for &op in ops {
         let name = ctx.op_name(op);
-        if is_standalone_kernel(name) {
+        if is_standalone_kernel(name) && name != "compute.concat" {
             members.insert(op, vec![op]);
             roots.push(op);
             continue;
         }
-        if !is_elementwise(name) {
+        if !is_chain_op(name) {
             continue;
         }
+        let concat = name == "compute.concat";
         let mut group = Vec::new();
         for &x in ctx.operands(op) {
             let Some(p) = ctx.defining_op(x) else {
                 continue;
             };
-            let fusable = is_elementwise(ctx.op_name(p))
+            let fusable = is_chain_op(ctx.op_name(p))
                 && members.contains_key(&p)
                 && ctx.results(p).len() == 1
                 && ctx.uses(x).len() == 1
@@ -216,11 +274,70 @@ pub fn plan(ctx: &Context, ops: &[OpId]) -> FusionPlan {
             if barriers_before[b] - barriers_before[a + 1] > 0 {
                 continue;
             }
+            // A concat's operands are evaluated at shifted indices, in a variant of the kernel
+            // per operand combination: no concat inside another's operand, and a bounded
+            // number of combinations.
+            let sub = &members[&p];
+            let nested = concat && sub.iter().any(|m| ctx.op_name(*m) == "compute.concat");
+            let variants = concat_variants(ctx, &group)
+                * concat_variants(ctx, sub)
+                * if concat {
+                    ctx.operands(op).len().max(1)
+                } else {
+                    1
+                };
+            if nested || variants > MAX_CONCAT_VARIANTS {
+                continue;
+            }
             let sub = members.remove(&p).unwrap_or_default();
             for &m in &sub {
                 absorbed.insert(m, op);
             }
             group.extend(sub);
+        }
+        // Then the producers that several ops of this chain read and nothing else (a DAG,
+        // SwiGLU's `x·sigmoid(x)` of a cast `x`): each element computes them once. Not in a
+        // chain with a concat, whose operands are evaluated at other indices.
+        let has_concat = |g: &[OpId]| g.iter().any(|m| ctx.op_name(*m) == "compute.concat");
+        while !concat && !has_concat(&group) {
+            let reads: Vec<Value> = group
+                .iter()
+                .chain([&op])
+                .flat_map(|m| ctx.operands(*m).to_vec())
+                .collect();
+            let mut grew = false;
+            for x in reads {
+                let Some(p) = ctx.defining_op(x) else {
+                    continue;
+                };
+                let shared = is_elementwise(ctx.op_name(p))
+                    && !group.contains(&p)
+                    && members.get(&p).is_some_and(|sub| !has_concat(sub))
+                    && ctx.results(p).len() == 1
+                    && ctx.uses(x).len() > 1
+                    && ctx
+                        .uses(x)
+                        .iter()
+                        .all(|u| u.op == op || group.contains(&u.op))
+                    && !is_comm_buffer(ctx, ctx.value_type(x))
+                    && ctx.get_attr(p, SLOT_ATTR).is_none();
+                if !shared {
+                    continue;
+                }
+                let first = members[&p][0];
+                let (Some(&a), Some(&b)) = (pos.get(&first), pos.get(&op)) else {
+                    continue;
+                };
+                if barriers_before[b] - barriers_before[a + 1] > 0 {
+                    continue;
+                }
+                let sub = members.remove(&p).unwrap_or_default();
+                group.extend(sub);
+                grew = true;
+            }
+            if !grew {
+                break;
+            }
         }
         // Absorbed ops of earlier roots re-point to this root.
         for m in &group {
@@ -248,7 +365,8 @@ pub fn plan(ctx: &Context, ops: &[OpId]) -> FusionPlan {
         });
     }
     plan_epilogues(ctx, ops, &pos, &mut plan);
-    absorb_broadcasts(ctx, &pos, &barriers_before, &mut plan);
+    absorb_views(ctx, &pos, &barriers_before, &mut plan);
+    plan_rows(ctx, &pos, &barriers_before, &mut plan);
     plan
 }
 
@@ -267,19 +385,21 @@ fn group_inputs(ctx: &Context, ops: &[OpId]) -> Vec<Value> {
     inputs
 }
 
-/// Copies every standalone `compute.broadcast` into the fused chains that read its result, and
-/// drops its own kernel when no other reader is left (module docs).
-fn absorb_broadcasts(
+/// Copies every standalone view (broadcast, slice, permute, transpose) into the fused chains
+/// that read its result, and drops its own kernel when no other reader is left (module docs,
+/// *Absorbed views*). Views are visited last to first, so that a view of a view finds the
+/// chains that took the outer one reading its result, and composes with it.
+fn absorb_views(
     ctx: &Context,
     pos: &HashMap<OpId, usize>,
     barriers_before: &[usize],
     plan: &mut FusionPlan,
 ) {
     let mut dropped: Vec<usize> = Vec::new();
-    for gi in 0..plan.groups.len() {
+    for gi in (0..plan.groups.len()).rev() {
         let b = plan.groups[gi].root;
         if plan.groups[gi].ops != [b]
-            || ctx.op_name(b) != "compute.broadcast"
+            || !is_view(ctx.op_name(b))
             || ctx.results(b).len() != 1
             || ctx.operands(b).len() != 1
         {
@@ -304,21 +424,32 @@ fn absorb_broadcasts(
         let mut takers: Vec<usize> = Vec::new();
         let mut all = !ctx.uses(r).is_empty();
         for u in ctx.uses(r) {
-            let root = plan.absorbed.get(&u.op).copied().unwrap_or(u.op);
-            let taker = plan.root_group.get(&root).copied().filter(|&g| {
-                is_elementwise(ctx.op_name(u.op))
-                    && is_fused_chain(ctx, &plan.groups[g].ops)
-                    && !plan.fused_into.contains_key(&root)
-                    // For a comm-buffer operand, no barrier strictly between the broadcast
-                    // and the group's root.
-                    && pos.get(&root).is_some_and(|&end| {
+            // Every group holding the reader (a view's reader may be a copy in several).
+            let holders: Vec<usize> = plan
+                .groups
+                .iter()
+                .enumerate()
+                .filter(|(g, grp)| !dropped.contains(g) && grp.ops.contains(&u.op))
+                .map(|(g, _)| g)
+                .collect();
+            if holders.is_empty() {
+                all = false;
+            }
+            for g in holders {
+                let grp = &plan.groups[g];
+                let takes = g != gi
+                    && is_fused_chain_or_view(ctx, &grp.ops)
+                    && !plan.fused_into.contains_key(&grp.root)
+                    // For a comm-buffer operand, no barrier strictly between the view and
+                    // the group's root.
+                    && pos.get(&grp.root).is_some_and(|&end| {
                         end > at && (!pinned || barriers_before[end] == barriers_before[at + 1])
-                    })
-            });
-            match taker {
-                Some(g) if !takers.contains(&g) => takers.push(g),
-                Some(_) => {}
-                None => all = false,
+                    });
+                if !takes {
+                    all = false;
+                } else if !takers.contains(&g) {
+                    takers.push(g);
+                }
             }
         }
         for &g in &takers {
@@ -335,10 +466,29 @@ fn absorb_broadcasts(
             }
         }
     }
+    drop_groups(plan, &dropped);
+}
+
+/// Whether a group can take a view: a fused chain, or a lone view or concat (which becomes
+/// one, reading through the composed maps). Not a lone view that only matmuls read: `comm-to-rt`
+/// may fold it into the GEMM as a transposed operand, which reads the view's operand buffer.
+fn is_fused_chain_or_view(ctx: &Context, ops: &[OpId]) -> bool {
+    let chain = ops.iter().all(|&o| {
+        let name = ctx.op_name(o);
+        is_chain_op(name) || is_view(name)
+    });
+    let gemm_operand = matches!(ops, [o] if is_view(ctx.op_name(*o)) && {
+        let uses = ctx.uses(ctx.result(*o, 0));
+        !uses.is_empty() && uses.iter().all(|u| ctx.op_name(u.op) == "compute.matmul")
+    });
+    chain && !gemm_operand
+}
+
+/// Removes the groups at indices `dropped` and re-indexes the plan.
+fn drop_groups(plan: &mut FusionPlan, dropped: &[usize]) {
     if dropped.is_empty() {
         return;
     }
-    // Re-index without the dropped groups.
     let mut new_index: Vec<Option<usize>> = Vec::with_capacity(plan.groups.len());
     let mut kept = Vec::with_capacity(plan.groups.len() - dropped.len());
     for (i, g) in std::mem::take(&mut plan.groups).into_iter().enumerate() {
@@ -357,11 +507,231 @@ fn absorb_broadcasts(
         .map(|(i, g)| (g.root, i))
         .collect();
     for g in plan.epilogues.values_mut() {
-        // Epilogue groups take no broadcast, so they are never dropped.
+        // Epilogue groups take no view and join no row kernel, so they are never dropped.
         if let Some(n) = new_index[*g] {
             *g = n;
         }
     }
+}
+
+/// The groups (not yet dropped) whose ops include `op` (a view may be copied into several).
+fn holders(plan: &FusionPlan, dropped: &[usize], op: OpId) -> Vec<usize> {
+    plan.groups
+        .iter()
+        .enumerate()
+        .filter(|(g, grp)| !dropped.contains(g) && grp.ops.contains(&op))
+        .map(|(g, _)| g)
+        .collect()
+}
+
+/// Whether the broadcast of a per-row value of shape `from` to `to` gives every element of
+/// row `i` (rows of `len` elements) the row's value: its index map is `j / len`.
+pub fn is_row_broadcast(from: &[i64], to: &[i64], len: u64) -> bool {
+    let n = to.iter().product::<i64>().max(0) as u64;
+    let rows = n / len.max(1);
+    crate::kernels::StridedIndex::new(from, to).is_ok_and(|m| {
+        m.offset == 0 && m.dims == crate::kernels::collapse(vec![(rows, 1), (len, 0)])
+    })
+}
+
+/// Merges each row reduction with the chains around it into one kernel (module docs, *Row
+/// reductions*): `COMMLIR_ROW_FUSION=0` at compile time keeps them apart.
+fn plan_rows(
+    ctx: &Context,
+    pos: &HashMap<OpId, usize>,
+    barriers_before: &[usize],
+    plan: &mut FusionPlan,
+) {
+    if std::env::var("COMMLIR_ROW_FUSION").is_ok_and(|v| v.trim() == "0") {
+        return;
+    }
+    let mut dropped: Vec<usize> = Vec::new();
+    for gi in 0..plan.groups.len() {
+        let rd = plan.groups[gi].root;
+        if dropped.contains(&gi)
+            || plan.groups[gi].ops != [rd]
+            || !matches!(ctx.op_name(rd), "compute.reduce_sum" | "compute.reduce_max")
+            || !crate::kernels::is_row_block(ctx, rd)
+        {
+            continue;
+        }
+        let Some((members, root)) = row_members(ctx, pos, barriers_before, plan, gi, &dropped)
+        else {
+            continue;
+        };
+        let Some(&keep) = plan.root_group.get(&root) else {
+            continue;
+        };
+        let mut ops: Vec<OpId> = Vec::new();
+        for &m in &members {
+            for &o in &plan.groups[m].ops {
+                if !ops.contains(&o) {
+                    ops.push(o);
+                }
+            }
+        }
+        ops.sort_by_key(|o| pos.get(o).copied().unwrap_or(usize::MAX));
+        let roots: Vec<OpId> = members.iter().map(|&m| plan.groups[m].root).collect();
+        for v in plan.absorbed.values_mut() {
+            if roots.contains(v) {
+                *v = root;
+            }
+        }
+        for (&m, &r) in members.iter().zip(&roots) {
+            if m != keep {
+                plan.absorbed.insert(r, root);
+                dropped.push(m);
+            }
+        }
+        let inputs = group_inputs(ctx, &ops);
+        let grp = &mut plan.groups[keep];
+        grp.ops = ops;
+        grp.inputs = inputs;
+    }
+    drop_groups(plan, &dropped);
+}
+
+/// The groups of the row kernel of reduction group `gi` and its root, if it has more than
+/// the reduction (module docs, *Row reductions*).
+fn row_members(
+    ctx: &Context,
+    pos: &HashMap<OpId, usize>,
+    barriers_before: &[usize],
+    plan: &FusionPlan,
+    gi: usize,
+    dropped: &[usize],
+) -> Option<(Vec<usize>, OpId)> {
+    let rd = plan.groups[gi].root;
+    let (x, r) = (ctx.operand(rd, 0), ctx.result(rd, 0));
+    let xt = commlir_dialects::shape::value_tensor(ctx, x)?;
+    let n = xt.numel().max(0) as u64;
+    let len = *xt.shape.last()? as u64;
+    if len < 2 || n == 0 {
+        return None;
+    }
+    let rows = n / len;
+    // A fused chain of elementwise ops and views: concats select by coordinate, which the
+    // row kernel does not do.
+    let chain = |g: usize| {
+        let grp = &plan.groups[g];
+        is_fused_chain(ctx, &grp.ops)
+            && !plan.fused_into.contains_key(&grp.root)
+            && grp.ops.iter().all(|o| ctx.op_name(*o) != "compute.concat")
+    };
+    // Stored nowhere: not a comm buffer, not written to a slot.
+    let plain = |v: Value| {
+        !is_comm_buffer(ctx, ctx.value_type(v))
+            && ctx
+                .defining_op(v)
+                .is_none_or(|d| ctx.get_attr(d, SLOT_ATTR).is_none())
+    };
+    // An elementwise reader: reads the element of its own index.
+    let pointwise = |o: OpId| is_elementwise(ctx.op_name(o));
+    // The one group holding every reader of `v`, when each satisfies `ok`.
+    let one_group = |v: Value, ok: &dyn Fn(OpId) -> bool| -> Option<usize> {
+        let mut group = None;
+        for u in ctx.uses(v) {
+            if !ok(u.op) {
+                return None;
+            }
+            match holders(plan, dropped, u.op)[..] {
+                [g] if group.is_none_or(|h| h == g) => group = Some(g),
+                _ => return None,
+            }
+        }
+        group
+    };
+    let mut members = vec![gi];
+    if !plain(r) {
+        return None;
+    }
+    // The chain on the per-row values.
+    let mut per_row = r;
+    let mut root = rd;
+    if let Some(gp) = one_group(r, &pointwise).filter(|&g| {
+        g != gi
+            && chain(g)
+            && plan.groups[g].ops.iter().all(|o| {
+                ctx.results(*o).len() == 1 && numel(ctx, ctx.result(*o, 0)) == Some(rows as i64)
+            })
+    }) {
+        members.push(gp);
+        root = plan.groups[gp].root;
+        per_row = ctx.result(root, 0);
+    }
+    // The epilogue: one chain reading the per-row value only through broadcasts back to
+    // the rows, copies of its own.
+    let shape = |v: Value| commlir_dialects::shape::value_tensor(ctx, v).map(|t| t.shape);
+    let row_bcast = |o: OpId| {
+        ctx.op_name(o) == "compute.broadcast"
+            && plan.absorbed.contains_key(&o)
+            && match (shape(per_row), shape(ctx.result(o, 0))) {
+                (Some(a), Some(b)) => is_row_broadcast(&a, &b, len),
+                _ => false,
+            }
+    };
+    if plain(per_row) {
+        if let Some(ge) = one_group(per_row, &row_bcast).filter(|&g| {
+            !members.contains(&g)
+                && chain(g)
+                && numel(ctx, ctx.result(plan.groups[g].root, 0)) == Some(n as i64)
+        }) {
+            members.push(ge);
+            root = plan.groups[ge].root;
+        }
+    }
+    // The prologue: chains whose row-shaped results only the row kernel reads, each reader
+    // at the element's own index (an elementwise op, or the reduction).
+    loop {
+        let mut grew = false;
+        let inputs: Vec<Value> = members
+            .iter()
+            .flat_map(|&m| plan.groups[m].inputs.clone())
+            .collect();
+        for v in inputs {
+            let Some(g) = ctx
+                .defining_op(v)
+                .and_then(|d| plan.root_group.get(&d).copied())
+            else {
+                continue;
+            };
+            if members.contains(&g)
+                || dropped.contains(&g)
+                || !chain(g)
+                || numel(ctx, v) != Some(n as i64)
+                || !plain(v)
+            {
+                continue;
+            }
+            let inside = ctx.uses(v).iter().all(|u| {
+                (u.op == rd || pointwise(u.op)) && {
+                    let h = holders(plan, dropped, u.op);
+                    !h.is_empty() && h.iter().all(|g| members.contains(g))
+                }
+            });
+            if inside {
+                members.push(g);
+                grew = true;
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    if members.len() == 1 {
+        return None;
+    }
+    // The kernel runs at the root: no barrier may stand between the first op it computes
+    // and the root (as for a chain), and the root is the last.
+    let computed: Vec<usize> = members
+        .iter()
+        .flat_map(|&m| plan.groups[m].ops.iter())
+        .filter(|o| !crate::kernels::index_map::is_view(ctx.op_name(**o)))
+        .filter_map(|o| pos.get(o).copied())
+        .collect();
+    let (first, last) = (*computed.iter().min()?, *computed.iter().max()?);
+    let end = *pos.get(&root)?;
+    (last == end && barriers_before[end] == barriers_before[first + 1]).then_some((members, root))
 }
 
 /// The elements of tensor value `v` (none for a dynamic or non-tensor type).

@@ -8,9 +8,12 @@
 //! - data-movement kernels run one thread per output element in a grid-stride loop, so any
 //!   grid is correct; fused elementwise kernels and plain copies move one 16-byte vector per
 //!   thread and iteration when every pointer is 16-byte aligned (scalar tail, scalar fallback),
-//!   and `rt.launch` sizes them by vectors; a broadcast absorbed into a fused kernel is read
-//!   from its operand at each element's source index ([`BroadcastIndex`], a vector, one shared
-//!   or one per-lane load by [`Access`]); softmax and reduce_sum along a contiguous last dimension
+//!   and `rt.launch` sizes them by vectors; a view (broadcast, slice, permute, transpose, and
+//!   their compositions) absorbed into a fused kernel is read from its operand at each
+//!   element's source index ([`index_map`]: a vector, one shared or one per-lane load by
+//!   [`Access`]), and a concat in a chain picks its operand by the element's coordinate
+//!   (`fused`); a reduction fused with the chains around it is one block per row (`rows`);
+//!   softmax and reduce_sum along a contiguous last dimension
 //!   (f16/bf16/f32) run one block per row (rows grid-stride over blocks), threads striding over
 //!   the row (16-byte vectors when the row length is a multiple of the vector width and the
 //!   buffers are aligned; a softmax row of at most 8 vectors per thread stays in registers, so
@@ -690,7 +693,13 @@ impl<'a, 'c> Gen<'a, 'c> {
             {
                 self.standalone(ctx, f, *single, &args)
             }
-            _ => self.elementwise(ctx, f, inner, &args, result),
+            _ if inner.iter().any(|o| {
+                matches!(ctx.op_name(*o), "compute.reduce_sum" | "compute.reduce_max")
+            }) =>
+            {
+                self.row_fused(ctx, f, inner, &args, result)
+            }
+            _ => self.fused(ctx, f, inner, &args, result),
         };
         gen.and_then(|()| {
             self.b.build_return(None).map_err(|e| e.to_string())?;
@@ -824,190 +833,6 @@ impl<'a, 'c> Gen<'a, 'c> {
                 Ok(())
             }
         }
-    }
-
-    /// A fused chain of elementwise ops and the broadcasts it absorbed ([`crate::fusion`]).
-    /// When every pointer is 16-byte aligned, each thread of a grid-stride loop handles
-    /// [`elementwise_vector_width`] consecutive elements: one 16-byte vector load per argument
-    /// (wider element types take several), the chain lane by lane in scalars, one vector store;
-    /// the last `n mod width` elements run one per iteration. Otherwise (an unaligned pool
-    /// view) every element runs one per iteration. An absorbed broadcast's elements are loaded
-    /// from its operand at each element's source index ([`BroadcastIndex`]); in the vector loop
-    /// as [`BroadcastIndex::access`] says: one vector load, one scalar load shared by the
-    /// lanes, or one scalar load per lane. Any grid is correct; `rt.launch` sizes it for one
-    /// vector per thread.
-    fn elementwise(
-        &mut self,
-        ctx: &IrContext,
-        f: FunctionValue<'c>,
-        ops: &[OpId],
-        args: &[Value],
-        result: Value,
-    ) -> R<()> {
-        let width = elementwise_vector_width(ctx, ops);
-        // The values the chain loads: the arguments, then the absorbed broadcasts' results,
-        // each with the argument it is read from and, for a broadcast, its index map.
-        let mut srcs: Vec<Value> = args.to_vec();
-        let mut from: Vec<(usize, Option<BroadcastIndex>)> =
-            (0..args.len()).map(|k| (k, None)).collect();
-        let mut chain_ops = Vec::with_capacity(ops.len());
-        for &op in ops {
-            let name = ctx.op_name(op);
-            if name == "compute.broadcast" {
-                let x = ctx.operand(op, 0);
-                let k = args
-                    .iter()
-                    .position(|a| *a == x)
-                    .ok_or("an absorbed broadcast must read a kernel argument")?;
-                let (_, ishape) = self.kind_of(ctx, x)?;
-                let (_, oshape) = self.kind_of(ctx, ctx.result(op, 0))?;
-                srcs.push(ctx.result(op, 0));
-                from.push((k, Some(BroadcastIndex::new(&ishape, &oshape)?)));
-            } else if crate::fusion::is_elementwise(name) {
-                chain_ops.push(op);
-            } else {
-                return Err(format!("'{name}' cannot be part of a fused kernel"));
-            }
-        }
-        let ops = &chain_ops[..];
-        let (re, shape) = self.kind_of(ctx, result)?;
-        let n = shape.iter().product::<i64>().max(0) as u64;
-        if transcendental_used(ctx, ops) {
-            self.helper_exp()?;
-            self.helper_tanh()?;
-            self.helper_exp_fast()?;
-            self.helper_tanh_fast()?;
-            self.helper_tanh64()?;
-            self.helper_sincos64(false)?;
-            self.helper_sincos64(true)?;
-            self.helper_log64()?;
-            self.b
-                .position_at_end(f.get_first_basic_block().ok_or("no entry")?);
-        }
-        let out = self.param(f, args.len())?;
-        let nv = n / width;
-        let (gid, stride) = self.thread_range()?;
-        // Element `i` of source `k`, one at a time.
-        let load_one = |g: &Self, k: usize, e: Kind, i: IntValue<'c>| -> R<BasicValueEnum<'c>> {
-            let (a, map) = &from[k];
-            let idx = match map {
-                None => i,
-                Some(m) => g.strided_index(i, &m.dims)?,
-            };
-            g.load_any(e, g.param(f, *a)?, idx)
-        };
-        let scalar = |g: &Self, start_at: u64| -> R<()> {
-            let start = b!(g.b.build_int_add(gid, g.i64(start_at), "start"));
-            g.counted(f, start, g.i64(n), stride, |g, i| {
-                let v = g.chain(ctx, ops, &srcs, result, &mut |g, k, e| load_one(g, k, e, i))?;
-                g.store_any(re, out, i, v)
-            })
-        };
-        if nv == 0 {
-            return scalar(self, 0);
-        }
-        let i64t = self.cx.i64_type();
-        let mut low = self.i64(0);
-        for k in 0..=args.len() {
-            let pi = b!(self.b.build_ptr_to_int(self.param(f, k)?, i64t, "pi"));
-            low = b!(self.b.build_or(low, pi, "low"));
-        }
-        let low = b!(self.b.build_and(low, self.i64(VECTOR_BYTES - 1), "low"));
-        let aligned = b!(self
-            .b
-            .build_int_compare(IntPredicate::EQ, low, self.i64(0), "aligned"));
-        let vec_bb = self.cx.append_basic_block(f, "vec");
-        let sc_bb = self.cx.append_basic_block(f, "scalar");
-        let done = self.cx.append_basic_block(f, "done");
-        b!(self.b.build_conditional_branch(aligned, vec_bb, sc_bb));
-        // Aligned: vectors of `width` elements, then the tail.
-        self.b.position_at_end(vec_bb);
-        self.counted(f, gid, self.i64(nv), stride, |g, j| {
-            let w = width as u32;
-            let first = b!(g.b.build_int_mul(j, g.i64(width), "first"));
-            // Per source: its vector of the `width` elements, or its one element every lane
-            // reads (a broadcast's repeated element).
-            let mut loaded: HashMap<usize, inkwell::values::VectorValue<'c>> = HashMap::new();
-            let mut shared: HashMap<usize, BasicValueEnum<'c>> = HashMap::new();
-            let ot = g.vec_ty(re, w);
-            let mut acc = ot.get_poison();
-            for l in 0..w {
-                let lane = g.cx.i32_type().const_int(u64::from(l), false);
-                let v = g.chain(ctx, ops, &srcs, result, &mut |g, k, e| {
-                    let (a, map) = &from[k];
-                    let at = match map.as_ref().map(|m| (m, m.access(width))) {
-                        None => first,
-                        Some((m, Access::Vector)) => g.strided_index(first, &m.dims)?,
-                        Some((_, Access::Shared)) => {
-                            if let Some(x) = shared.get(&k) {
-                                return Ok(*x);
-                            }
-                            let x = load_one(g, k, e, first)?;
-                            shared.insert(k, x);
-                            return Ok(x);
-                        }
-                        Some((_, Access::PerLane)) => {
-                            let i = b!(g.b.build_int_add(first, g.i64(u64::from(l)), "i"));
-                            return load_one(g, k, e, i);
-                        }
-                    };
-                    let vec = match loaded.get(&k) {
-                        Some(v) => *v,
-                        None => {
-                            let vt = g.vec_ty(e, w);
-                            let p = unsafe {
-                                b!(g.b.build_in_bounds_gep(
-                                    g.storage_any(e),
-                                    g.param(f, *a)?,
-                                    &[at],
-                                    "vp"
-                                ))
-                            };
-                            let v = b!(g.b.build_load(vt, p, "vld"));
-                            if let Some(ins) = v.as_instruction_value() {
-                                ins.set_alignment(VECTOR_BYTES as u32)
-                                    .map_err(|e| e.to_string())?;
-                            }
-                            if let Kind::Int(i) = e {
-                                g.bool_range(i, v)?;
-                            }
-                            let v = v.into_vector_value();
-                            loaded.insert(k, v);
-                            v
-                        }
-                    };
-                    let x = b!(g.b.build_extract_element(vec, lane, "x"));
-                    match e {
-                        Kind::Float(e) => {
-                            Ok(g.convert(x.into_float_value(), g.compute_ty(e))?.into())
-                        }
-                        Kind::Int(i) => Ok(g.int_load_value(i, x.into_int_value())?.into()),
-                    }
-                })?;
-                let v: BasicValueEnum<'c> = match re {
-                    Kind::Float(e) => g.convert(v.into_float_value(), g.storage_ty(e))?.into(),
-                    Kind::Int(i) => g.int_store_value(i, v.into_int_value())?.into(),
-                };
-                acc = b!(g.b.build_insert_element(acc, v, lane, "acc"));
-            }
-            let p = unsafe {
-                b!(g.b.build_in_bounds_gep(g.storage_any(re), out, &[first], "vo"))
-            };
-            let st = b!(g.b.build_store(p, acc));
-            st.set_alignment(VECTOR_BYTES as u32)
-                .map_err(|e| e.to_string())?;
-            Ok(())
-        })?;
-        if nv * width < n {
-            scalar(self, nv * width)?;
-        }
-        b!(self.b.build_unconditional_branch(done));
-        // Unaligned: element by element.
-        self.b.position_at_end(sc_bb);
-        scalar(self, 0)?;
-        b!(self.b.build_unconditional_branch(done));
-        self.b.position_at_end(done);
-        Ok(())
     }
 
     /// The index `Σ j_d · stride_d` of the element a gather reads for element `j` of its result,
@@ -1309,57 +1134,65 @@ impl<'a, 'c> Gen<'a, 'c> {
                     ins.push(x);
                 }
             }
-            let (k, _) = self.kind_of(ctx, ctx.result(op, 0))?;
-            let v = match k {
-                Kind::Float(e) => {
-                    let v = match ins.first() {
-                        // An integer → float cast: exactly in f64 (the sim's `int_to_f64`).
-                        Some(BasicValueEnum::IntValue(x)) if ctx.op_name(op) == "compute.cast" => {
-                            let (Kind::Int(from), _) = self.kind_of(ctx, ctx.operand(op, 0))?
-                            else {
-                                return Err("integer operand of a float kernel".into());
-                            };
-                            self.int_to_f64(*x, from)?
-                        }
-                        // select's condition is the one integer operand of a float op.
-                        Some(BasicValueEnum::IntValue(cond))
-                            if ctx.op_name(op) == "compute.select" =>
-                        {
-                            let value = |i: usize| match ins.get(i) {
-                                Some(BasicValueEnum::FloatValue(v)) => Ok(*v),
-                                _ => Err("select between non-float values".to_string()),
-                            };
-                            b!(self.b.build_select(*cond, value(1)?, value(2)?, "sel"))
-                                .into_float_value()
-                        }
-                        _ => {
-                            let fins = ins
-                                .iter()
-                                .map(|x| match x {
-                                    BasicValueEnum::FloatValue(v) => Ok(*v),
-                                    _ => Err("integer operand of a float op".to_string()),
-                                })
-                                .collect::<R<Vec<_>>>()?;
-                            self.scalar_op(ctx, op, e, &fins)?
-                        }
-                    };
-                    // One rounding to the result type (from f64 for a cast of an integer).
-                    self.round(e, v)?.into()
-                }
-                Kind::Int(t) => {
-                    let from = ctx
-                        .operands(op)
-                        .first()
-                        .and_then(|v| self.kind_of(ctx, *v).ok())
-                        .map(|(k, _)| k);
-                    self.int_op(ctx, op, t, from, &ins)?.into()
-                }
-            };
+            let v = self.apply_op(ctx, op, &ins)?;
             vals.insert(ctx.result(op, 0), v);
         }
         vals.get(&result)
             .copied()
             .ok_or_else(|| "result not computed".to_string())
+    }
+
+    /// Elementwise op `op` of a chain on its operands' compute values; the result is rounded
+    /// to its element type (in its compute type).
+    fn apply_op(
+        &self,
+        ctx: &IrContext,
+        op: OpId,
+        ins: &[BasicValueEnum<'c>],
+    ) -> R<BasicValueEnum<'c>> {
+        let (k, _) = self.kind_of(ctx, ctx.result(op, 0))?;
+        Ok(match k {
+            Kind::Float(e) => {
+                let v = match ins.first() {
+                    // An integer → float cast: exactly in f64 (the sim's `int_to_f64`).
+                    Some(BasicValueEnum::IntValue(x)) if ctx.op_name(op) == "compute.cast" => {
+                        let (Kind::Int(from), _) = self.kind_of(ctx, ctx.operand(op, 0))? else {
+                            return Err("integer operand of a float kernel".into());
+                        };
+                        self.int_to_f64(*x, from)?
+                    }
+                    // select's condition is the one integer operand of a float op.
+                    Some(BasicValueEnum::IntValue(cond)) if ctx.op_name(op) == "compute.select" => {
+                        let value = |i: usize| match ins.get(i) {
+                            Some(BasicValueEnum::FloatValue(v)) => Ok(*v),
+                            _ => Err("select between non-float values".to_string()),
+                        };
+                        b!(self.b.build_select(*cond, value(1)?, value(2)?, "sel"))
+                            .into_float_value()
+                    }
+                    _ => {
+                        let fins = ins
+                            .iter()
+                            .map(|x| match x {
+                                BasicValueEnum::FloatValue(v) => Ok(*v),
+                                _ => Err("integer operand of a float op".to_string()),
+                            })
+                            .collect::<R<Vec<_>>>()?;
+                        self.scalar_op(ctx, op, e, &fins)?
+                    }
+                };
+                // One rounding to the result type (from f64 for a cast of an integer).
+                self.round(e, v)?.into()
+            }
+            Kind::Int(t) => {
+                let from = ctx
+                    .operands(op)
+                    .first()
+                    .and_then(|v| self.kind_of(ctx, *v).ok())
+                    .map(|(k, _)| k);
+                self.int_op(ctx, op, t, from, ins)?.into()
+            }
+        })
     }
 
     /// One elementwise op on compute values; the result is in `e`'s compute type, unrounded.
@@ -3357,6 +3190,11 @@ struct AttnRow {
 /// vector loop: one 16-byte vector of the narrowest element type the chain reads or writes
 /// (16 for i8, 8 for f16/bf16/i16, 4 for f32/i32, 2 for f64/i64). `rt.launch` sizes the
 /// grid by `numel / width`.
+///
+/// A concat in the chain selects its operand once per vector, so each operand's range must
+/// start and end on a vector boundary (`start · inner` and the result's `total · inner`
+/// multiples of the width, `inner` the elements per step along its dim); otherwise the width
+/// is 1 and the kernel runs its scalar loop only (`kernels::fused`).
 pub fn elementwise_vector_width(ctx: &IrContext, ops: &[OpId]) -> u64 {
     let mut bits = 64;
     for &op in ops {
@@ -3367,7 +3205,38 @@ pub fn elementwise_vector_width(ctx: &IrContext, ops: &[OpId]) -> u64 {
             }
         }
     }
-    VECTOR_BYTES * 8 / u64::from(bits)
+    let w = VECTOR_BYTES * 8 / u64::from(bits);
+    let concat_aligned = ops
+        .iter()
+        .filter(|o| ctx.op_name(**o) == "compute.concat")
+        .all(|&op| {
+            let dim = ctx
+                .inherent_attr(op, "dim")
+                .and_then(|a| ctx.attr_as_i64(a))
+                .unwrap_or(0)
+                .max(0) as usize;
+            let Some(r) = value_tensor(ctx, ctx.result(op, 0)) else {
+                return false;
+            };
+            let inner = r
+                .shape
+                .get(dim + 1..)
+                .map_or(1, |s| s.iter().product::<i64>()) as u64;
+            let mut at = 0u64;
+            for &x in ctx.operands(op) {
+                if !(at * inner).is_multiple_of(w) {
+                    return false;
+                }
+                at += value_tensor(ctx, x).map_or(0, |t| t.shape.get(dim).copied().unwrap_or(0))
+                    as u64;
+            }
+            (at * inner).is_multiple_of(w)
+        });
+    if concat_aligned {
+        w
+    } else {
+        1
+    }
 }
 
 /// Elements a thread of a `compute.permute` or `compute.broadcast` kernel moves at once: a
@@ -3402,103 +3271,6 @@ pub fn movement_vector_width(ctx: &IrContext, op: OpId) -> u64 {
     }
 }
 
-/// Where the element at index `j` of a broadcast's result comes from: `Σ j_d · stride_d` over
-/// the result's dims, with stride 0 on the dims the broadcast adds (missing leading dims) or
-/// repeats (operand dims of size 1) and the operand's row-major strides on the others.
-/// [`collapse`]d: `[4096, 128] → [1, 32, 4096, 128]` is one dim of 32 with stride 0 and one of
-/// 524288 with stride 1 (index `j mod 524288`), `[1, 4096, 1] → [1, 4096, 4096]` is
-/// `[(4096, 1), (4096, 0)]` (index `j / 4096`), a scalar (or all-1) operand has no dim with a
-/// non-zero stride (index 0).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BroadcastIndex {
-    /// `(extent, operand stride)` per collapsed dim of the result, outer to inner.
-    pub dims: Vec<(u64, u64)>,
-}
-
-/// How the vector loop of a fused chain reads an absorbed broadcast's `width` consecutive
-/// elements (from an index that is a multiple of `width`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
-    /// The innermost dim is contiguous in the operand and a multiple of `width` long: the
-    /// elements are `width` consecutive operand elements from a multiple of `width`, one
-    /// aligned vector load.
-    Vector,
-    /// The innermost dim is repeated and a multiple of `width` long, or every dim is (a
-    /// scalar): one operand element for every lane, one scalar load.
-    Shared,
-    /// Otherwise (a run of the operand shorter than a vector or not a multiple of it): each
-    /// lane computes its source index and loads one element.
-    PerLane,
-}
-
-impl BroadcastIndex {
-    /// The map of a broadcast of `operand`-shaped tensors to `result` (the operand's dims
-    /// align with the result's trailing dims, each 1 or equal).
-    pub fn new(operand: &[i64], result: &[i64]) -> Result<BroadcastIndex, String> {
-        let rank = result.len();
-        let lead = rank
-            .checked_sub(operand.len())
-            .ok_or("broadcast to a lower rank")?;
-        let mut strides = vec![1u64; operand.len()];
-        for d in (0..operand.len().saturating_sub(1)).rev() {
-            strides[d] = strides[d + 1] * operand[d + 1].max(0) as u64;
-        }
-        let dims = (0..rank)
-            .map(|d| {
-                let stride = match d.checked_sub(lead) {
-                    Some(k) if operand[k] != 1 => strides[k],
-                    _ => 0,
-                };
-                (result[d].max(0) as u64, stride)
-            })
-            .collect();
-        Ok(BroadcastIndex {
-            dims: collapse(dims),
-        })
-    }
-
-    /// The operand index of result element `j` (what the kernels compute).
-    pub fn source(&self, j: u64) -> u64 {
-        let mut rest = j;
-        let mut src = 0;
-        for &(size, stride) in self.dims.iter().rev() {
-            src += rest % size.max(1) * stride;
-            rest /= size.max(1);
-        }
-        src
-    }
-
-    /// How a vector of `width` elements is read.
-    pub fn access(&self, width: u64) -> Access {
-        if self.dims.iter().all(|d| d.1 == 0) {
-            return Access::Shared;
-        }
-        match self.dims.last() {
-            Some(&(e, 1)) if e % width == 0 => Access::Vector,
-            Some(&(e, 0)) if e % width == 0 => Access::Shared,
-            _ => Access::PerLane,
-        }
-    }
-}
-
-/// A strided gather's dims `(extent, source stride)`, outer to inner, simplified without
-/// changing the index `Σ j_d · stride_d`: dims of extent 1 dropped, and a dim merged into its
-/// inner neighbour when both are repeated (stride 0) or the outer's stride is the inner's
-/// stride times its extent (contiguous together).
-pub fn collapse(dims: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(dims.len());
-    for (size, stride) in dims {
-        if size == 1 {
-            continue;
-        }
-        match out.last_mut() {
-            Some(last) if last.1 == stride * size => *last = (last.0 * size, stride),
-            _ => out.push((size, stride)),
-        }
-    }
-    out
-}
-
 /// Whether `compute.softmax` / `compute.reduce_sum` `op` runs one block per row (a contiguous
 /// last reduced dimension, f16/bf16/f32 input): `rt.launch` then sizes the grid by rows.
 pub fn is_row_block(ctx: &IrContext, op: OpId) -> bool {
@@ -3515,6 +3287,23 @@ pub fn is_row_block(ctx: &IrContext, op: OpId) -> bool {
         Elem::of(ctx, t.elem),
         Some(Elem::F16 | Elem::BF16 | Elem::F32)
     )
+}
+
+/// The rows of a fused row kernel (`kernels::rows`: a reduction with the chains around it), which
+/// runs one block per row: `None` for any other group of ops.
+pub fn fused_row_count(ctx: &IrContext, ops: &[OpId]) -> Option<u64> {
+    if ops.len() < 2 {
+        return None;
+    }
+    let rd = ops.iter().find(|o| {
+        matches!(
+            ctx.op_name(**o),
+            "compute.reduce_sum" | "compute.reduce_max"
+        )
+    })?;
+    let t = value_tensor(ctx, ctx.operand(*rd, 0))?;
+    let len = (*t.shape.last()?).max(1);
+    Some((t.numel() / len).max(0) as u64)
 }
 
 /// Whether a kernel's single op is a plain copy of its single argument (`compute.clone`, or
@@ -3571,4 +3360,8 @@ fn int_name(t: IntElem) -> String {
 }
 
 mod flash;
+mod fused;
+pub mod index_map;
+mod rows;
 pub use flash::FLASH_BLOCK;
+pub use index_map::{collapse, Access, BroadcastIndex, IndexMap, StridedIndex, ViewIndex};

@@ -502,6 +502,8 @@ fn lower_function(
         return Ok(()); // already lowered
     }
     hoist_slice_views(ctx, block);
+    fold_double_transposes(ctx, block);
+    erase_dead_compute(ctx, block);
     let ops: Vec<OpId> = ctx.block_ops(block).collect();
     let plan = fusion::plan(ctx, &ops);
     stats.fused_ops += plan.num_fused() as u64;
@@ -860,7 +862,10 @@ fn lower_op(
         args.push(out);
         let mut work = launch_items(ctx, op);
         // A plain copy moves one 16-byte vector per thread (kernels::copy).
-        if group.ops.len() == 1 && crate::kernels::is_plain_copy(ctx, op, &group.inputs) {
+        if let Some(rows) = crate::kernels::fused_row_count(ctx, &group.ops) {
+            // A reduction with the chains around it: one block per row (kernels::rows).
+            work = (rows as i64).max(1) * BLOCK;
+        } else if group.ops.len() == 1 && crate::kernels::is_plain_copy(ctx, op, &group.inputs) {
             let bytes = value_tensor(ctx, r)
                 .map(|t| work * commlir_dialects::shape::elem_bytes(ctx, t.elem).max(1) as i64);
             if let Some(b) = bytes {
@@ -1138,6 +1143,89 @@ fn hoist_slice_views(ctx: &mut Context, block: BlockId) {
                     ctx.move_before(s, first);
                 }
             }
+        }
+    }
+}
+
+/// Whether `op` swaps the last two dims of its operand and nothing else: a rank-2
+/// `compute.transpose`, or a `compute.permute` that swaps the last two dims.
+fn swaps_last_two(ctx: &Context, op: OpId) -> bool {
+    let name = ctx.op_name(op);
+    if !matches!(name, "compute.transpose" | "compute.permute") {
+        return false;
+    }
+    let rank = value_tensor(ctx, ctx.result(op, 0)).map_or(0, |t| t.shape.len());
+    match name {
+        "compute.transpose" => rank == 2,
+        "compute.permute" => ctx
+            .inherent_attr(op, "perm")
+            .and_then(|a| ctx.attr_as_i64_array(a))
+            .is_some_and(|p| {
+                let n = p.len();
+                n >= 2
+                    && p[..n - 2].iter().enumerate().all(|(i, &d)| d == i as i64)
+                    && p[n - 2] == n as i64 - 1
+                    && p[n - 1] == n as i64 - 2
+            }),
+        _ => false,
+    }
+}
+
+/// Folds a transpose of a transpose (both swapping the last two dims) into the first one's
+/// operand: readers of the outer result read the original value. Autograd produces these
+/// around every linear layer (the weight's transpose is transposed back for the input
+/// gradient, the weight gradient is computed transposed and transposed back), and each
+/// would otherwise be a kernel over a weight-sized matrix. Plain tensors only (no comm
+/// buffer, no pool slot): the fold is exact, so results are unchanged. The inner transpose
+/// stays for its other readers (a GEMM usually reads it through cuBLAS's transposition).
+fn fold_double_transposes(ctx: &mut Context, block: BlockId) {
+    let plain = |ctx: &Context, op: OpId| {
+        ctx.get_attr(op, commlir_dialects::comm::SLOT_ATTR)
+            .is_none()
+            && buffer_encoding(ctx, ctx.value_type(ctx.operand(op, 0))).is_none()
+            && buffer_encoding(ctx, ctx.value_type(ctx.result(op, 0))).is_none()
+    };
+    let ops: Vec<OpId> = ctx.block_ops(block).collect();
+    for outer in ops {
+        if !swaps_last_two(ctx, outer) || !plain(ctx, outer) {
+            continue;
+        }
+        let Some(inner) = ctx.defining_op(ctx.operand(outer, 0)) else {
+            continue;
+        };
+        if !swaps_last_two(ctx, inner) || !plain(ctx, inner) {
+            continue;
+        }
+        let (orig, r) = (ctx.operand(inner, 0), ctx.result(outer, 0));
+        if ctx.value_type(orig) != ctx.value_type(r) {
+            continue;
+        }
+        ctx.replace_all_uses(r, orig);
+        ctx.erase_op(outer);
+        if ctx.uses(ctx.result(inner, 0)).is_empty() {
+            ctx.erase_op(inner);
+        }
+    }
+}
+
+/// Erases `compute` ops whose results nothing reads (pure ops only, no comm buffer or pool
+/// slot among their results), last first so that chains of them go too: a kernel whose result
+/// is never read would still be launched. The exporter leaves such ops behind when a later
+/// view undoes an earlier one (a transpose whose transpose was folded away).
+fn erase_dead_compute(ctx: &mut Context, block: BlockId) {
+    let ops: Vec<OpId> = ctx.block_ops(block).collect();
+    for op in ops.into_iter().rev() {
+        let dead = ctx.op_name(op).starts_with("compute.")
+            && ctx.op_has_trait(op, commlir_ir::Trait::Pure)
+            && ctx
+                .get_attr(op, commlir_dialects::comm::SLOT_ATTR)
+                .is_none()
+            && !ctx.results(op).is_empty()
+            && ctx.results(op).iter().all(|&r| {
+                ctx.uses(r).is_empty() && buffer_encoding(ctx, ctx.value_type(r)).is_none()
+            });
+        if dead {
+            ctx.erase_op(op);
         }
     }
 }
@@ -2009,13 +2097,14 @@ fn kernel_symbol(
     if let Some(s) = kernels.by_key.get(&key) {
         return Ok(s.clone());
     }
-    // Named after its ops; an absorbed broadcast is a way of reading an input, not an op of
-    // the chain, so `kN_broadcast` always names a materializing kernel.
-    let fused = fusion::is_fused_chain(ctx, &group.ops);
+    // Named after its ops; an absorbed view is a way of reading an input, not an op of the
+    // chain, so `kN_broadcast` always names a materializing kernel (a kernel that only moves
+    // data is named after its views).
+    let fused = group.ops.len() > 1 && !fusion::is_movement(ctx, &group.ops);
     let short: Vec<&str> = group
         .ops
         .iter()
-        .filter(|o| !(fused && ctx.op_name(**o) == "compute.broadcast"))
+        .filter(|o| !(fused && crate::kernels::index_map::is_view(ctx.op_name(**o))))
         .map(|o| ctx.op_name(*o).trim_start_matches("compute."))
         .collect();
     let mut sym = format!("k{}_{}", kernels.count, short.join("_"));

@@ -390,12 +390,9 @@ fn fusion_materializes_shared_and_returned_values() {
           return %4, %2 : tensor<8xf32>, tensor<8xf32>
         }",
     );
-    // %0 has two readers, %2 is returned and read by relu: both reach memory; softmax is
-    // never fused.
-    assert_eq!(
-        group_names(&ctx, &plan),
-        ["exp", "neg+add", "relu", "softmax"]
-    );
+    // %0 has two readers, both in the add's chain: computed once per element there (a DAG);
+    // %2 is returned and read by relu: it reaches memory; softmax is never fused.
+    assert_eq!(group_names(&ctx, &plan), ["exp+neg+add", "relu", "softmax"]);
 }
 
 #[test]
@@ -440,9 +437,10 @@ fn fusion_of_the_model_ops() {
           return %y, %sw, %p, %mx : tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<4x2x4xf32>, tensor<2x4xf32>
         }",
     );
-    // iota, permute and reduce_max are kernels of their own; the mask's broadcast is absorbed
-    // by the select's chain; compare, select, sigmoid, log and sin fuse like the other
-    // elementwise ops (%sw is returned as well as permuted, so it reaches memory).
+    // iota and permute are kernels of their own; the mask's broadcast is absorbed by the
+    // select's chain; compare, select, sigmoid, log and sin fuse like the other elementwise
+    // ops (%sw is returned as well as permuted, so it reaches memory); reduce_max along the
+    // last dim takes the chain only it reads (a row kernel).
     assert_eq!(
         group_names(&ctx, &plan),
         [
@@ -452,8 +450,7 @@ fn fusion_of_the_model_ops() {
             "broadcast+fill+scale+select",
             "sigmoid+mul",
             "permute",
-            "log+sin",
-            "reduce_max"
+            "log+sin+reduce_max"
         ]
     );
 }

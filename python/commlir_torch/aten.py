@@ -39,12 +39,18 @@ def register(*ops: Any) -> Callable[[Handler], Handler]:
 # ----------------------------------------------------------------------------- helpers
 
 
+def _val_type(val: torch.Tensor) -> TensorType:
+    # A complex tensor is lowered as two real tensors (complex.py): each has the component type.
+    dtype = val.dtype.to_real() if val.dtype.is_complex else val.dtype
+    return TensorType(tuple(int(d) for d in val.shape), dtype)
+
+
 def node_type(node: fx.Node) -> TensorType:
     """The type of ``node``'s (single tensor) result, from its fake-tensor metadata."""
     val = node.meta.get("val")
     if not isinstance(val, torch.Tensor):
         raise ExportError(f"node '{node.name}' ({node.target}) has no tensor metadata")
-    return TensorType(tuple(int(d) for d in val.shape), val.dtype)
+    return _val_type(val)
 
 
 def node_types(node: fx.Node) -> list[TensorType]:
@@ -52,7 +58,7 @@ def node_types(node: fx.Node) -> list[TensorType]:
     vals = node.meta.get("val")
     if not isinstance(vals, (list, tuple)):
         return [node_type(node)]
-    return [TensorType(tuple(int(d) for d in v.shape), v.dtype) for v in vals]
+    return [_val_type(v) for v in vals]
 
 
 def norm_dim(d: int, rank: int) -> int:
@@ -400,29 +406,6 @@ def _softmax(cx: Lowering, node: fx.Node) -> Result:
     return cx.em.op("compute.softmax", [x], ty, {"dim": fmt_int(d)}, hint=node.name)
 
 
-@register(aten._scaled_dot_product_flash_attention_for_cpu.default)
-def _attention(cx: Lowering, node: fx.Node) -> Result:
-    """``scaled_dot_product_attention`` without mask or dropout, kept whole by the export's
-    decompositions (``trace.attention_or_decompose``) when no gradient is traced, as one
-    ``compute.attention``; its log-sum-exp (for a backward) must be unused."""
-    for user in node.users:
-        if user.target is GETITEM and int(user.args[1]) != 0 and user.users:
-            raise ExportError(f"attention '{node.name}': its log-sum-exp is used (only the output is lowered)")
-    q, k, v = (cx.value(a) for a in node.args[:3])
-    dropout = float(node.args[3]) if len(node.args) > 3 else float(node.kwargs.get("dropout_p", 0.0))
-    causal = bool(node.args[4]) if len(node.args) > 4 else bool(node.kwargs.get("is_causal", False))
-    if dropout != 0.0 or node.kwargs.get("attn_mask") is not None:
-        raise ExportError(f"attention '{node.name}' with dropout or a mask has no commlir lowering")
-    scale = node.kwargs.get("scale")
-    scale = float(scale) if scale is not None else 1.0 / math.sqrt(q.type.shape[-1])
-    out_ty = node_types(node)[0]
-    attrs = {"scale": fmt_float(scale)}
-    if causal:
-        attrs["causal"] = "unit"
-    out = cx.em.op("compute.attention", [q, k, v], out_ty, attrs, hint="attention")
-    return [out, None]
-
-
 @register(aten._log_softmax.default)
 def _log_softmax(cx: Lowering, node: fx.Node) -> Result:
     ty = node_type(node)
@@ -437,6 +420,327 @@ def _log_softmax(cx: Lowering, node: fx.Node) -> Result:
     s = cx.em.op("compute.reduce_sum", [e], red, {"dim": fmt_int(d)}, hint=f"{node.name}_sum")
     lse = broadcast(cx, reshape(cx, cx.em.op("compute.log", [s], red, hint=f"{node.name}_log"), kept), ty.shape)
     return cx.em.op("compute.sub", [z, lse], ty, hint=node.name)
+
+
+# ------------------------------------------------------------------------- attention
+
+
+# PyTorch's fused attention kernels, as a graph records them: the CPU flash kernel the tracer
+# keeps whole (``trace.attention_or_decompose``), and the CUDA kernels of a GPU capture. Each
+# forward becomes one ``compute.attention`` and each backward one
+# ``compute.attention_backward``, so that the score matrix is never a tensor of the program.
+# The kernels take ``B×H×L×E`` query/key/value (key and value with fewer heads under
+# ``enable_gqa``) and differ in their argument lists and in the layout of their log-sum-exp.
+ATTENTION_FORWARD = {
+    aten._scaled_dot_product_flash_attention_for_cpu.default: "flash_cpu",
+    aten._scaled_dot_product_flash_attention.default: "flash",
+    aten._scaled_dot_product_efficient_attention.default: "efficient",
+    aten._scaled_dot_product_cudnn_attention.default: "cudnn",
+}
+ATTENTION_BACKWARD = {
+    aten._scaled_dot_product_flash_attention_for_cpu_backward.default: "flash_cpu",
+    aten._scaled_dot_product_flash_attention_backward.default: "flash",
+    aten._scaled_dot_product_efficient_attention_backward.default: "efficient",
+    aten._scaled_dot_product_cudnn_attention_backward.default: "cudnn",
+}
+
+
+def _schema_args(node: fx.Node) -> dict[str, Any]:
+    """``node``'s arguments by the names of its op's schema, defaults filled in: the kernels
+    put ``is_causal``, ``scale`` and the rest at different positions."""
+    out: dict[str, Any] = {}
+    positional = [a for a in node.target._schema.arguments if not a.kwarg_only]
+    for i, a in enumerate(node.target._schema.arguments):
+        if not a.kwarg_only and i < len(node.args):
+            out[a.name] = node.args[i]
+        elif a.name in node.kwargs:
+            out[a.name] = node.kwargs[a.name]
+        else:
+            out[a.name] = a.default_value if a.has_default_value() else None
+    if len(node.args) > len(positional):
+        raise ExportError(f"{len(node.args)} positional arguments for {len(positional)} parameters")
+    return out
+
+
+def _attention_attrs(node: fx.Node, args: dict[str, Any], q: Value) -> dict[str, str]:
+    """``scale`` (PyTorch's default ``1/sqrt(E)``) and ``causal`` of an attention kernel's
+    node; a mask, a bias or dropout has no fused commlir form (the exporter traces those
+    through PyTorch's math attention instead)."""
+    if float(args.get("dropout_p") or 0.0) != 0.0:
+        raise ExportError(f"attention '{node.name}' with dropout has no commlir lowering")
+    if args.get("attn_mask") is not None or args.get("attn_bias") is not None:
+        raise ExportError(f"attention '{node.name}' with a mask or bias has no commlir lowering")
+    scale = args.get("scale")
+    scale = float(scale) if scale is not None else 1.0 / math.sqrt(q.type.shape[-1])
+    attrs = {"scale": fmt_float(scale)}
+    if args.get("is_causal"):
+        attrs["causal"] = "unit"
+    return attrs
+
+
+def _lse_type(q: Value) -> TensorType:
+    """The type of ``compute.attention``'s log-sum-exp: q's shape without its last dim (one
+    value a query row), f32 (f64 for f64 attention, like PyTorch's CPU kernel's)."""
+    return TensorType(q.type.shape[:-1], torch.float64 if q.type.dtype == torch.float64 else torch.float32)
+
+
+def _result_users(node: fx.Node, index: int) -> list[fx.Node]:
+    """The nodes that read result ``index`` of a node of several results (through getitem)."""
+    return [u for g in node.users if g.target is GETITEM and int(g.args[1]) == index for u in g.users]
+
+
+def attention_forward_of(node: Any) -> fx.Node | None:
+    """The fused attention forward whose log-sum-exp ``node`` is (through aliases), if any."""
+    while isinstance(node, fx.Node):
+        if node.target is GETITEM:
+            src = node.args[0]
+            ok = isinstance(src, fx.Node) and src.target in ATTENTION_FORWARD and int(node.args[1]) == 1
+            return src if ok else None
+        if node.target not in (aten.alias.default, aten.detach.default):
+            return None
+        node = node.args[0]
+    return None
+
+
+@register(*ATTENTION_FORWARD)
+def _attention(cx: Lowering, node: fx.Node) -> Result:
+    """A fused attention kernel without mask or dropout as one ``compute.attention``, grouped
+    kv heads included; with ``with_lse`` when its log-sum-exp is read (by its backward, or as
+    a saved activation). Where a graph reads the log-sum-exp other than by the backward, it
+    gets PyTorch's layout: cuDNN's ``B×H×L×1`` is ours reshaped; the efficient kernel's is
+    padded to a multiple of 32 rows with ``+inf``, which is what that kernel writes there
+    (seen on an H200). Its other results (rng state, sequence offsets) are zeros where a graph
+    reads them outside the backward: dropout is 0, so they carry nothing."""
+    kind = ATTENTION_FORWARD[node.target]
+    args = _schema_args(node)
+    q, k, v = (cx.value(args[n]) for n in ("query", "key", "value"))
+    attrs = _attention_attrs(node, args, q)
+    vals = node.meta.get("val")
+    vals = list(vals) if isinstance(vals, (list, tuple)) else [vals]
+    out_ty = TensorType(q.type.shape[:-1] + v.type.shape[-1:], q.type.dtype)
+    lse_users = _result_users(node, 1)
+    if not lse_users:
+        out = cx.em.op("compute.attention", [q, k, v], out_ty, attrs, hint="attention")
+        return [out] + [None] * (len(vals) - 1)
+    attrs["with_lse"] = "unit"
+    out, lse = cx.em.op("compute.attention", [q, k, v], [out_ty, _lse_type(q)], attrs, hint="attention")
+    only_backward = all(u.target in ATTENTION_BACKWARD for u in lse_users)
+    if kind == "cudnn" and not only_backward:
+        lse = reshape(cx, lse, lse.type.shape + (1,))
+    elif kind == "efficient" and not only_backward and isinstance(vals[1], torch.Tensor):
+        rows, padded = lse.type.shape[-1], int(vals[1].shape[-1])
+        if padded > rows:
+            dim = lse.type.rank - 1
+            inf = fill(cx, float("inf"), lse.type.with_shape(lse.type.shape[:-1] + (padded - rows,)))
+            lse = cx.em.op(
+                "compute.concat", [lse, inf], lse.type.with_shape(lse.type.shape[:-1] + (padded,)),
+                {"dim": fmt_int(dim)}, hint=f"{node.name}_lse",
+            )
+    results: list[Value | None] = [out, lse]
+    for i, val in enumerate(vals[2:], start=2):
+        readers = [u for u in _result_users(node, i) if u.target not in ATTENTION_BACKWARD]
+        if readers and isinstance(val, torch.Tensor):
+            # The flash kernel's rng state is uint64, which commlir has no type for: zeros
+            # are the same bits in i64.
+            dtype = torch.int64 if val.dtype == torch.uint64 else val.dtype
+            results.append(fill(cx, 0, TensorType(tuple(int(d) for d in val.shape), dtype)))
+        elif readers:
+            raise ExportError(f"attention '{node.name}': result #{i} ({val!r}) is read by '{readers[0].name}'")
+        else:
+            results.append(None)
+    return results
+
+
+@register(*ATTENTION_BACKWARD)
+def _attention_backward(cx: Lowering, node: fx.Node) -> Result:
+    """A fused attention kernel's backward as one ``compute.attention_backward`` (dk and dv
+    with the kv heads under grouped-query attention). Its log-sum-exp must be the one a
+    lowered forward returned (any other is not ours to reinterpret)."""
+    args = _schema_args(node)
+    fwd = attention_forward_of(args["logsumexp"])
+    if fwd is None:
+        raise ExportError(
+            f"attention backward '{node.name}': its log-sum-exp does not come from a fused "
+            "attention forward (was the forward decomposed?)"
+        )
+    q, k, v = (cx.value(args[n]) for n in ("query", "key", "value"))
+    grad = args["grad_out"] if "grad_out" in args else args["grad_out_"]
+    attrs = _attention_attrs(node, args, q)
+    out_ty = TensorType(q.type.shape[:-1] + v.type.shape[-1:], q.type.dtype)
+    out = cast(cx, cx.value(args["out"]), q.type.dtype)
+    dout = cast(cx, cx.value(grad), q.type.dtype)
+    lse = cx.value(args["logsumexp"])
+    want = _lse_type(q)
+    if lse.type.shape == want.shape + (1,):  # cuDNN's B×H×L×1
+        lse = reshape(cx, lse, want.shape)
+    elif lse.type.shape[:-1] == want.shape[:-1] and lse.type.shape[-1:] > want.shape[-1:]:
+        # The efficient kernel's, padded (where the forward's is read elsewhere too).
+        lse = slice_(cx, lse, lse.type.rank - 1, 0, want.shape[-1], f"{node.name}_lse")
+    if lse.type != want or out.type != out_ty or dout.type != out_ty:
+        raise ExportError(
+            f"attention backward '{node.name}': out {out.type}, grad {dout.type} and log-sum-exp "
+            f"{lse.type} do not fit q {q.type}, v {v.type}"
+        )
+    grads = cx.em.op(
+        "compute.attention_backward", [q, k, v, out, dout, lse], [q.type, k.type, v.type], attrs,
+        hint="attention_grad",
+    )
+    assert isinstance(grads, list)
+    n = len(node.meta["val"]) if isinstance(node.meta.get("val"), (list, tuple)) else 3
+    # The efficient kernel's fourth result is the bias gradient: there is no bias.
+    return grads + [None] * (n - 3)
+
+
+_VIEWS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+
+
+def _shape(node: Any) -> tuple[int, ...] | None:
+    val = node.meta.get("val") if isinstance(node, fx.Node) else None
+    return tuple(int(d) for d in val.shape) if isinstance(val, torch.Tensor) else None
+
+
+def _only_user(node: fx.Node) -> fx.Node | None:
+    return next(iter(node.users)) if len(node.users) == 1 else None
+
+
+class _RepeatedKv:
+    """A key or value that repeats the heads of ``src`` in place: ``src`` with a new axis
+    ``axis`` expanded (to shape ``expanded``), merged into the axis before it (the kv heads),
+    then permuted by ``perm`` (``None``: not permuted) so that the merged axis is the heads."""
+
+    def __init__(self, src: fx.Node, axis: int, expanded: tuple[int, ...], perm: list[int] | None) -> None:
+        self.src, self.axis, self.expanded, self.perm = src, axis, expanded, perm
+
+
+def _repeat_kv_source(arg: Any) -> _RepeatedKv | None:
+    """``arg`` as torchtitan's ``repeat_kv`` (``unsqueeze``, ``expand``, ``clone``, ``view``,
+    then a ``permute``, as the tracer records it), or ``None``."""
+    if not isinstance(arg, fx.Node):
+        return None
+    node, perm = arg, None
+    if node.target == aten.permute.default:
+        perm, node = [int(p) for p in node.args[1]], node.args[0]
+    if not isinstance(node, fx.Node) or node.target not in _VIEWS:
+        return None
+    merged, node = node, node.args[0]
+    if isinstance(node, fx.Node) and node.target == aten.clone.default:
+        node = node.args[0]
+    if not isinstance(node, fx.Node) or node.target != aten.expand.default:
+        return None
+    expanded, node = node, node.args[0]
+    if not isinstance(node, fx.Node) or node.target != aten.unsqueeze.default:
+        return None
+    src = node.args[0]
+    s, e, m = _shape(src), _shape(expanded), _shape(merged)
+    if s is None or e is None or m is None or len(s) < 3:
+        return None
+    axis = norm_dim(int(node.args[1]), len(s) + 1)
+    if not 1 <= axis <= len(s) - 1:
+        return None
+    n = e[axis]
+    if e != s[:axis] + (n,) + s[axis:] or m != s[: axis - 1] + (s[axis - 1] * n,) + s[axis:]:
+        return None
+    heads = perm.index(axis - 1) if perm is not None else axis - 1
+    if heads != len(s) - 3:
+        return None
+    return _RepeatedKv(src, axis, e, perm)
+
+
+def _grad_sum_chain(bwd: fx.Node, index: int, rep: _RepeatedKv) -> tuple[fx.Node | None, fx.Node | None] | None:
+    """The getitem of ``bwd``'s gradient ``index`` (of a repeated key or value) and the node
+    that ends its sum over the repetitions (the gradient of ``rep.src``): the inverse
+    ``permute``, a ``view`` to the expanded shape, a ``sum`` over the repeated axis (and a
+    ``squeeze`` of it, with ``keepdim``). ``(None, None)``: the gradient is unused; ``None``:
+    the graph does something else with it."""
+    getitems = [g for g in bwd.users if g.target is GETITEM and int(g.args[1]) == index]
+    if not getitems:
+        return None, None
+    if len(getitems) != 1:
+        return None
+    getitem = getitems[0]
+    node = _only_user(getitem)
+    if node is not None and rep.perm is not None:
+        inv = [rep.perm.index(i) for i in range(len(rep.perm))]
+        if node.target != aten.permute.default or [int(p) for p in node.args[1]] != inv:
+            return None
+        node = _only_user(node)
+    if node is None or node.target not in _VIEWS or _shape(node) != rep.expanded:
+        return None
+    node = _only_user(node)
+    if node is None or node.target != aten.sum.dim_IntList or node.kwargs.get("dtype") is not None:
+        return None
+    dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    if [norm_dim(int(d), len(rep.expanded)) for d in (dims or [])] != [rep.axis]:
+        return None
+    if _shape(node) != _shape(rep.src):
+        node = _only_user(node)
+        squeezes = (aten.squeeze.dims, aten.squeeze.dim, *_VIEWS)
+        if node is None or node.target not in squeezes or _shape(node) != _shape(rep.src):
+            return None
+    return getitem, node
+
+
+def fold_repeat_kv(gm: fx.GraphModule) -> int:
+    """Rewrites, in ``gm``, the key and value of each fused attention that repeat the heads
+    of a smaller tensor in place (torchtitan's ``repeat_kv``: ``x[:, :, :, None, :]
+    .expand(b, s, h, n, d).reshape(b, s, h * n, d)``, then transposed) into that smaller
+    tensor: grouped-query attention, whose query head ``i`` reads kv head ``i // n``, exactly
+    what the repetition gave it. The backward of the same attention is rewritten with it,
+    and the gradient's sum over the repetitions (``view`` to ``b×s×h×n×d``, ``sum`` over the
+    ``n`` axis) becomes its grouped ``dk``/``dv``; where the graph has another shape than
+    that, or the repeated tensor has other readers, the attention is left as it is. The dead
+    repetition is then removed. Returns how many keys and values were folded."""
+    graph = gm.graph
+    folded = 0
+    for node in list(graph.nodes):
+        if node.target not in ATTENTION_FORWARD:
+            continue
+        args = _schema_args(node)
+        for index, name in ((1, "key"), (2, "value")):
+            arg, rep = args[name], _repeat_kv_source(args[name])
+            if rep is None:
+                continue
+            others = [u for u in arg.users if u is not node]
+            backwards = [
+                u for u in others
+                if u.target in ATTENTION_BACKWARD and attention_forward_of(_schema_args(u)["logsumexp"]) is node
+            ]
+            if len(backwards) != len(others):
+                continue
+            chains = [_grad_sum_chain(b, index, rep) for b in backwards]
+            if any(c is None for c in chains):
+                continue
+            grouped = rep.src
+            if rep.perm is not None:
+                with graph.inserting_after(rep.src):
+                    grouped = graph.call_function(aten.permute.default, (rep.src, rep.perm))
+                grouped.meta["val"] = rep.src.meta["val"].permute(rep.perm)
+                grouped.meta["stack_trace"] = arg.meta.get("stack_trace")
+            for u in (node, *backwards):
+                u.replace_input_with(arg, grouped)
+            for b, chain in zip(backwards, chains):
+                assert chain is not None
+                getitem, end = chain
+                val = grouped.meta["val"].new_empty(grouped.meta["val"].shape)
+                vals = list(b.meta["val"])
+                vals[index] = val
+                b.meta["val"] = tuple(vals)
+                if getitem is None or end is None:
+                    continue
+                getitem.meta["val"] = val
+                back = getitem
+                if rep.perm is not None:
+                    inv = [rep.perm.index(i) for i in range(len(rep.perm))]
+                    with graph.inserting_after(getitem):
+                        back = graph.call_function(aten.permute.default, (getitem, inv))
+                    back.meta["val"] = val.permute(inv)
+                    back.meta["stack_trace"] = end.meta.get("stack_trace")
+                end.replace_all_uses_with(back)
+            folded += 1
+    if folded:
+        graph.eliminate_dead_code()
+        gm.recompile()
+    return folded
 
 
 # ----------------------------------------------------------------------------- views
@@ -467,13 +771,19 @@ def permute(cx: Lowering, x: Value, perm: Sequence[int], hint: str) -> Value:
     perm = [norm_dim(int(p), x.type.rank) for p in perm]
     if perm == list(range(len(perm))):
         return x
+    undone = cx.permuted.get(x.name)
+    if undone is not None and [undone[1][p] for p in perm] == list(range(len(perm))):
+        return undone[0]
     shape = tuple(x.type.shape[p] for p in perm)
     # 2-D and 1-sized-dims-only permutations need no general permute.
     if [s for s in x.type.shape if s != 1] == [s for s in shape if s != 1] and _keeps_order(x.type.shape, perm):
         return reshape(cx, x, shape)
     if x.type.rank == 2:
-        return cx.em.op("compute.transpose", [x], x.type.with_shape(shape), hint=hint)
-    return cx.em.op("compute.permute", [x], x.type.with_shape(shape), {"perm": fmt_array(perm)}, hint=hint)
+        out = cx.em.op("compute.transpose", [x], x.type.with_shape(shape), hint=hint)
+    else:
+        out = cx.em.op("compute.permute", [x], x.type.with_shape(shape), {"perm": fmt_array(perm)}, hint=hint)
+    cx.permuted[out.name] = (x, perm)
+    return out
 
 
 def _keeps_order(shape: tuple[int, ...], perm: list[int]) -> bool:
@@ -669,12 +979,14 @@ def _arange(cx: Lowering, node: fx.Node) -> Result:
     idx = cx.em.op("compute.iota", [], TensorType(ty.shape, torch.int64), {"dim": fmt_int(0)}, hint=f"{node.name}_iota")
     if start == 0 and step == 1:
         return cast(cx, idx, ty.dtype)
-    if not is_float(ty.dtype):
-        raise ExportError(f"integer arange with start {start} and step {step}")
-    x = scale(cx, cast(cx, idx, ty.dtype), float(step), f"{node.name}_step")
-    if start == 0:
-        return x
-    return cx.em.op("compute.add", [x, fill(cx, start, ty)], ty, hint=node.name)
+    # An integer range goes through f64, exact for any range a tensor holds in practice.
+    work = ty if is_float(ty.dtype) else ty.with_dtype(torch.float64)
+    if not is_float(ty.dtype) and max(abs(float(start)), abs(float(start) + float(step) * ty.shape[0])) >= 2.0**53:
+        raise ExportError(f"integer arange with start {start} and step {step} beyond 2**53")
+    x = scale(cx, cast(cx, idx, work.dtype), float(step), f"{node.name}_step")
+    if start != 0:
+        x = cx.em.op("compute.add", [x, fill(cx, start, work)], work, hint=node.name)
+    return cast(cx, x, ty.dtype)
 
 
 # Ops that compute nothing (assertions on metadata): no value, nothing emitted.
@@ -914,8 +1226,12 @@ def _index_put(cx: Lowering, node: fx.Node) -> Result:
     ty = node_type(node)
     x, indices, values = node.args[0], node.args[1], node.args[2]
     accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
+    if indices and all(isinstance(i, fx.Node) and not node_type(i).dtype.is_floating_point
+                       and node_type(i).dtype != torch.bool for i in indices):
+        return _index_put_int(cx, node, ty, x, indices, values, bool(accumulate))
     if accumulate or len(indices) != 1 or not isinstance(indices[0], fx.Node):
-        raise ExportError("index_put other than x[mask] = v (one boolean mask, no accumulate)")
+        raise ExportError("index_put other than x[mask] = v (one boolean mask, no accumulate) "
+                          "or x[i, j, ...] = v (integer indices of one 1-D shape)")
     mask = cx.value(indices[0])
     k = mask.type.rank
     if mask.type.dtype != torch.bool or mask.type.shape != ty.shape[:k]:
@@ -926,3 +1242,113 @@ def _index_put(cx: Lowering, node: fx.Node) -> Result:
         raise ExportError(f"index_put of values {list(vt.shape)} (only a scalar or the full shape)")
     v = operand(cx, values, ty)
     return cx.em.op("compute.select", [mask, v, operand(cx, x, ty)], ty, hint=node.name)
+
+
+# ------------------------------------------------- uninitialized memory, fills, copies
+
+
+@register(
+    aten.empty.memory_format,
+    aten.empty_strided.default,
+    aten.empty_like.default,
+    aten.new_empty.default,
+    aten.new_empty_strided.default,
+)
+def _empty(cx: Lowering, node: fx.Node) -> Result:
+    """Uninitialized memory: any value is a correct one, and zero makes every rank and every
+    run alike. (A dead ``empty_strided`` + ``add_`` that DTensor leaves in a graph never gets
+    here: export.py drops in-place chains nobody reads.)"""
+    return fill(cx, 0.0, node_type(node))
+
+
+@register(aten.fill.Scalar)
+def _fill_scalar(cx: Lowering, node: fx.Node) -> Result:
+    """``x.fill_(v)`` (through the in-place rule): a fill of ``x``'s type."""
+    return _fill_node(cx, node, node.args[1])
+
+
+@register(aten.copy.default)
+def _copy(cx: Lowering, node: fx.Node) -> Result:
+    """``x.copy_(src)`` (through the in-place rule): ``src`` broadcast and cast to ``x``'s type."""
+    return operand(cx, node.args[1], node_type(node))
+
+
+@register(aten.pow.Scalar)
+def _pow_scalar(cx: Lowering, node: fx.Node) -> Result:
+    """``base ** x`` for a positive number ``base``: ``exp(x · ln base)``."""
+    ty = node_type(node)
+    base = node.args[0]
+    if not is_scalar(base) or float(base) <= 0:
+        raise ExportError(f"{base!r} ** tensor (only a positive number as the base)")
+    x = operand(cx, node.args[1], ty)
+    if float(base) == 1.0:
+        return fill(cx, 1.0, ty)
+    return cx.em.op("compute.exp", [scale(cx, x, math.log(float(base)), f"{node.name}_ln")], ty, hint=node.name)
+
+
+@register(aten.gather.default)
+def _gather(cx: Lowering, node: fx.Node) -> Result:
+    """``torch.gather(x, dim, index)``: along ``dim``, each output element is the element of
+    ``x`` that ``index`` names, a one-hot selection summed (exact: one term and zeros) —
+    what DTensor's ``loss_parallel`` picks the target logits with."""
+    ty = node_type(node)
+    x = cx.value(node.args[0])
+    dim = norm_dim(int(node.args[1]), x.type.rank)
+    index = cx.value(node.args[2])
+    if node.kwargs.get("sparse_grad"):
+        raise ExportError("gather with sparse_grad")
+    if any(i != o for d, (i, o) in enumerate(zip(index.type.shape, x.type.shape)) if d != dim):
+        raise ExportError(f"gather of {x.type} by {index.type} (the index must match x outside dim {dim})")
+    # Move dim last: x [..., C] against index [..., K] → [..., K, C].
+    perm = [d for d in range(x.type.rank) if d != dim] + [dim]
+    xt, it = permute(cx, x, perm, f"{node.name}_xt"), permute(cx, index, perm, f"{node.name}_it")
+    c, k = xt.type.shape[-1], it.type.shape[-1]
+    grid = xt.type.shape[:-1] + (k, c)
+    xb = broadcast(cx, reshape(cx, xt, xt.type.shape[:-1] + (1, c)), grid)
+    ib = broadcast(cx, reshape(cx, cast(cx, it, torch.int64), it.type.shape + (1,)), grid)
+    iota = cx.em.op("compute.iota", [], TensorType(grid, torch.int64), {"dim": fmt_int(len(grid) - 1)}, hint=f"{node.name}_iota")
+    hit = cx.em.op("compute.compare", [iota, ib], TensorType(grid, torch.bool), {"predicate": fmt_str("eq")}, hint=f"{node.name}_eq")
+    picked = cx.em.op("compute.select", [hit, xb, fill(cx, 0.0, xb.type)], xb.type, hint=f"{node.name}_pick")
+    out = cx.em.op("compute.reduce_sum", [picked], xb.type.with_shape(grid[:-1]), {"dim": fmt_int(len(grid) - 1)},
+                   hint=f"{node.name}_sum")
+    inverse = [perm.index(d) for d in range(x.type.rank)]
+    return cast(cx, permute(cx, out, inverse, node.name), ty.dtype)
+
+
+def _index_put_int(cx: Lowering, node: fx.Node, ty: TensorType, x: Any, indices: Sequence[fx.Node], values: Any,
+                   accumulate: bool) -> Value:
+    """``x[i₀, …, iₖ₋₁] = v`` (or ``+=``) with k integer index tensors of one 1-D shape [N]
+    over ``x``'s first k dims (DTensor's ``loss_parallel`` backward writes its gradient so):
+    the written rows as one-hot products, ``one_hot(flat index)ᵀ @ v`` (exact for distinct
+    indices: each row one term), selected where an index hit (added, with ``accumulate``)."""
+    idx = [cx.value(i) for i in indices]
+    n_shape = idx[0].type.shape
+    if len(n_shape) != 1 or any(i.type.shape != n_shape for i in idx) or len(idx) > ty.rank:
+        raise ExportError("index_put with integer indices of other shapes than one 1-D shape")
+    k, (n,) = len(idx), n_shape
+    lead, rest = ty.shape[:k], ty.shape[k:]
+    rows, width = math.prod(lead), math.prod(rest)
+    lin: Value | None = None
+    stride = 1
+    for d in reversed(range(k)):
+        term = cast(cx, idx[d], torch.int64)
+        if stride != 1:
+            term = cx.em.op("compute.mul", [term, fill(cx, stride, term.type)], term.type, hint=f"{node.name}_s{d}")
+        lin = term if lin is None else cx.em.op("compute.add", [lin, term], term.type, hint=f"{node.name}_lin")
+        stride *= lead[d]
+    assert lin is not None
+    oh = one_hot(cx, lin, rows, ty.dtype, node.name)  # [N, rows]
+    oht = permute(cx, oh, [1, 0], f"{node.name}_t")
+    v = operand(cx, values, ty.with_shape((n, *rest))) if not is_scalar(values) else fill(cx, values, ty.with_shape((n, *rest)))
+    delta = cx.em.op("compute.matmul", [oht, reshape(cx, v, (n, width))], ty.with_shape((rows, width)), hint=f"{node.name}_put")
+    base = reshape(cx, operand(cx, x, ty), (rows, width))
+    if accumulate:
+        out = cx.em.op("compute.add", [base, delta], base.type, hint=node.name)
+        return reshape(cx, out, ty.shape)
+    ones = fill(cx, 1.0, ty.with_shape((n, 1)))
+    hits = cx.em.op("compute.matmul", [oht, ones], ty.with_shape((rows, 1)), hint=f"{node.name}_hits")
+    hit = cx.em.op("compute.compare", [hits, fill(cx, 0.0, hits.type)], hits.type.with_dtype(torch.bool),
+                   {"predicate": fmt_str("gt")}, hint=f"{node.name}_hit")
+    hit = broadcast(cx, hit, (rows, width))
+    out = cx.em.op("compute.select", [hit, delta, base], base.type, hint=node.name)
+    return reshape(cx, out, ty.shape)

@@ -1,6 +1,6 @@
 """The command line: ``python -m commlir_torch export|check|ops``.
 
-    python -m commlir_torch export model.py:make_model --tp 2 -o model.mlir \\
+    python -m commlir_torch export train.py:build --ranks 4 -o step.mlir \\
         --inputs-out 'in_{rank}.safetensors'
     python -m commlir_torch check model.py:make_model --tp 2 --sp
     python -m commlir_torch ops
@@ -14,14 +14,20 @@ import tempfile
 
 
 from . import aten, collectives
+from .diagnose import debug, diagnostic
 from .ir import ExportError
 from .program import DTYPE_NAMES, Program, export
 from .trace import Parallelism, load_factory
 
 
 def _parallel_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="FILE.py:FUNCTION or MODULE:FUNCTION returning an nn.Module "
-                   "(with example_inputs() and, for --tp, tp_plan(sp)) or (module, inputs)")
+    p.add_argument("model", help="FILE.py:FUNCTION or MODULE:FUNCTION. With --ranks: a builder that "
+                   "parallelizes the model itself and returns (step, model, inputs) or (model, inputs); "
+                   "else a factory of a plain nn.Module (with example_inputs() and, for --tp, tp_plan(sp)) "
+                   "or of (module, inputs)")
+    p.add_argument("--ranks", type=int, default=0, metavar="N",
+                   help="the model parallelizes itself (its own DeviceMesh, parallelize_module, fully_shard, "
+                   "functional collectives): call the builder on each of N ranks and export what it runs")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (the model's tp_plan)")
     p.add_argument("--sp", action="store_true", help="sequence parallelism with --tp (tp_plan(sp=True))")
     p.add_argument("--fsdp", type=int, default=1, help="FSDP degree: parameters sharded on dim 0 over the dp group")
@@ -42,7 +48,7 @@ def _parallelism(ns: argparse.Namespace) -> Parallelism:
             fsdp, tp = int(dp_s), int(tp_s)
         except ValueError:
             raise ExportError(f"--mesh '{ns.mesh}' is not DPxTP (e.g. 2x4)") from None
-    return Parallelism(tp=tp, fsdp=fsdp, sp=ns.sp, symm_mem=ns.symm_mem)
+    return Parallelism(tp=tp, fsdp=fsdp, sp=ns.sp, symm_mem=ns.symm_mem, ranks=ns.ranks)
 
 
 def _export(ns: argparse.Namespace) -> Program:
@@ -74,8 +80,9 @@ def cmd_check(ns: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="commlir-check-") as tmp:
         workdir = ns.workdir or tmp
         report = check(prog, workdir, pipeline=pipeline)
-    print(f"{ns.model} on {prog.world_size} ranks (tp {prog.par.tp}, fsdp {prog.par.fsdp}"
-          f"{', sp' if prog.par.sp else ''}{', backward' if prog.backward else ''}): "
+    how = ("parallelized by the model" if prog.par.user else
+           f"tp {prog.par.tp}, fsdp {prog.par.fsdp}{', sp' if prog.par.sp else ''}")
+    print(f"{ns.model} on {prog.world_size} ranks ({how}{', backward' if prog.backward else ''}): "
           f"commlir sim vs PyTorch gloo")
     print(report.summary())
     print("OK" if report.ok else "FAILED")
@@ -120,6 +127,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(ns.run(ns))
     except ExportError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - one line, never a traceback (unless asked for)
+        if debug():
+            raise
+        print(f"error: {diagnostic(e, 'internal error of the exporter')} "
+              "(COMMLIR_TORCH_TRACEBACK=1 shows the traceback)", file=sys.stderr)
         return 1
 
 

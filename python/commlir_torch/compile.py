@@ -31,6 +31,7 @@ from torch.distributed.device_mesh import DeviceMesh
 from .export import Arg, Out, lower_graph
 from .groups import GroupTable
 from .ir import TensorType, sanitize
+from .aten import fold_repeat_kv
 from .trace import decompositions
 
 _DYNAMO_PREFIX = re.compile(r"^l_(self_)?", re.IGNORECASE)
@@ -62,13 +63,15 @@ class CommlirBackend:
             self.modules.append(self._lower(fgm, names))
             return make_boxed_func(fgm.forward)
 
-        # Attention stays one op where no backward is traced (aot_autograd builds a joint
-        # graph exactly when grad is on and an input requires it).
-        training = torch.is_grad_enabled() and any(getattr(x, "requires_grad", False) for x in example_inputs)
-        table = decompositions(fused_attention=not training)
+        # Attention stays one op, with a backward traced too (aot_autograd builds a joint
+        # graph exactly when grad is on and an input requires it): the forward graph then
+        # returns its log-sum-exp, saved for the backward, as compute.attention's second
+        # result.
+        table = decompositions()
         return aot_autograd(fw_compiler=fw_compiler, decompositions=table)(gm, example_inputs)
 
     def _lower(self, fgm: fx.GraphModule, names: list[str]) -> str:
+        fgm = _fold_repeat_kv_copy(fgm)
         groups = GroupTable(self.world, dict(self.groups.by_name), dict(self.groups.used))
         args = []
         placeholders = [n for n in fgm.graph.nodes if n.op == "placeholder"]
@@ -81,6 +84,16 @@ class CommlirBackend:
         outs = [Out("output", str(i)) for i in range(len(flat))]
         text, _ = lower_graph(fgm, args, outs, groups, self.func_name)
         return text
+
+
+def _fold_repeat_kv_copy(fgm: fx.GraphModule) -> fx.GraphModule:
+    """``fgm`` with torchtitan's ``repeat_kv`` folded into grouped-query attention
+    (``aten.fold_repeat_kv``), in a copy: the graph the backend hands back, and PyTorch runs,
+    stays as captured (not every CUDA kernel takes grouped kv heads)."""
+    graph = fx.Graph()
+    graph.output(graph.graph_copy(fgm.graph, {}))
+    copy = fx.GraphModule(fgm, graph)
+    return copy if fold_repeat_kv(copy) else fgm
 
 
 __all__ = ["CommlirBackend", "arg_name"]

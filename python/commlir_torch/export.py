@@ -20,8 +20,10 @@ import torch.fx as fx
 
 from . import aten as aten_table
 from . import collectives
+from . import complex as complex_ops
+from .diagnose import DATA_DEPENDENT_SHAPE
 from .groups import GroupTable
-from .ir import Emitter, ExportError, TensorType, Value, fmt_str
+from .ir import DTYPES, Emitter, ExportError, TensorType, Value, fmt_str
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
 _OWN_DIR = os.path.dirname(__file__)
@@ -75,6 +77,10 @@ class Lowering:
     pick_values: list[int] = field(default_factory=list)
     splits: dict[fx.Node, tuple[Value, int]] = field(default_factory=dict)
     tables: RankTables = field(default_factory=RankTables)
+    # The operand and permutation of every emitted transpose/permute, by result name: a
+    # permutation that undoes one (autograd transposes every linear weight back for the input
+    # gradient, and the weight gradient back to the weight's layout) reads the original value.
+    permuted: dict[str, tuple[Value, list[int]]] = field(default_factory=dict)
 
     def value(self, a: Any) -> Value:
         if not isinstance(a, fx.Node):
@@ -100,8 +106,8 @@ def source_loc(node: fx.Node) -> tuple[str, int, int] | None:
         path = m.group(1)
         if path.startswith(_TORCH_DIR) or path.startswith("<"):
             continue
-        if path.startswith(_OWN_DIR) and os.path.basename(path) == "trace.py":
-            continue
+        if path.startswith(_OWN_DIR) and os.path.basename(path) in ("trace.py", "user.py"):
+            continue  # the tracing harness, not the model
         lineno = int(m.group(2))
         # The trace keeps the statement stripped; its column is the source line's indentation.
         src = linecache.getline(path, lineno)
@@ -148,6 +154,15 @@ def _lower_node(cx: Lowering, node: fx.Node) -> None:
     if target in aten_table.ASSERTS:
         cx.env[node] = None
         return
+    if complex_ops.involved(cx, node):
+        # Complex values are pairs of real values (complex.py); in-place ops as elsewhere.
+        base = _inplace_base(target)
+        if base is not None and node.args[0] in cx.view_nodes:
+            raise ExportError(f"in-place {target} on a view (mutation through an alias)")
+        cx.env[node] = complex_ops.lower(cx, node, base or target)
+        if base is not None:
+            cx.env[node.args[0]] = cx.env[node]
+        return
     handler = aten_table.TABLE.get(target) or collectives.TABLE.get(target)
     mutated = None
     if handler is None:
@@ -164,6 +179,35 @@ def _lower_node(cx: Lowering, node: fx.Node) -> None:
         cx.env[mutated] = result
     if isinstance(target, torch._ops.OpOverload) and target._schema.name.split("::")[-1] in _VIEW_OPS:
         cx.view_nodes.add(node)
+
+
+def _dead_nodes(graph: fx.Graph) -> set[fx.Node]:
+    """Nodes whose results nobody reads, in-place ops among them when the tensor they mutate
+    is a temporary that only they touch. DTensor's sharding propagation of a fused op
+    (``nn.RMSNorm`` under sequence parallelism) leaves such a chain in the graph: an
+    ``empty_strided`` and an ``add_`` into it that ``eliminate_dead_code`` keeps because
+    ``add_`` mutates. Collectives always stay (every rank issues them)."""
+    dead: set[fx.Node] = set()
+    changed = True
+    while changed:
+        changed = False
+        for node in reversed(graph.nodes):
+            if node in dead or node.op != "call_function":
+                continue
+            if any(u not in dead for u in node.users):
+                continue
+            target = node.target
+            if isinstance(target, torch._ops.OpOverload) and target.namespace == "_c10d_functional":
+                continue
+            if isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable:
+                base = node.args[0] if node.args else None
+                if not (isinstance(base, fx.Node) and base.op == "call_function"):
+                    continue  # mutates an argument: its effect is the point
+                if any(u is not node and u not in dead for u in base.users):
+                    continue
+            dead.add(node)
+            changed = True
+    return dead
 
 
 def _pick(cx: Lowering, node: fx.Node, split: fx.Node, idx: int) -> Value:
@@ -230,33 +274,71 @@ def lower_graph(
         val = node.meta.get("val")
         if isinstance(val, torch.Tensor) and tuple(val.shape) != arg.type.shape:
             raise ExportError(f"input '{arg.name}' is {tuple(val.shape)}, described as {arg.type}")
+        if arg.type.dtype not in DTYPES:
+            raise ExportError(f"{_first_use(node)}{_KIND_NAMES.get(arg.kind, arg.kind)} '{arg.fqn}' is "
+                              f"{str(arg.type.dtype).removeprefix('torch.')}: unsupported dtype (commlir has "
+                              f"{', '.join(DTYPES.values())})")
         cx.env[node] = Value(arg.name, arg.type)
     results: list[Value] = []
+    dead = _dead_nodes(gm.graph)
     for node in gm.graph.nodes:
-        if node.op == "placeholder":
+        if node.op == "placeholder" or node in dead:
             continue
         cx.em.loc = source_loc(node)
         try:
             if node.op == "get_attr":
                 cx.env[node] = _const(cx, node, gm, args)
             elif node.op == "call_function":
+                if _data_dependent(node.meta.get("val")):
+                    raise ExportError(DATA_DEPENDENT_SHAPE.format(what=f"the result of {_opname(node)}"))
                 _lower_node(cx, node)
             elif node.op == "output":
                 for x in _flatten(node.args[0]):
                     if not isinstance(x, fx.Node):
                         raise ExportError(f"output {x!r} is not a tensor")
+                    if isinstance(cx.env.get(x), complex_ops.Complex):
+                        raise ExportError("a complex result: return torch.view_as_real(z) instead")
                     results.append(cx.value(x))
             else:
                 raise ExportError(f"{node.op} nodes are not supported")
-        except (ExportError, IndexError, TypeError, ValueError, KeyError) as e:
-            # Anything a table entry trips over is reported at the node, with its op.
-            where = cx.em.loc
-            at = f" at {where[0]}:{where[1]}" if where else ""
-            msg = str(e) if isinstance(e, ExportError) else f"{type(e).__name__}: {e}"
-            raise ExportError(f"node '{node.name}' ({_opname(node)}{_format_args(node)}){at}: {msg}") from None
+        except Exception as e:  # noqa: BLE001 - reported at the node, whatever it was
+            # Anything a table entry trips over is one diagnostic: the user's line, the
+            # reason, and the node with its op (never a traceback).
+            raise node_error(node, cx.em.loc, e) from None
     if len(results) != len(outs):
         raise ExportError(f"the graph returns {len(results)} tensors, {len(outs)} were described")
     return _module_text(cx, args, results, func_name), cx
+
+
+def node_error(node: fx.Node, where: tuple[str, int, int] | None, e: BaseException) -> ExportError:
+    """``file:line: reason (node 'n': aten.op(args))`` and the source line, for a node that
+    could not be lowered."""
+    msg = str(e) if isinstance(e, ExportError) else f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+    what = f"node '{node.name}': {_opname(node)}{_format_args(node)}"
+    if where is None:
+        return ExportError(f"{msg} ({what})")
+    src = linecache.getline(where[0], where[1]).strip()
+    return ExportError(f"{where[0]}:{where[1]}: {msg} ({what})" + (f"\n    {src}" if src else ""))
+
+
+def _data_dependent(val: Any) -> bool:
+    """Whether a node's value has a size known only from the data (an unbacked SymInt)."""
+    if isinstance(val, (list, tuple)):
+        return any(_data_dependent(v) for v in val)
+    return isinstance(val, torch.Tensor) and any(not isinstance(d, int) for d in val.shape)
+
+
+_KIND_NAMES = {"param": "parameter", "buffer": "buffer", "input": "input", "const": "constant"}
+
+
+def _first_use(node: fx.Node) -> str:
+    """``file:line: `` of the first op that reads placeholder ``node`` (where the user's code
+    meets the argument), or nothing."""
+    for user in node.users:
+        loc = source_loc(user)
+        if loc is not None:
+            return f"{loc[0]}:{loc[1]}: "
+    return ""
 
 
 def _format_args(node: fx.Node) -> str:

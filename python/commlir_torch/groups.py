@@ -66,6 +66,30 @@ class GroupTable:
                 table.used[group.symbol] = group
         return table
 
+    def add_mesh(self, mesh: DeviceMesh, symm_mem: bool = False) -> None:
+        """Declares every dimension of ``mesh`` (a user's mesh: the root, a slice or a
+        flattened one, such as torchtitan's ``dp_shard_cp``) under its dimension name, with
+        the family of subgroups of every rank, so that the program is the same on each."""
+        names = mesh.mesh_dim_names or tuple(f"mesh{d}" for d in range(mesh.ndim))
+        for d, dim_name in enumerate(names):
+            pg = mesh.get_group(d)
+            if pg.group_name in self.by_name:
+                continue
+            ranks = _family(mesh, d)
+            symbol = sanitize(dim_name)
+            taken = {g.symbol: g for g in self.by_name.values()}
+            i = 1
+            while symbol in taken and taken[symbol].ranks != ranks:
+                symbol = f"{sanitize(dim_name)}_{i}"
+                i += 1
+            group = Group(symbol, len(ranks[0]), ranks, symm_mem)
+            self.by_name[pg.group_name] = group
+            self.used[group.symbol] = group
+
+    def families(self) -> dict[str, tuple[tuple[int, ...], ...]]:
+        """The rank layout of every declared group, by symbol."""
+        return {g.symbol: g.ranks for g in self.used.values()}
+
     def lookup(self, group_name: str) -> Group:
         group = self.by_name.get(group_name)
         if group is None:
@@ -118,3 +142,17 @@ class GroupTable:
 
     def declarations(self) -> list[str]:
         return [g.declaration(self.world_size) for g in sorted(self.used.values(), key=lambda g: g.symbol)]
+
+
+def _family(mesh: DeviceMesh, dim: int) -> tuple[tuple[int, ...], ...]:
+    """Every subgroup of mesh dimension ``dim``, each in group-rank order. PyTorch's mesh
+    layout knows them all (``_layout``, torch ≥ 2.9), flattened and sliced meshes included;
+    a root mesh's tensor is the fallback."""
+    layout = getattr(mesh, "_layout", None)
+    rank_map = getattr(mesh, "_rank_map", None)
+    if layout is not None and rank_map is not None:
+        groups = layout[dim].remap_to_tensor(rank_map)
+        return tuple(tuple(int(r) for r in g) for g in groups.reshape(-1, groups.shape[-1]).tolist())
+    size = mesh.mesh.shape[dim]
+    family = mesh.mesh.movedim(dim, -1).reshape(-1, size).tolist()
+    return tuple(tuple(int(r) for r in g) for g in family)

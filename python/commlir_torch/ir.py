@@ -33,7 +33,8 @@ def elem_type(dtype: torch.dtype) -> str:
     try:
         return DTYPES[dtype]
     except KeyError:
-        raise ExportError(f"dtype {dtype} has no commlir element type") from None
+        name = str(dtype).removeprefix("torch.")
+        raise ExportError(f"unsupported dtype {name} (commlir has {', '.join(DTYPES.values())})") from None
 
 
 @dataclass(frozen=True)

@@ -78,15 +78,22 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 class Attention(nn.Module):
-    """Causal multi-head attention with rotary position embeddings. Heads are inferred from
-    the projection's (possibly tensor-parallel) width, so the same code runs on local heads."""
+    """Causal attention with rotary position embeddings, ``n_kv_heads`` key/value heads shared
+    by groups of the ``n_heads`` query heads (grouped-query attention, Llama 3; equal counts
+    are multi-head attention). Heads are inferred from the projections' (possibly
+    tensor-parallel) widths, so the same code runs on local heads; the grouped key/value heads
+    reach SDPA through ``enable_gqa`` (``kv="gqa"``) or repeated by torchtitan's ``repeat_kv``
+    (``kv="repeat_kv"``: what torchtitan runs, and what ``torch.compile`` of a DTensor model
+    takes; the exporter folds the repeat back into grouped heads)."""
 
-    def __init__(self, dim: int, n_heads: int) -> None:
+    def __init__(self, dim: int, n_heads: int, n_kv_heads: int | None = None, kv: str = "gqa") -> None:
         super().__init__()
+        self.kv = kv
         self.head_dim = dim // n_heads
+        kv = n_kv_heads or n_heads
         self.wq = nn.Linear(dim, dim, bias=False)
-        self.wk = nn.Linear(dim, dim, bias=False)
-        self.wv = nn.Linear(dim, dim, bias=False)
+        self.wk = nn.Linear(dim, kv * self.head_dim, bias=False)
+        self.wv = nn.Linear(dim, kv * self.head_dim, bias=False)
         self.wo = nn.Linear(dim, dim, bias=False)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -96,7 +103,18 @@ class Attention(nn.Module):
         v = self.wv(x).view(b, s, -1, self.head_dim).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        gqa = k.shape[1] != q.shape[1]
+        if gqa and self.kv == "repeat_kv":
+            rep = q.shape[1] // k.shape[1]
+            k, v = (
+                z.transpose(1, 2)[:, :, :, None, :]
+                .expand(b, s, z.shape[1], rep, self.head_dim)
+                .reshape(b, s, z.shape[1] * rep, self.head_dim)
+                .transpose(1, 2)
+                for z in (k, v)
+            )
+            gqa = False
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
         return self.wo(o.transpose(1, 2).reshape(b, s, -1))
 
 
@@ -124,11 +142,13 @@ class LlamaBlock(nn.Module):
         seq: int = 16,
         batch: int = 2,
         rope_theta: float = 10000.0,
+        n_kv_heads: int | None = None,
+        kv: str = "gqa",
     ) -> None:
         super().__init__()
         self.dim, self.seq, self.batch = dim, seq, batch
         self.attention_norm = RMSNorm(dim)
-        self.attention = Attention(dim, n_heads)
+        self.attention = Attention(dim, n_heads, n_kv_heads, kv)
         self.ffn_norm = RMSNorm(dim)
         self.feed_forward = FeedForward(dim, hidden)
         head_dim = dim // n_heads
@@ -185,11 +205,15 @@ class LlamaLM(nn.Module):
     forward returns the loss, so ``--backward`` differentiates that."""
 
     def __init__(self, vocab: int = 128, dim: int = 64, n_layers: int = 2, n_heads: int = 4,
-                 hidden: int = 128, seq: int = 16, batch: int = 2) -> None:
+                 hidden: int = 128, seq: int = 16, batch: int = 2,
+                 n_kv_heads: int | None = None) -> None:
         super().__init__()
         self.vocab, self.seq, self.batch = vocab, seq, batch
         self.tok_embeddings = nn.Embedding(vocab, dim)
-        self.layers = nn.ModuleList(LlamaBlock(dim, n_heads, hidden, seq, batch) for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            LlamaBlock(dim, n_heads, hidden, seq, batch, n_kv_heads=n_kv_heads)
+            for _ in range(n_layers)
+        )
         self.norm = RMSNorm(dim)
         self.output = nn.Linear(dim, vocab, bias=False)
 
@@ -217,6 +241,44 @@ class LlamaLM(nn.Module):
         for i, layer in enumerate(self.layers):
             plan.update({f"layers.{i}.{k}": v for k, v in layer.tp_plan(sp).items()})
         return plan
+
+    def fsdp_units(self) -> list[nn.Module]:
+        return list(self.layers)
+
+
+class LlamaStack(nn.Module):
+    """``n_layers`` Llama blocks and a mean-square loss of their output: a Llama model's
+    transformer layers without its vocabulary (embedding, output projection, cross-entropy),
+    the part the training-step benchmark compares at real sizes (Llama 3 8B: dim 4096, 32
+    query heads over 8 key/value heads, FFN 14336). Its forward returns the loss, so
+    ``--backward`` exports the whole training step."""
+
+    def __init__(self, dim: int = 64, n_layers: int = 2, n_heads: int = 4, hidden: int = 128,
+                 seq: int = 16, batch: int = 2, n_kv_heads: int | None = None,
+                 kv: str = "gqa") -> None:
+        super().__init__()
+        self.dim, self.seq, self.batch = dim, seq, batch
+        self.layers = nn.ModuleList(
+            LlamaBlock(dim, n_heads, hidden, seq, batch, n_kv_heads=n_kv_heads, kv=kv)
+            for _ in range(n_layers)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x.float().pow(2).mean()
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        return self.layers[0].example_inputs()
+
+    def tp_plan(self, sp: bool = False) -> dict[str, ParallelStyle]:
+        plan: dict[str, ParallelStyle] = {}
+        for i, layer in enumerate(self.layers):
+            plan.update({f"layers.{i}.{k}": v for k, v in layer.tp_plan(sp).items()})
+        return plan
+
+    def tp_input_layouts(self, sp: bool = False) -> tuple[Placement, ...]:
+        return self.layers[0].tp_input_layouts(sp)
 
     def fsdp_units(self) -> list[nn.Module]:
         return list(self.layers)

@@ -4,7 +4,11 @@ JSON), and each rank's argument tensors (``in_{rank}.safetensors``).
 :func:`export` traces rank 0 and checks that the program does not depend on the rank: it
 traces the last rank as well and requires the same text, except for the split sizes of
 ``all_to_all_single``, which are collected from every rank into the rank-major tables that
-``coll.all_to_all_single`` takes."""
+``coll.all_to_all_single`` takes.
+
+Two kinds of model export: a plain model that the exporter parallelizes (``--tp``, ``--fsdp``,
+``--sp``, its ``tp_plan``; trace.py), and a model or training step that the user's own code
+parallelized (``--ranks N``; user.py). Both end in the same :class:`Program`."""
 
 from __future__ import annotations
 
@@ -12,12 +16,13 @@ import json
 import os
 import re
 from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from safetensors.torch import save_file
-from torch.distributed.tensor import Shard
 
+from .diagnose import user_code
 from .export import Arg, Out, RankTables
 from .ir import ExportError
 from .trace import (
@@ -28,10 +33,15 @@ from .trace import (
     trace_rank,
     build,
     example_inputs,
+    fsdp_shard,
+    fsdp_valid_rows,
     input_layouts,
+    real_view,
     shard,
 )
-from torch.distributed.tensor import Shard
+
+from .user import fake_process_group, trace_user_rank
+from .user import rank_inputs as rank_inputs_user
 
 DTYPE_NAMES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "f64": torch.float64}
 
@@ -51,19 +61,58 @@ class Program:
     consts: dict[str, torch.Tensor] = field(default_factory=dict)
     params: list[ParamInfo] = field(default_factory=list)
     factory: Factory | None = None
+    # The rank layout of every declared group (user-parallelized programs; the exporter's
+    # own mesh is known from ``par``).
+    groups: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
     @property
     def world_size(self) -> int:
         return self.par.world_size
 
+    def valid_rows(self, fqn: str, rank: int) -> tuple[int, int] | None:
+        """For a parameter whose FSDP shards are padded: (dim, how many of ``rank``'s shard
+        rows along it are real); None when its shards are not padded."""
+        info = next((p for p in self.params if p.fqn == fqn), None)
+        if info is None or info.fsdp_rows is None:
+            return None
+        if self.par.user:
+            family = self.groups.get(info.fsdp_group, ())
+            place = {r: (i, len(sub)) for sub in family for i, r in enumerate(sub)}
+            index, n = place.get(rank, (0, 1))
+        else:
+            index, n = self.par.coords(rank)[0], self.par.fsdp
+        return info.fsdp_dim, fsdp_valid_rows(info.fsdp_rows, index, n)
+
+    def unpad(self, rank: int, result: int, t: torch.Tensor) -> torch.Tensor:
+        """Result ``result`` of ``rank`` without FSDP's padding: a padded parameter's gradient
+        shard cut to the rows FSDP2 holds on that rank (what ``p.grad.to_local()`` is)."""
+        out = self.outs[result]
+        valid = self.valid_rows(out.fqn, rank) if out.kind == "grad" else None
+        if valid is None:
+            return t
+        dim, rows = valid
+        return t.narrow(dim, 0, rows)
+
     def sidecar(self) -> dict[str, Any]:
-        """What the arguments and results are, for harnesses writing each rank's tensors."""
-        shape, names = self.par.mesh_shape
+        """What the arguments and results are, for harnesses writing each rank's tensors.
+        ``fsdp_valid`` (padded FSDP shards only): per global rank, how many entries along
+        ``fsdp_dim`` are real, the rest being FSDP2's zero padding."""
+        shape, names = self.par.mesh_shape if not self.par.user else ((), ())
+
+        def padding(fqn: str) -> dict[str, Any]:
+            info = next((p for p in self.params if p.fqn == fqn), None)
+            if info is None or info.fsdp_rows is None:
+                return {}
+            valid = [self.valid_rows(fqn, r) for r in range(self.world_size)]
+            return {"fsdp_dim": info.fsdp_dim, "fsdp_valid": [v[1] if v else None for v in valid]}
+
         return {
             "model": self.model_spec,
             "function": "train_step" if self.backward else "forward",
             "world_size": self.world_size,
+            "ranks": self.par.ranks,
             "mesh": {"shape": list(shape), "dim_names": list(names)},
+            "groups": {k: [list(g) for g in v] for k, v in self.groups.items()},
             "tp": self.par.tp,
             "sp": self.par.sp,
             "fsdp": self.par.fsdp,
@@ -79,10 +128,11 @@ class Program:
                     "type": str(a.type),
                     "replicated": a.replicated,
                     "placements": _placements(self.params, a),
+                    **(padding(a.fqn) if a.kind == "param" else {}),
                 }
                 for a in self.args
             ],
-            "results": [asdict(o) for o in self.outs],
+            "results": [{**asdict(o), **(padding(o.fqn) if o.kind == "grad" else {})} for o in self.outs],
         }
 
     def write(self, path: str) -> str:
@@ -102,6 +152,14 @@ class Program:
         buffers, its data-parallel rank's inputs (sequence-sharded under SP) and constants."""
         if self.factory is None:
             raise ExportError("the program was not exported from a model factory")
+        if self.par.user:
+            return rank_inputs_user(self.factory, self.par, rank, self.seed, self.args, self.consts)
+        # The factory and example_inputs() run on the rank's fake process group, as in the trace.
+        with fake_process_group(self.world_size, rank), user_code():
+            return self._rank_inputs(rank)
+
+    def _rank_inputs(self, rank: int) -> dict[str, torch.Tensor]:
+        assert self.factory is not None
         inst = build(self.factory, self.dtype, self.seed)
         dp, tp = self.par.coords(rank)
         full = dict(inst.model.named_parameters())
@@ -116,13 +174,13 @@ class Program:
                 t = full[a.fqn].detach()
                 pl = placements.get(a.fqn)
                 if pl is not None:
-                    t = shard(t, pl, tp, self.par.tp)
+                    t = shard(t, pl, tp, self.par.tp, f"parameter '{a.fqn}'")
                 if self.par.fsdp > 1:
-                    t = shard(t, (Shard(0),), dp, self.par.fsdp)
+                    t = fsdp_shard(t, dp, self.par.fsdp)
             elif a.kind == "buffer":
-                t = bufs[a.fqn].detach()
+                t = real_view(bufs[a.fqn].detach())
             elif a.kind == "input":
-                t = shard(inputs[i_input], (layouts[i_input],), tp, self.par.tp)
+                t = shard(inputs[i_input], (layouts[i_input],), tp, self.par.tp, f"input '{a.fqn}'")
                 i_input += 1
             else:
                 t = self.consts[a.name]
@@ -174,18 +232,37 @@ def export(
     the program of every rank."""
     if not model_spec:
         model_spec = f"{factory.__module__}:{factory.__qualname__}"
-    first = trace_rank(factory, par, 0, backward, dtype, seed)
+    if par.user and dtype is not None:
+        raise ExportError("--dtype casts a model the exporter parallelizes; a model that parallelizes itself "
+                          "chooses its own dtypes (FSDP2's MixedPrecisionPolicy, model.to(...))")
+    trace = _tracer(factory, par, backward, dtype, seed)
+    first = trace(0, None)
     if check_ranks and par.world_size > 1:
-        first = _check_ranks(factory, par, backward, dtype, seed, first)
+        first = _check_ranks(trace, par, first)
+    training = backward or bool(first.outs and first.outs[0].kind in ("loss", "grad"))
     return Program(
-        first.text, first.args, first.outs, par, backward, dtype, seed, model_spec,
-        first.consts, first.params, factory,
+        first.text, first.args, first.outs, par, training, dtype, seed, model_spec,
+        first.consts, first.params, factory, first.groups,
     )
 
 
-def _check_ranks(
-    factory: Factory, par: Parallelism, backward: bool, dtype: torch.dtype | None, seed: int, first: Traced
-) -> Traced:
+Tracer = Callable[[int, "RankTables | None"], Traced]
+
+
+def _tracer(factory: Factory, par: Parallelism, backward: bool, dtype: torch.dtype | None, seed: int) -> Tracer:
+    """Traces one rank (with the rank tables of a second pass); failures of the user's code
+    are one diagnostic each (diagnose.py)."""
+
+    def trace(rank: int, tables: RankTables | None) -> Traced:
+        with user_code():
+            if par.user:
+                return trace_user_rank(factory, par, rank, backward, seed, tables)
+            return trace_rank(factory, par, rank, backward, dtype, seed, tables)
+
+    return trace
+
+
+def _check_ranks(trace: Tracer, par: Parallelism, first: Traced) -> Traced:
     """Rank 0's program, made the same on every rank: rank-dependent all-to-all splits,
     constants and chunk choices go into rank tables (export.RankTables) when every rank's
     trace has the same shape; anything else that differs is an error showing the first
@@ -194,12 +271,12 @@ def _check_ranks(
     has_splits = any(ins or outs for ins, outs in first.a2a)
     traces = {0: first}
     for r in range(1, n) if has_splits else [n - 1]:
-        traces[r] = trace_rank(factory, par, r, backward, dtype, seed)
+        traces[r] = trace(r, None)
     differs = any(_canonical(t.text) != _canonical(first.text) for t in traces.values())
     if has_splits or differs:
         for r in range(1, n):
             if r not in traces:
-                traces[r] = trace_rank(factory, par, r, backward, dtype, seed)
+                traces[r] = trace(r, None)
         tables = RankTables()
         if has_splits:
             tables.a2a = []
@@ -217,7 +294,7 @@ def _check_ranks(
                 chosen = [traces[r].picks[i] for r in range(n)]
                 if len(set(chosen)) > 1:
                     tables.picks[i] = chosen
-        traces = {r: trace_rank(factory, par, r, backward, dtype, seed, tables) for r in range(n)}
+        traces = {r: trace(r, tables) for r in range(n)}
         first = traces[0]
     for r, t in traces.items():
         if _canonical(t.text) != _canonical(first.text):

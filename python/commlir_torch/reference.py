@@ -3,7 +3,14 @@ rank, parallelized as a training script does it (``parallelize_module`` with the
 tensor-parallel plan, FSDP2 ``fully_shard`` on the data-parallel mesh dimension). Each rank
 reads its arguments from the exported program's ``in_{rank}.safetensors`` (after checking
 that its own parameter shards are the same tensors), and writes its results, in the order of
-the program's results, to ``ref_{rank}.safetensors`` as ``result0``, ``result1``, …"""
+the program's results, to ``ref_{rank}.safetensors`` as ``result0``, ``result1``, …
+
+A model that parallelizes itself (``--ranks``, user.py) runs as its builder makes it on gloo:
+its own mesh, plans, ``fully_shard`` and training step. There the exported arguments are
+copied into the model (every parameter's local shard, FSDP2's padding off, every buffer) and
+replace the builder's inputs: the builder may initialize differently on gloo than under the
+fake process group (a broadcast of the initial weights, say), the program's inputs are what
+counts. FSDP2 holds a padded parameter's gradient unpadded; so do the results here."""
 
 from __future__ import annotations
 
@@ -20,6 +27,7 @@ from safetensors.torch import load_file, save_file
 from torch.distributed._functional_collectives import AsyncCollectiveTensor
 from torch.distributed.tensor import DTensor
 
+from .diagnose import debug, diagnostic
 from .ir import ExportError
 from .trace import Parallelism, apply_tp, build, load_factory, local_outputs, loss_of
 
@@ -41,9 +49,12 @@ def _worker(rank: int, sidecar: dict[str, Any], in_pattern: str, ref_pattern: st
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     torch.set_num_threads(1)
-    par = Parallelism(tp=sidecar["tp"], fsdp=sidecar["fsdp"], sp=sidecar["sp"])  # symm_mem: no effect here
+    par = Parallelism(tp=sidecar["tp"], fsdp=sidecar["fsdp"], sp=sidecar["sp"], ranks=sidecar.get("ranks", 0))
     dist.init_process_group("gloo", rank=rank, world_size=par.world_size)
-    _run_rank(rank, sidecar, par, in_pattern, ref_pattern)
+    if par.user:
+        _run_user_rank(rank, sidecar, in_pattern, ref_pattern)
+    else:
+        _run_rank(rank, sidecar, par, in_pattern, ref_pattern)
     # Every rank has written its results before any leaves; the process then exits without
     # tearing gloo down (see the end of this file), as a failed rank does by its exception.
     dist.barrier()
@@ -71,6 +82,7 @@ def _run_rank(rank: int, sidecar: dict[str, Any], par: Parallelism, in_pattern: 
         if a["kind"] == "param":
             p = params[a["fqn"]]
             local = p.to_local() if isinstance(p, DTensor) else p
+            t = _unpadded(t, a, rank)
             if not torch.equal(local.detach(), t):
                 raise ExportError(
                     f"rank {rank}: parameter '{a['fqn']}' is not the tensor the exported inputs "
@@ -98,6 +110,77 @@ def _run_rank(rank: int, sidecar: dict[str, Any], par: Parallelism, in_pattern: 
         {f"result{i}": _plain(r) for i, r in enumerate(results)},
         ref_pattern.replace("{rank}", str(rank)),
     )
+
+
+def _unpadded(t: torch.Tensor, entry: dict[str, Any], rank: int) -> torch.Tensor:
+    """An FSDP-padded argument or result of the sidecar as FSDP2 holds it on ``rank``."""
+    valid = entry.get("fsdp_valid")
+    if not valid:
+        return t
+    return t.narrow(int(entry["fsdp_dim"]), 0, int(valid[rank]))
+
+
+def _run_user_rank(rank: int, sidecar: dict[str, Any], in_pattern: str, ref_pattern: str) -> None:
+    """The builder's model on gloo, loaded with the exported arguments; its training step, its
+    forward and backward, or its forward."""
+    from .user import call_builder
+
+    built = call_builder(load_factory(sidecar["model"]), sidecar["seed"])
+    model = built.model
+    files = load_file(in_pattern.replace("{rank}", str(rank)))
+    params = dict(model.named_parameters())
+    buffers = dict(model.named_buffers())
+    inputs: list[torch.Tensor] = []
+    with torch.no_grad():
+        for a in sidecar["args"]:
+            t = files[a["name"]]
+            if a["kind"] == "param":
+                p = params[a["fqn"]]
+                local = p._local_tensor if isinstance(p, DTensor) else p
+                local.copy_(_unpadded(t, a, rank))
+            elif a["kind"] == "buffer":
+                b = buffers[a["fqn"]]
+                b.copy_(torch.view_as_complex(t) if b.is_complex() else t)
+            elif a["kind"] == "input":
+                inputs.append(t)
+    it = iter(inputs)
+    args: list[Any] = []
+    for x in built.inputs:
+        if isinstance(x, DTensor):
+            args.append(DTensor.from_local(next(it), x.device_mesh, x.placements, run_check=False,
+                                           shape=x.shape, stride=x.stride()))
+        elif isinstance(x, torch.Tensor):
+            t = next(it)
+            args.append(torch.view_as_complex(t) if x.is_complex() else t)
+        else:
+            args.append(x)
+    results: list[torch.Tensor] = []
+    if sidecar["backward"]:
+        if built.step is not None:
+            ret = built.step(model, *args)
+            if ret is not None:
+                ret = ret[0] if isinstance(ret, (list, tuple)) else ret
+                if isinstance(ret, DTensor):
+                    ret = ret.full_tensor()
+                results.append(ret.detach())
+        else:
+            loss = loss_of(local_outputs(model(*args)))
+            loss.backward()
+            results.append(loss.detach())
+        for r in sidecar["results"]:
+            if r["kind"] != "grad":
+                continue
+            p = params[r["fqn"]]
+            g = p.grad
+            if g is None:
+                g = torch.zeros_like(p.to_local() if isinstance(p, DTensor) else p)
+            elif isinstance(g, DTensor):
+                g = g.redistribute(p.device_mesh, p.placements).to_local()
+            results.append(g)
+    else:
+        with torch.no_grad():
+            results = local_outputs(model(*args))
+    save_file({f"result{i}": _plain(r) for i, r in enumerate(results)}, ref_pattern.replace("{rank}", str(rank)))
 
 
 def run_reference(
@@ -155,7 +238,14 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except Exception as e:  # noqa: BLE001 - the rank's failure as one diagnostic line
+        if debug():
+            raise
+        print(f"error: {diagnostic(e)}", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(1)
     # The results are written and every rank passed the barrier: leave without
     # destroy_process_group and the interpreter's teardown, where gloo's background threads
     # can be destroyed while still joinable ("terminate called without an active exception",

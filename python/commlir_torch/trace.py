@@ -13,6 +13,7 @@ gradient (``avg``); that is the communication FSDP2's ``fully_shard`` issues, an
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -33,8 +34,11 @@ from torch.distributed.tensor import DTensor, Placement, Replicate, Shard
 from torch.distributed.tensor.parallel import parallelize_module
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.overrides import TorchFunctionMode
 
+from .aten import fold_repeat_kv
 from .export import Arg, Out, RankTables, lower_graph
+from .diagnose import param_location
 from .groups import GroupTable
 from .ir import ExportError, TensorType, sanitize
 
@@ -43,7 +47,10 @@ Factory = Callable[[], Any]
 
 @dataclass(frozen=True)
 class Parallelism:
-    """How the model is parallelized: a ``(dp, tp)`` device mesh (either may be 1)."""
+    """How the model is parallelized: a ``(dp, tp)`` device mesh (either may be 1) that the
+    exporter builds and applies (the model's ``tp_plan``, FSDP), or, with ``ranks``, nothing:
+    the model parallelizes itself on that many ranks (its own ``DeviceMesh``,
+    ``parallelize_module``, ``fully_shard``, functional collectives; see user.py)."""
 
     tp: int = 1
     fsdp: int = 1
@@ -51,16 +58,27 @@ class Parallelism:
     # Declare the groups with symmetric memory (`symm_mem`), which lets commlir use its
     # one-shot/two-shot all-reduces and fused all-gather-matmul kernels.
     symm_mem: bool = False
+    ranks: int = 0
 
     def __post_init__(self) -> None:
-        if self.tp < 1 or self.fsdp < 1:
-            raise ExportError("--tp and --fsdp must be at least 1")
+        if self.tp < 1 or self.fsdp < 1 or self.ranks < 0:
+            raise ExportError("--tp, --fsdp and --ranks must be at least 1")
+        if self.ranks and (self.tp > 1 or self.fsdp > 1 or self.sp):
+            raise ExportError(
+                "--ranks N exports a model that parallelizes itself; --tp, --fsdp, --sp and "
+                "--mesh parallelize a plain model for you: use one or the other"
+            )
         if self.sp and self.tp == 1:
             raise ExportError("sequence parallelism needs tensor parallelism (--tp N, N > 1)")
 
     @property
+    def user(self) -> bool:
+        """Whether the model parallelizes itself (``ranks`` given)."""
+        return self.ranks > 0
+
+    @property
     def world_size(self) -> int:
-        return self.tp * self.fsdp
+        return self.ranks if self.ranks else self.tp * self.fsdp
 
     @property
     def mesh_shape(self) -> tuple[tuple[int, ...], tuple[str, ...]]:
@@ -83,12 +101,13 @@ class Parallelism:
         return mesh[name] if mesh.ndim > 1 else mesh
 
 
-def decompositions(fused_attention: bool = False) -> dict[Any, Any]:
+def decompositions(fused_attention: bool = True) -> dict[Any, Any]:
     """The core-aten decompositions, plus those of ops that are core aten but have no single
     commlir op (layer norm becomes means, a variance and rsqrt), minus those of the lookups
     aten.py lowers whole (embedding gradients, the negative log-likelihood). With
-    ``fused_attention`` (no gradient traced), scaled-dot-product attention without mask or
-    dropout stays one op (``compute.attention``) instead of its math decomposition."""
+    ``fused_attention`` (the default, with or without a backward), scaled-dot-product
+    attention without mask or dropout stays one op (``compute.attention``, and its backward
+    ``compute.attention_backward``) instead of its math decomposition."""
     aten = torch.ops.aten
     table = dict(core_aten_decompositions())
     table.update(get_decompositions([aten.native_layer_norm]))
@@ -105,7 +124,8 @@ def decompositions(fused_attention: bool = False) -> dict[Any, Any]:
 def attention_or_decompose(decompose: Callable[..., Any]) -> Callable[..., Any]:
     """The decomposition of PyTorch's CPU attention op that keeps it whole (``NotImplemented``
     makes the tracer record the op itself) where ``compute.attention`` expresses it: no mask,
-    no dropout, q, k and v of one float type and the same leading dims (no grouped heads)."""
+    no dropout, q, k and v of one float type and the same leading dims, but for the key and
+    value heads (dim -3), which may divide the query's (grouped-query attention)."""
 
     def attention(query: Any, key: Any, value: Any, dropout_p: float = 0.0, is_causal: bool = False,
                   *, attn_mask: Any = None, scale: float | None = None) -> Any:
@@ -113,7 +133,10 @@ def attention_or_decompose(decompose: Callable[..., Any]) -> Callable[..., Any]:
             dropout_p == 0.0
             and attn_mask is None
             and query.dim() >= 3
-            and query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
+            and query.shape[:-3] == key.shape[:-3] == value.shape[:-3]
+            and key.shape[-3] == value.shape[-3] > 0
+            and query.shape[-3] % key.shape[-3] == 0
+            and key.shape[-2] == value.shape[-2]
             and query.dtype == key.dtype == value.dtype
             and query.dtype.is_floating_point
         )
@@ -122,6 +145,24 @@ def attention_or_decompose(decompose: Callable[..., Any]) -> Callable[..., Any]:
         return decompose(query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)
 
     return attention
+
+
+class MathForMaskedAttention(TorchFunctionMode):
+    """Runs ``scaled_dot_product_attention`` with a mask or dropout on PyTorch's math backend,
+    so that in a traced training step it decomposes above autograd and its backward is made
+    of elementary ops: the fused CPU kernel would take the mask, and its backward (one opaque
+    op with the mask) has no commlir lowering. Calls without either keep the backends in
+    force (the fused kernel: ``compute.attention`` and ``compute.attention_backward``)."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if func is torch.nn.functional.scaled_dot_product_attention:
+            mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
+            dropout = kwargs.get("dropout_p", args[4] if len(args) > 4 else 0.0)
+            if mask is not None or dropout:
+                with sdpa_kernel([SDPBackend.MATH]):
+                    return func(*args, **kwargs)
+        return func(*args, **kwargs)
 
 
 def load_factory(spec: str) -> Factory:
@@ -190,16 +231,61 @@ def input_layouts(model: nn.Module, par: Parallelism, n: int) -> list[Placement]
     return layouts + [Replicate()] * (n - len(layouts))
 
 
-def shard(t: torch.Tensor, placements: tuple[Placement, ...], index: int, n: int) -> torch.Tensor:
-    """The local part of ``t`` under a one-dimensional placement at mesh index ``index``."""
+def shard(t: torch.Tensor, placements: tuple[Placement, ...], index: int, n: int, what: str = "") -> torch.Tensor:
+    """The local part of ``t`` under a one-dimensional placement at mesh index ``index``.
+    ``what`` names the tensor in errors (``parameter 'w1.weight'``)."""
     for p in placements:
         if isinstance(p, Shard):
-            if t.shape[p.dim] % n:
-                raise ExportError(f"dim {p.dim} of shape {tuple(t.shape)} does not split {n} ways")
+            check_even(what, tuple(t.shape), p.dim, n)
             return t.chunk(n, dim=p.dim)[index].contiguous()
         if not isinstance(p, Replicate):
-            raise ExportError(f"placement {p} of a parameter or input is not supported")
+            raise ExportError(f"{what or 'a tensor'}: placement {p} is not supported")
     return t
+
+
+def check_even(what: str, shape: tuple[int, ...], dim: int, n: int, group: str = "", where: str = "") -> None:
+    """Tensor-parallel shards must have one shape on every rank: an SPMD program has one type
+    per argument. (FSDP's dim-0 shards are padded instead, as FSDP2 pads them.) ``where`` is
+    the ``file:line: `` of the tensor, if known."""
+    dim = dim + len(shape) if dim < 0 else dim
+    if shape[dim] % n:
+        sizes = [c.shape[dim] for c in torch.empty(shape, device="meta").chunk(n, dim=dim)]
+        sizes += [0] * (n - len(sizes))
+        over = f" over @{group}" if group else ""
+        raise ExportError(
+            f"{where}{what or 'a tensor'} of shape {shape}: dim {dim} does not split {n} ways{over} "
+            f"(the ranks would hold {', '.join(map(str, sizes))}); one SPMD program needs the same "
+            f"shard shape on every rank: make dim {dim} a multiple of {n}"
+        )
+
+
+def fsdp_shard(t: torch.Tensor, index: int, n: int) -> torch.Tensor:
+    """FSDP2's dim-0 shard of ``t`` for data-parallel rank ``index``: chunk ``index`` of
+    ``torch.chunk(t, n)`` padded with zeros to the length of chunk 0, so that every rank holds
+    a shard of the same shape (``(25, 192)`` over 2 ranks: 13 rows, the second rank's last row
+    padding)."""
+    if t.ndim == 0:
+        raise ExportError("FSDP shards a 0-dim parameter")
+    rows = t.shape[0]
+    per = -(-rows // n)
+    out = t.new_zeros((per, *t.shape[1:]))
+    start = min(index * per, rows)
+    valid = min(per, rows - start)
+    if valid > 0:
+        out[:valid] = t[start : start + valid]
+    return out
+
+
+def fsdp_valid_rows(rows: int, index: int, n: int) -> int:
+    """How many rows of data-parallel rank ``index``'s padded FSDP shard are real."""
+    per = -(-rows // n)
+    return max(0, min(per, rows - index * per))
+
+
+def real_view(t: torch.Tensor) -> torch.Tensor:
+    """A complex tensor as its ``view_as_real`` (the program's argument; complex.py turns it
+    back into a complex value inside), any other tensor as it is."""
+    return torch.view_as_real(t) if t.is_complex() else t
 
 
 def apply_tp(model: nn.Module, par: Parallelism, tp_mesh: DeviceMesh | None) -> None:
@@ -252,6 +338,11 @@ class ParamInfo:
     placements: tuple[Placement, ...] | None  # tensor-parallel placements, None if plain
     global_shape: tuple[int, ...]
     global_stride: tuple[int, ...]
+    # The length of the (TP-local) parameter's FSDP-sharded dim when its shards are padded
+    # (FSDP2 pads a dim that does not split evenly); None when they are not.
+    fsdp_rows: int | None = None
+    fsdp_dim: int = 0
+    fsdp_group: str = "dp"  # the group symbol FSDP shards over
 
 
 @dataclass
@@ -266,6 +357,8 @@ class Traced:
     fills: list[float]
     picks: list[int]
     params: list[ParamInfo] = field(default_factory=list)
+    # The rank layout of every group the program declares (user.py fills it in).
+    groups: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
 
 _TRACES = itertools.count()
@@ -338,12 +431,19 @@ def trace_rank(
         for fqn, p in model.named_parameters():
             if isinstance(p, DTensor):
                 local, pl = p.to_local(), tuple(p.placements)
+                for x in pl:
+                    if isinstance(x, Shard):
+                        check_even(f"parameter '{fqn}'", tuple(p.shape), x.dim, par.tp, "tp",
+                                   param_location(model, fqn))
                 info = ParamInfo(fqn, pl, tuple(p.shape), tuple(p.stride()))
             else:
                 local, pl = p.detach(), None
                 info = ParamInfo(fqn, None, tuple(p.shape), tuple(p.stride()))
             if par.fsdp > 1:
-                local = shard(local, (Shard(0),), dp_index, par.fsdp)
+                rows = local.shape[0] if local.ndim else 0
+                local = fsdp_shard(local, dp_index, par.fsdp)
+                if local.shape[0] * par.fsdp != rows:
+                    info.fsdp_rows = rows
             replicated = tp_sym if (pl is None or all(isinstance(x, Replicate) for x in pl)) else None
             params.append(info)
             args.append(Arg(sanitize(fqn), "param", fqn, TensorType(tuple(local.shape), local.dtype), replicated))
@@ -351,12 +451,14 @@ def trace_rank(
         buffers = list(model.named_buffers())
         for fqn, b in buffers:
             rep = tp_sym or ("dp" if par.fsdp > 1 else None)
+            b = real_view(b)
             args.append(Arg(sanitize(fqn), "buffer", fqn, TensorType(tuple(b.shape), b.dtype), rep))
             flat.append(b)
+        complex_buffers = {fqn for fqn, b in buffers if b.is_complex()}
         layouts = input_layouts(model, par, len(inputs))
         names = inst.input_names + [f"input{i}" for i in range(len(inst.input_names), len(inputs))]
         for i, (x, pl) in enumerate(zip(inputs, layouts)):
-            local = shard(x, (pl,), tp_index, par.tp)
+            local = shard(x, (pl,), tp_index, par.tp, f"input '{names[i]}'")
             rep = tp_sym if isinstance(pl, Replicate) else None
             args.append(Arg(sanitize(names[i]), "input", names[i], TensorType(tuple(local.shape), local.dtype), rep))
             flat.append(local)
@@ -373,6 +475,8 @@ def trace_rank(
                 t = p
                 if dp_group is not None:
                     t = FsdpAllGather.apply(t, dp_group)
+                    if info.fsdp_rows is not None:
+                        t = t.narrow(0, 0, info.fsdp_rows)  # FSDP2's padding off
                 if info.placements is not None:
                     t = DTensor.from_local(
                         t, tp_mesh, info.placements, run_check=False,
@@ -380,12 +484,15 @@ def trace_rank(
                     )
                 state[info.fqn] = t
             for (fqn, _), b in zip(buffers, xs[n_params : n_params + n_buffers]):
-                state[fqn] = b
-            # With a backward, the math attention decomposes above autograd, so that its
-            # backward is made of the same elementary ops (the fused CPU kernel's backward is
-            # one opaque op); without one, the fused op is kept whole (compute.attention).
-            backends = [SDPBackend.MATH] if backward else [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]
-            with sdpa_kernel(backends), torch.enable_grad() if backward else torch.no_grad():
+                state[fqn] = torch.view_as_complex(b) if fqn in complex_buffers else b
+            # The fused CPU kernel where it applies (compute.attention, and its backward
+            # compute.attention_backward: the score matrix is never a tensor of the program);
+            # the math attention for the rest. In a training step a masked or dropout attention
+            # takes the math backend above autograd (MathForMaskedAttention), so that its
+            # backward is elementary ops too.
+            backends = [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]
+            masked = MathForMaskedAttention() if backward else contextlib.nullcontext()
+            with sdpa_kernel(backends), masked, torch.enable_grad() if backward else torch.no_grad():
                 out = local_outputs(torch.func.functional_call(model, state, tuple(xs[n_params + n_buffers :])))
                 if not backward:
                     return tuple(out)
@@ -395,12 +502,14 @@ def trace_rank(
 
         gm = make_fx(
             step,
-            decomposition_table=decompositions(fused_attention=not backward),
+            decomposition_table=decompositions(),
             tracing_mode="fake",
             record_stack_traces=True,
         )(*flat)
         gm.graph.eliminate_dead_code()
         gm.recompile()
+        # torchtitan's repeat_kv feeding the attention becomes its grouped kv heads.
+        fold_repeat_kv(gm)
         out_vals = [n for n in gm.graph.nodes if n.op == "output"][0].args[0]
         n_out = len(out_vals) if isinstance(out_vals, (list, tuple)) else 1
         if backward:

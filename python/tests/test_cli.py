@@ -14,7 +14,8 @@ import unittest
 from commlir_torch.check import check, run_sim, tool
 from commlir_torch.models import make_mlp
 from commlir_torch.program import export
-from commlir_torch.trace import Parallelism
+from commlir_torch.trace import Parallelism, load_factory
+from safetensors.torch import load_file
 
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO = os.path.dirname(PYTHON_DIR)
@@ -52,6 +53,17 @@ class CommandLine(unittest.TestCase):
             self.assertEqual(p.returncode, 1)
             self.assertIn("is not DPxTP", p.stderr)
 
+    def test_refusals_are_one_diagnostic_not_a_traceback(self) -> None:
+        # `if h.sum() > 0:` used to end in a 106-line PyTorch traceback.
+        model = os.path.join(PYTHON_DIR, "tests", "refusal_models.py") + ":make_branch"
+        p = cli("export", model, "--tp", "2", cwd=PYTHON_DIR)
+        self.assertEqual(p.returncode, 1)
+        self.assertNotIn("Traceback", p.stderr)
+        lines = p.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 2, p.stderr)
+        self.assertRegex(lines[0], r"^error: tests/refusal_models\.py:\d+: data-dependent control flow")
+        self.assertIn("if h.sum() > 0:", lines[1])
+
     def test_ops_lists_the_table(self) -> None:
         p = cli("ops", cwd=PYTHON_DIR)
         self.assertEqual(p.returncode, 0)
@@ -68,6 +80,29 @@ class CheckCatchesWrongPrograms(unittest.TestCase):
         self.assertFalse(report.ok)
         self.assertEqual({m.rank for m in report.mismatches}, {0, 1})
         self.assertIn("MISMATCH", report.summary())
+
+    def test_wrong_rank_order_and_reduction_are_caught(self) -> None:
+        # Every rank has its own data, so a collective that takes the ranks in another order,
+        # or reduces with another op, computes something else than PyTorch.
+        model = os.path.join(PYTHON_DIR, "tests", "collective_models.py") + ":build_collectives"
+        prog = export(load_factory(model), Parallelism(ranks=4), model_spec=model)
+        with tempfile.TemporaryDirectory() as tmp:
+            good = check(prog, os.path.join(tmp, "good"), pipeline=None)
+            self.assertTrue(good.ok, good.summary())
+            reference = [load_file(os.path.join(tmp, "good", f"ref_{r}.safetensors")) for r in range(4)]
+            text = prog.text
+            # A group whose first two ranks are swapped.
+            prog.text = text.replace("coll.group @world {size = 4 : i64}",
+                                     "coll.group @world {size = 4 : i64, ranks = array<i64: 1, 0, 2, 3>}")
+            swapped = check(prog, os.path.join(tmp, "swapped"), pipeline=None, reference=reference)
+            # The all-reduce with min made a max.
+            prog.text = text.replace('coll.all_reduce %mm {reduce_op = "min"', 'coll.all_reduce %mm {reduce_op = "max"', 1)
+            self.assertNotEqual(prog.text, text)
+            wrong_op = check(prog, os.path.join(tmp, "wrong_op"), pipeline=None, reference=reference)
+        self.assertFalse(swapped.ok)
+        self.assertIn("result9 (output 9)", {m.result for m in swapped.mismatches})  # the dim-1 all-gather
+        self.assertFalse(wrong_op.ok)
+        self.assertEqual({m.result for m in wrong_op.mismatches}, {"result3 (output 3)"})
 
     def test_tools_are_found(self) -> None:
         self.assertTrue(os.access(tool("commlir-run"), os.X_OK))

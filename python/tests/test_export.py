@@ -65,7 +65,7 @@ class LlamaBlock(unittest.TestCase):
         for op in ("compute.rsqrt", "compute.permute", "compute.attention"):
             self.assertIn(op, text)
 
-    def test_attention_is_one_op_unless_a_backward_is_traced(self) -> None:
+    def test_attention_is_one_op_each_way(self) -> None:
         fwd = export(make_llama_block, Parallelism(tp=2)).text
         # Batch 2, 4 heads (2 per rank) of 16 positions; causal, scale 1/sqrt(head dim 16).
         self.assertRegex(
@@ -74,10 +74,17 @@ class LlamaBlock(unittest.TestCase):
             r"\(tensor<2x2x16x16xf32>, tensor<2x2x16x16xf32>, tensor<2x2x16x16xf32>\) -> tensor<2x2x16x16xf32>",
         )
         self.assertNotIn("compute.softmax", fwd)
-        # The training step keeps the math decomposition, whose backward is elementary ops.
+        # The training step keeps it fused too: the forward returns its log-sum-exp, which
+        # the backward reads; no score matrix (no softmax) anywhere.
         bwd = export(make_llama_block, Parallelism(tp=2), backward=True).text
-        self.assertNotIn("compute.attention", bwd)
-        self.assertIn("compute.softmax", bwd)
+        self.assertRegex(
+            bwd,
+            r"%(\w+), %(\w+) = compute\.attention %\w+, %\w+, %\w+ \{scale = 2\.5\d*e-01 : f64, causal = unit, "
+            r"with_lse = unit\} : \(tensor<2x2x16x16xf32>, tensor<2x2x16x16xf32>, tensor<2x2x16x16xf32>\) -> "
+            r"\(tensor<2x2x16x16xf32>, tensor<2x2x16xf32>\)",
+        )
+        self.assertEqual(bwd.count("compute.attention_backward "), 1)
+        self.assertNotIn("compute.softmax", bwd)
 
     def test_fsdp_backward_reduce_scatters_every_gradient(self) -> None:
         prog = export(make_llama_block, Parallelism(fsdp=2), backward=True)
@@ -103,13 +110,52 @@ class Refusals(unittest.TestCase):
         self.assertIn("node 'erf'", msg)
         self.assertIn("collective_models.py:", msg)
 
+    def refusal(self, fn: str, par: Parallelism | None = None) -> str:
+        with self.assertRaises(ExportError) as e:
+            export(load_factory(os.path.join(HERE, "refusal_models.py") + ":" + fn), par or Parallelism(tp=2))
+        return str(e.exception)
+
+    def assert_at(self, msg: str, marker: str) -> None:
+        """``msg`` starts with refusal_models.py:LINE, LINE being the line with ``marker``,
+        and shows that line; it is one diagnostic, not a traceback."""
+        path = os.path.join(HERE, "refusal_models.py")
+        with open(path) as f:
+            line = next(i for i, text in enumerate(f, 1) if marker in text)
+        self.assertRegex(msg.splitlines()[0], rf"^\S*refusal_models\.py:{line}: ")
+        self.assertIn(marker, msg.splitlines()[-1])
+        self.assertLessEqual(len(msg.splitlines()), 2, msg)
+        self.assertNotIn("Traceback", msg)
+
+    def test_data_dependent_control_flow(self) -> None:
+        msg = self.refusal("make_branch")
+        self.assert_at(msg, "# BRANCH")
+        self.assertIn("data-dependent control flow", msg)
+
+    def test_data_dependent_shape(self) -> None:
+        msg = self.refusal("make_mask")
+        self.assert_at(msg, "# MASK")
+        self.assertIn("data-dependent shape", msg)
+
+    def test_unsupported_dtype(self) -> None:
+        msg = self.refusal("make_float8")
+        self.assert_at(msg, "# FLOAT8")
+        self.assertIn("unsupported dtype float8_e4m3fn", msg)
+        msg = self.refusal("make_complex_parameter")
+        self.assertRegex(msg, r"refusal_models\.py:\d+: parameter 'phase' is complex64: unsupported dtype")
+
+    def test_shape_errors_name_the_parameter(self) -> None:
+        msg = self.refusal("make_uneven_tp")
+        self.assertIn("parameter 'up.weight' of shape (25, 8): dim 0 does not split 2 ways over @tp", msg)
+        self.assertIn("13, 12", msg)
+        self.assertRegex(msg, r"refusal_models\.py:\d+: ")
+
     def test_rank_dependent_program(self) -> None:
         with self.assertRaises(ExportError) as e:
             export(load_factory(spec("make_rank_dependent")), Parallelism(tp=2))
         self.assertIn("depends on the rank", str(e.exception))
 
     def test_all_to_all_splits_from_every_rank(self) -> None:
-        text = export(load_factory(spec("make_collectives")), Parallelism(tp=4)).text
+        text = export(load_factory(spec("build_collectives")), Parallelism(ranks=4)).text
         self.assertIn(
             "input_split_sizes = [array<i64: 2, 3, 1, 2>, array<i64: 2, 2, 3, 1>, "
             "array<i64: 1, 2, 2, 3>, array<i64: 3, 1, 2, 2>]",
@@ -125,6 +171,44 @@ class Refusals(unittest.TestCase):
     def test_sp_without_tp(self) -> None:
         with self.assertRaises(ExportError):
             Parallelism(sp=True)
+
+
+class ExampleInputs(unittest.TestCase):
+    def test_example_inputs_run_on_the_ranks_process_group(self) -> None:
+        # example_inputs() asks dist.get_world_size(): it runs on the fake process group of the
+        # rank whose inputs it makes, when exporting and when the inputs are written.
+        prog = export(load_factory(os.path.join(HERE, "refusal_models.py") + ":make_rank_inputs"), Parallelism(tp=2))
+        self.assertEqual(float(prog.rank_inputs(1)["x"][0, 0]), 2.0)
+
+
+class Lowerings(unittest.TestCase):
+    def test_dead_in_place_chains_are_dropped(self) -> None:
+        # nn.RMSNorm under SP: DTensor's rule leaves `empty_strided` + `add_` nobody reads.
+        text = export(load_factory(os.path.join(HERE, "op_models.py") + ":make_rmsnorm_mlp"),
+                      Parallelism(tp=2, sp=True)).text
+        self.assertNotIn("empty", text)
+        # One add of the norm's eps: the live one (the dead chain would be a second, into zeros).
+        self.assertEqual(text.count("value = 1.19209289550781250e-07"), 1)
+        self.assertEqual(text.count("coll.all_gather_into_tensor "), 1)
+
+    def test_complex_numbers_are_real_pairs(self) -> None:
+        text = export(load_factory(os.path.join(HERE, "op_models.py") + ":make_complex_rope"), Parallelism(tp=2)).text
+        self.assertNotRegex(text, r"complex\d|xc\d")  # no complex types
+        # polar in the forward: cos and sin of the angles; view_as_real: a concat of the parts.
+        self.assertIn("compute.cos", text)
+        self.assertIn("compute.sin", text)
+        self.assertRegex(text, r"compute\.concat %\S+, %\S+ \{dim = 4 : i64\} : \(tensor<2x16x2x8x1xf32>")
+
+    def test_uneven_fsdp_parameters_are_padded(self) -> None:
+        prog = export(load_factory(os.path.join(HERE, "op_models.py") + ":make_uneven_mlp"), Parallelism(fsdp=2),
+                      backward=True)
+        self.assertIn("%a_weight: tensor<13x192xf32>", prog.text)
+        self.assertRegex(prog.text, r"compute\.slice %\S+ \{dim = 0 : i64, start = 0 : i64, size = 25 : i64\} : "
+                                    r"\(tensor<26x192xf32>\)")
+        r0, r1 = prog.rank_inputs(0)["a_weight"], prog.rank_inputs(1)["a_weight"]
+        self.assertEqual(tuple(r1.shape), (13, 192))
+        self.assertEqual(float(r1[12].abs().sum()), 0.0)  # FSDP2's padding row
+        self.assertGreater(float(r0[12].abs().sum()), 0.0)
 
 
 if __name__ == "__main__":

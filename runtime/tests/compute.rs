@@ -565,3 +565,425 @@ fn compare_select_iota() {
         vec![0.0, 0.0, 1.0, 1.0]
     );
 }
+
+// ----- attention: grouped heads, log-sum-exp, backward -------------------------------------
+
+use commlir_runtime::sim::compute::execute_all;
+
+/// Deterministic values in [-1, 1) (a 64-bit LCG), different for each `seed`.
+fn noise(seed: u64, n: usize) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// `compute.attention` / `compute.attention_backward` through `execute_all`.
+fn attn(
+    p: &mut Prog,
+    name: &str,
+    scale: f64,
+    causal: bool,
+    with_lse: bool,
+    ins: &[&Tensor],
+    outs: &[TensorType],
+) -> Vec<Tensor> {
+    let mut attrs = vec![("scale", p.f64(scale))];
+    if causal {
+        attrs.push(("causal", p.ctx.unit_attr()));
+    }
+    if with_lse {
+        attrs.push(("with_lse", p.ctx.unit_attr()));
+    }
+    let o = op(p, name, &attrs);
+    execute_all(&p.ctx, o, ins, outs)
+        .expect("executes")
+        .expect("supported")
+}
+
+/// One attention problem: `q: B×Hq×Lq×D`, `k: B×Hkv×Lk×D`, `v: B×Hkv×Lk×Dv`, and a `dout`.
+struct Case {
+    b: usize,
+    hq: usize,
+    hkv: usize,
+    lq: usize,
+    lk: usize,
+    d: usize,
+    dv: usize,
+    scale: f64,
+    causal: bool,
+}
+
+impl Case {
+    fn q_shape(&self) -> Vec<usize> {
+        vec![self.b, self.hq, self.lq, self.d]
+    }
+    fn k_shape(&self) -> Vec<usize> {
+        vec![self.b, self.hkv, self.lk, self.d]
+    }
+    fn v_shape(&self) -> Vec<usize> {
+        vec![self.b, self.hkv, self.lk, self.dv]
+    }
+    fn o_shape(&self) -> Vec<usize> {
+        vec![self.b, self.hq, self.lq, self.dv]
+    }
+    fn lse_shape(&self) -> Vec<usize> {
+        vec![self.b, self.hq, self.lq]
+    }
+    /// q, k, v, dout as f64 values (seeded by `seed`).
+    fn values(&self, seed: u64) -> [Vec<f64>; 4] {
+        let n = |s: &[usize]| s.iter().product::<usize>();
+        [
+            noise(seed, n(&self.q_shape())),
+            noise(seed + 1, n(&self.k_shape())),
+            noise(seed + 2, n(&self.v_shape())),
+            noise(seed + 3, n(&self.o_shape())),
+        ]
+    }
+    fn tensors(&self, e: ElemType, vals: &[Vec<f64>; 4]) -> [Tensor; 4] {
+        [
+            t(e, &self.q_shape(), &vals[0]),
+            t(e, &self.k_shape(), &vals[1]),
+            t(e, &self.v_shape(), &vals[2]),
+            t(e, &self.o_shape(), &vals[3]),
+        ]
+    }
+    fn lse_elem(e: ElemType) -> ElemType {
+        if e == F64 {
+            F64
+        } else {
+            F32
+        }
+    }
+
+    /// The forward (output, lse) on the sim.
+    fn forward(&self, p: &mut Prog, e: ElemType, x: &[Tensor; 4]) -> (Tensor, Tensor) {
+        let outs = [
+            tt(e, &self.o_shape()),
+            tt(Self::lse_elem(e), &self.lse_shape()),
+        ];
+        let mut r = attn(
+            p,
+            "compute.attention",
+            self.scale,
+            self.causal,
+            true,
+            &[&x[0], &x[1], &x[2]],
+            &outs,
+        );
+        let lse = r.pop().unwrap();
+        (r.pop().unwrap(), lse)
+    }
+
+    /// The sim's dq, dk, dv (through its own forward's output and lse).
+    fn backward(&self, p: &mut Prog, e: ElemType, x: &[Tensor; 4]) -> Vec<Vec<f64>> {
+        let (o, lse) = self.forward(p, e, x);
+        let outs = [
+            tt(e, &self.q_shape()),
+            tt(e, &self.k_shape()),
+            tt(e, &self.v_shape()),
+        ];
+        attn(
+            p,
+            "compute.attention_backward",
+            self.scale,
+            self.causal,
+            false,
+            &[&x[0], &x[1], &x[2], &o, &x[3], &lse],
+            &outs,
+        )
+        .iter()
+        .map(|t| t.to_f64_vec())
+        .collect()
+    }
+
+    /// A plain f64 reference written from the definition (softmax recomputed from scratch,
+    /// no log-sum-exp): output, lse, and dq, dk, dv of the loss `Σ dout·out`.
+    fn reference(&self, v: &[Vec<f64>; 4]) -> (Vec<f64>, Vec<f64>, [Vec<f64>; 3]) {
+        let (q, k, vv, g) = (&v[0], &v[1], &v[2], &v[3]);
+        let mut out = vec![0.0; g.len()];
+        let mut lse = vec![f64::NEG_INFINITY; self.b * self.hq * self.lq];
+        let mut grads = [vec![0.0; q.len()], vec![0.0; k.len()], vec![0.0; vv.len()]];
+        let group = self.hq / self.hkv;
+        for b in 0..self.b {
+            for h in 0..self.hq {
+                let qb = (b * self.hq + h) * self.lq;
+                let kb = (b * self.hkv + h / group) * self.lk;
+                for i in 0..self.lq {
+                    let seen = if self.causal {
+                        (i + 1).min(self.lk)
+                    } else {
+                        self.lk
+                    };
+                    let s: Vec<f64> = (0..seen)
+                        .map(|j| {
+                            (0..self.d)
+                                .map(|c| q[(qb + i) * self.d + c] * k[(kb + j) * self.d + c])
+                                .sum::<f64>()
+                                * self.scale
+                        })
+                        .collect();
+                    let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let z: f64 = s.iter().map(|x| (x - m).exp()).sum();
+                    lse[qb + i] = m + z.ln();
+                    let pr: Vec<f64> = s.iter().map(|x| (x - m).exp() / z).collect();
+                    let gi = &g[(qb + i) * self.dv..][..self.dv];
+                    for c in 0..self.dv {
+                        out[(qb + i) * self.dv + c] =
+                            (0..seen).map(|j| pr[j] * vv[(kb + j) * self.dv + c]).sum();
+                    }
+                    // dP[j] = dout·v[j]; dS = P∘(dP − Σ_j P dP).
+                    let dp: Vec<f64> = (0..seen)
+                        .map(|j| {
+                            (0..self.dv)
+                                .map(|c| gi[c] * vv[(kb + j) * self.dv + c])
+                                .sum()
+                        })
+                        .collect();
+                    let delta: f64 = (0..seen).map(|j| pr[j] * dp[j]).sum();
+                    for j in 0..seen {
+                        let ds = pr[j] * (dp[j] - delta) * self.scale;
+                        for c in 0..self.d {
+                            grads[0][(qb + i) * self.d + c] += ds * k[(kb + j) * self.d + c];
+                            grads[1][(kb + j) * self.d + c] += ds * q[(qb + i) * self.d + c];
+                        }
+                        for c in 0..self.dv {
+                            grads[2][(kb + j) * self.dv + c] += pr[j] * gi[c];
+                        }
+                    }
+                }
+            }
+        }
+        (out, lse, grads)
+    }
+}
+
+/// The largest error of `got` against `want`, relative to the largest magnitude of `want`.
+fn rel_err(got: &[f64], want: &[f64]) -> f64 {
+    assert_eq!(got.len(), want.len());
+    let scale = want.iter().fold(1e-30f64, |m, x| m.max(x.abs()));
+    got.iter()
+        .zip(want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max)
+        / scale
+}
+
+/// `repeat_interleave` of dim 1 (heads) of a `B×H×L×D` tensor, `n` times each.
+fn repeat_heads(x: &Tensor, n: usize) -> Tensor {
+    let s = &x.ty.shape;
+    let (b, h, rest) = (s[0], s[1], s[2] * s[3]);
+    let v = x.to_f64_vec();
+    let mut out = Vec::with_capacity(v.len() * n);
+    for bi in 0..b {
+        for hi in 0..h {
+            for _ in 0..n {
+                out.extend_from_slice(&v[(bi * h + hi) * rest..][..rest]);
+            }
+        }
+    }
+    t(x.ty.elem, &[b, h * n, s[2], s[3]], &out)
+}
+
+#[test]
+fn attention_grouped_heads_equal_repeated_kv_heads() {
+    let mut p = Prog::new();
+    for (e, causal) in [(F32, true), (F32, false), (BF16, true), (F64, false)] {
+        let c = Case {
+            b: 2,
+            hq: 6,
+            hkv: 2,
+            lq: 7,
+            lk: 5,
+            d: 4,
+            dv: 3,
+            scale: 0.6,
+            causal,
+        };
+        let x = c.tensors(e, &c.values(11));
+        let (o, lse) = c.forward(&mut p, e, &x);
+        let full = Case { hkv: 6, ..c };
+        let xr = [
+            x[0].clone(),
+            repeat_heads(&x[1], 3),
+            repeat_heads(&x[2], 3),
+            x[3].clone(),
+        ];
+        let (or, lser) = full.forward(&mut p, e, &xr);
+        // The same sums in the same order: bit-identical.
+        assert_eq!(o.to_f64_vec(), or.to_f64_vec(), "{e} causal={causal}");
+        assert_eq!(lse.to_f64_vec(), lser.to_f64_vec(), "{e} causal={causal}");
+        // The backward's dk/dv are the repeated problem's, summed over each group of heads.
+        let g = c.backward(&mut p, e, &x);
+        let gr = full.backward(&mut p, e, &xr);
+        assert_eq!(g[0], gr[0], "dq, {e} causal={causal}");
+        for (which, (grouped, repeated)) in [(1, (&g[1], &gr[1])), (2, (&g[2], &gr[2]))] {
+            let rest = grouped.len() / (c.b * c.hkv);
+            let mut summed = vec![0.0; grouped.len()];
+            for bi in 0..c.b {
+                for h in 0..c.hq {
+                    let src = &repeated[(bi * c.hq + h) * rest..][..rest];
+                    let dst = &mut summed[(bi * c.hkv + h / 3) * rest..][..rest];
+                    dst.iter_mut().zip(src).for_each(|(a, b)| *a += b);
+                }
+            }
+            // The grouped op sums before it rounds; the repeated one rounded per head.
+            let tol = if e == BF16 { 2e-2 } else { 1e-5 };
+            let err = rel_err(grouped, &summed);
+            assert!(err < tol, "grad #{which}, {e} causal={causal}: {err}");
+        }
+    }
+}
+
+#[test]
+fn attention_lse_is_the_row_log_sum_exp() {
+    let mut p = Prog::new();
+    for (lq, lk, causal) in [(5, 7, true), (7, 5, true), (13, 13, false), (1, 1, true)] {
+        let c = Case {
+            b: 1,
+            hq: 4,
+            hkv: 2,
+            lq,
+            lk,
+            d: 8,
+            dv: 8,
+            scale: 0.35,
+            causal,
+        };
+        let vals = c.values(23);
+        let (out_ref, lse_ref, _) = c.reference(&vals);
+        for e in [F32, F64] {
+            let x = c.tensors(e, &vals);
+            let (o, lse) = c.forward(&mut p, e, &x);
+            assert_eq!(lse.ty, tt(Case::lse_elem(e), &[1, 4, lq]));
+            let tol = if e == F64 { 1e-12 } else { 1e-6 };
+            let err = rel_err(&lse.to_f64_vec(), &lse_ref);
+            assert!(err < tol, "lse {lq}x{lk} causal={causal} {e}: {err}");
+            let err = rel_err(&o.to_f64_vec(), &out_ref);
+            assert!(err < tol, "out {lq}x{lk} causal={causal} {e}: {err}");
+        }
+    }
+    // A row that sees no key (no keys at all) has lse -inf and a zero output.
+    let c = Case {
+        b: 1,
+        hq: 1,
+        hkv: 1,
+        lq: 2,
+        lk: 0,
+        d: 2,
+        dv: 2,
+        scale: 1.0,
+        causal: false,
+    };
+    let x = c.tensors(F32, &c.values(5));
+    let (o, lse) = c.forward(&mut p, F32, &x);
+    assert_eq!(o.to_f64_vec(), vec![0.0; 4]);
+    assert_eq!(lse.to_f64_vec(), vec![f64::NEG_INFINITY; 2]);
+}
+
+#[test]
+fn attention_backward_matches_the_f64_reference() {
+    let mut p = Prog::new();
+    for (lq, lk) in [(5, 7), (7, 5), (13, 13), (5, 13), (13, 7)] {
+        for causal in [false, true] {
+            for (hq, hkv) in [(2, 2), (6, 2), (3, 1)] {
+                let c = Case {
+                    b: 2,
+                    hq,
+                    hkv,
+                    lq,
+                    lk,
+                    d: 5,
+                    dv: 3,
+                    scale: 0.45,
+                    causal,
+                };
+                let vals = c.values((lq * 100 + lk) as u64 + hq as u64);
+                let (_, _, want) = c.reference(&vals);
+                for (e, tol) in [(F64, 1e-12), (F32, 2e-5), (BF16, 3e-2)] {
+                    let x = c.tensors(e, &vals);
+                    let got = c.backward(&mut p, e, &x);
+                    for (i, name) in ["dq", "dk", "dv"].iter().enumerate() {
+                        let err = rel_err(&got[i], &want[i]);
+                        assert!(
+                            err < tol,
+                            "{name} {lq}x{lk} heads {hq}/{hkv} causal={causal} {e}: {err}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The backward is the gradient of the forward: central finite differences of the loss
+/// `Σ dout·attention(q, k, v)` in f64, for every element of q, k and v.
+#[test]
+fn attention_backward_is_the_gradient_of_the_forward() {
+    let mut p = Prog::new();
+    for causal in [false, true] {
+        let c = Case {
+            b: 1,
+            hq: 4,
+            hkv: 2,
+            lq: 5,
+            lk: 7,
+            d: 3,
+            dv: 2,
+            scale: 0.8,
+            causal,
+        };
+        let vals = c.values(99);
+        let x = c.tensors(F64, &vals);
+        let grads = c.backward(&mut p, F64, &x);
+        let loss = |p: &mut Prog, v: &[Vec<f64>; 4]| -> f64 {
+            let (o, _) = c.forward(p, F64, &c.tensors(F64, v));
+            o.to_f64_vec().iter().zip(&v[3]).map(|(a, b)| a * b).sum()
+        };
+        let h = 1e-6;
+        for (which, grad) in grads.iter().enumerate() {
+            for i in 0..grad.len() {
+                let mut up = vals.clone();
+                up[which][i] += h;
+                let mut down = vals.clone();
+                down[which][i] -= h;
+                let fd = (loss(&mut p, &up) - loss(&mut p, &down)) / (2.0 * h);
+                assert!(
+                    (fd - grad[i]).abs() < 1e-7,
+                    "operand #{which} element {i} causal={causal}: {fd} vs {}",
+                    grad[i]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn attention_single_result_entry_point_refuses_with_lse() {
+    let mut p = Prog::new();
+    let c = Case {
+        b: 1,
+        hq: 1,
+        hkv: 1,
+        lq: 2,
+        lk: 2,
+        d: 2,
+        dv: 2,
+        scale: 1.0,
+        causal: false,
+    };
+    let x = c.tensors(F32, &c.values(1));
+    let (s, u) = (p.f64(1.0), p.ctx.unit_attr());
+    let o = op(
+        &mut p,
+        "compute.attention",
+        &[("scale", s), ("with_lse", u)],
+    );
+    let err = execute(&p.ctx, o, &[&x[0], &x[1], &x[2]], &tt(F32, &c.o_shape())).unwrap_err();
+    assert!(err.contains("computes 2 results"), "{err}");
+}

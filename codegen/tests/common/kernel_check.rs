@@ -422,11 +422,14 @@ fn run(text: &str, inputs: Inputs, ulps: Option<u32>) {
                                     .filter(|t| t.numel() == w.numel())
                                     .map(|t| t.data.get_f64(bad, t.ty.elem))
                                     .collect();
+                                let bw = w.ty.elem.byte_width();
                                 panic!(
-                                    "result {i} ({}) element {bad}, skew {skew}: kernel {}, sim {} (inputs there {at:?})\n{text}",
+                                    "result {i} ({}) element {bad}, skew {skew}: kernel {} (bytes {:02x?}), sim {} (bytes {:02x?}) (inputs there {at:?})\n{text}",
                                     w.ty,
                                     gt.data.get_f64(bad, w.ty.elem),
-                                    w.data.get_f64(bad, w.ty.elem)
+                                    &got[bad * bw..(bad + 1) * bw],
+                                    w.data.get_f64(bad, w.ty.elem),
+                                    &exp[bad * bw..(bad + 1) * bw]
                                 );
                             }
                         }

@@ -15,6 +15,9 @@ use std::ffi::c_void;
 /// The calls made, for tests that check how many attention calls a program issued.
 pub static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// A buffer of the call: its shape and element type.
+type Role<'a> = (&'a [i64], &'a str);
+
 fn tensor_ty(shape: &[i64], elem: &str) -> String {
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
     format!("tensor<{}x{elem}>", dims.join("x"))
@@ -45,7 +48,7 @@ unsafe fn run(
         [b, hq, lq, dv],
     );
     let lse = [b, hq, lq];
-    let (in_shapes, out_shapes): (Vec<(&[i64], &str)>, Vec<(&[i64], &str)>) = if backward {
+    let (in_shapes, out_shapes): (Vec<Role>, Vec<Role>) = if backward {
         (
             vec![
                 (&q, elem),
@@ -58,13 +61,13 @@ unsafe fn run(
             vec![(&q, elem), (&k, elem), (&v, elem)],
         )
     } else {
-        let mut outs_s: Vec<(&[i64], &str)> = vec![(&o, elem)];
+        let mut outs_s: Vec<Role> = vec![(&o, elem)];
         if outs.len() == 2 {
             outs_s.push((&lse, "f32"));
         }
         (vec![(&q, elem), (&k, elem), (&v, elem)], outs_s)
     };
-    let ty = |s: &[(&[i64], &str)]| s.iter().map(|(d, e)| tensor_ty(d, e)).collect::<Vec<_>>();
+    let ty = |s: &[Role]| s.iter().map(|(d, e)| tensor_ty(d, e)).collect::<Vec<_>>();
     let (it, ot) = (ty(&in_shapes), ty(&out_shapes));
     let args: Vec<String> = it
         .iter()
@@ -102,7 +105,7 @@ unsafe fn run(
     let f = ctx.block_ops(top).next().ok_or("no function")?;
     let body = ctx.region_blocks(ctx.op_regions(f)[0])[0];
     let aop = ctx.block_ops(body).next().ok_or("no op")?;
-    let tensor_type = |(d, e): &(&[i64], &str)| TensorType {
+    let tensor_type = |(d, e): &Role| TensorType {
         elem: match *e {
             "f16" => ElemType::F16,
             "bf16" => ElemType::BF16,

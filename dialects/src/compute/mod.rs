@@ -4,8 +4,8 @@
 
 use crate::shape::{int_attr, ty_str, value_tensor_view, verify_same_tensor_types};
 use commlir_ir::{
-    register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, Context, Diagnostic, OpDef,
-    OpId, Signedness, Trait, Type, TypeConstraint, TypeKind,
+    register_dialect, register_op, ArgDef, AttrConstraint, AttrDef, Context, Diagnostic, FloatKind,
+    OpDef, OpId, Signedness, Trait, Type, TypeConstraint, TypeKind,
 };
 
 register_dialect!(pub COMPUTE_DIALECT = commlir_ir::opdef::DialectDef {
@@ -251,29 +251,79 @@ fn verify_softmax(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
 register_op!(
     pub ATTENTION = OpDef {
         name: "compute.attention",
-        summary: "Scaled dot-product attention",
-        description: "`q: B…×Lq×D`, `k: B…×Lk×D`, `v: B…×Lk×Dv` → `B…×Lq×Dv`, the same \
-            leading (batch, head) dims and element type everywhere (f16, bf16, f32 or f64): \
-            for each query row `i`, `s_j = scale · Σ_d q[i,d]·k[j,d]`, `p = softmax(s)` over \
-            the keys (max-subtracted; with `causal`, keys `j > i` are masked out, PyTorch's \
-            `is_causal`, aligned top-left), and `result[i] = Σ_j p_j · v[j]`. Carried out \
-            in f32 (f64 for f64); `p` is rounded to the element type before the second \
-            product (as a softmax result would be, and as flash attention does) and the \
-            result once at the end. PyTorch's \
+        summary: "Scaled dot-product attention (grouped-query heads)",
+        description: "`q: B…×Hq×Lq×D`, `k: B…×Hkv×Lk×D`, `v: B…×Hkv×Lk×Dv` → \
+            `B…×Hq×Lq×Dv`, one element type everywhere (f16, bf16, f32 or f64). The leading \
+            dims are equal, except that from rank 3 on, the head dim (rank−3) of `k` and `v` \
+            may be `Hkv` dividing `Hq` (grouped-query attention): query head `h` reads kv \
+            head `h / (Hq/Hkv)`, PyTorch's `enable_gqa` (its `repeat_interleave` of `k` and \
+            `v`). For each query row `i`, `s_j = scale · Σ_d q[i,d]·k[j,d]`, `p = softmax(s)` \
+            over the keys (max-subtracted; with `causal`, keys `j > i` are masked out, \
+            PyTorch's `is_causal`, aligned top-left), and `result[i] = Σ_j p_j · v[j]`. \
+            Carried out in f32 (f64 for f64); `p` is rounded to the element type before the \
+            second product (as a softmax result would be, and as flash attention does) and \
+            the result once at the end. With `with_lse` there is a second result, the row \
+            log-sum-exp `lse: B…×Hq×Lq` = `ln Σ_j exp(s_j)` over the visible keys (`-inf` \
+            for a row that sees none), f32 (f64 for f64 attention): what \
+            `compute.attention_backward` reads, PyTorch's flash/cuDNN `logsumexp`. PyTorch's \
             `scaled_dot_product_attention` without mask or dropout; the scores are never a \
             tensor of the program, so the memory they take is the lowering's choice.",
         operands: &[ArgDef::one("q", T), ArgDef::one("k", T), ArgDef::one("v", T)],
-        results: &[ArgDef::one("result", T)],
+        results: &[ArgDef::one("result", T), ArgDef::optional("lse", T)],
         attributes: &[
             AttrDef::required("scale", AttrConstraint::Float)
                 .doc("Factor of the scores (PyTorch's default is `1/sqrt(D)`)."),
             AttrDef::optional("causal", AttrConstraint::Unit)
                 .doc("Mask keys after the query's position (`j > i`)."),
+            AttrDef::optional("with_lse", AttrConstraint::Unit)
+                .doc("Also return the row log-sum-exp (the second result)."),
             COST,
         ],
         traits: ELEMENTWISE_TRAITS,
         verify: Some(verify_attention),
-        example: "%o = compute.attention %q, %k, %v {causal, scale = 0.125 : f64} : (tensor<2x16x64xbf16>, tensor<2x16x64xbf16>, tensor<2x16x64xbf16>) -> tensor<2x16x64xbf16>",
+        example: "%o, %lse = compute.attention %q, %k, %v {causal, scale = 0.125 : f64, with_lse} : (tensor<2x8x16x64xbf16>, tensor<2x2x16x64xbf16>, tensor<2x2x16x64xbf16>) -> (tensor<2x8x16x64xbf16>, tensor<2x8x16xf32>)",
+        ..OpDef::EMPTY
+    }
+);
+
+register_op!(
+    pub ATTENTION_BACKWARD = OpDef {
+        name: "compute.attention_backward",
+        summary: "Gradients of scaled dot-product attention",
+        description: "Operands `q`, `k`, `v` as for `compute.attention` (grouped-query heads \
+            included), its result `out: B…×Hq×Lq×Dv`, the result's gradient `dout` (the same \
+            type) and its `lse` (`B…×Hq×Lq`, f32; f64 for f64) → `dq`, `dk`, `dv` of the \
+            types of `q`, `k` and `v`. Per (batch, query head) with the kv head it reads, in \
+            f32 (f64 for f64): `P[i,j] = exp(scale · Σ_d q[i,d]·k[j,d] − lse[i])` on the \
+            visible keys and 0 on masked ones (`causal` as the forward: top-left aligned); \
+            `dv = Pᵀ·dout` with `P` rounded to the element type (as the forward rounds it \
+            before its second product, and as flash backward kernels feed it to that GEMM); \
+            `dP = dout·vᵀ`; `Δ[i] = Σ_d dout[i,d]·out[i,d]`; `dS = P∘(dP − Δ)` with the \
+            unrounded `P`; `dq = scale · dS·k`; `dk = scale · dSᵀ·q`. With grouped heads, \
+            `dk` and `dv` of a kv head are the sums over the query heads that read it. Every \
+            sum runs in ascending index (query heads, then rows), and each result is rounded \
+            to the element type once, at the end. PyTorch's flash/efficient/cuDNN attention \
+            backward without mask or dropout; like the forward, no score-sized tensor is a \
+            value of the program.",
+        operands: &[
+            ArgDef::one("q", T),
+            ArgDef::one("k", T),
+            ArgDef::one("v", T),
+            ArgDef::one("out", T),
+            ArgDef::one("dout", T),
+            ArgDef::one("lse", T),
+        ],
+        results: &[ArgDef::one("dq", T), ArgDef::one("dk", T), ArgDef::one("dv", T)],
+        attributes: &[
+            AttrDef::required("scale", AttrConstraint::Float)
+                .doc("The forward's factor of the scores."),
+            AttrDef::optional("causal", AttrConstraint::Unit)
+                .doc("The forward was causal (keys `j > i` masked out)."),
+            COST,
+        ],
+        traits: ELEMENTWISE_TRAITS,
+        verify: Some(verify_attention_backward),
+        example: "%dq, %dk, %dv = compute.attention_backward %q, %k, %v, %o, %do, %lse {causal, scale = 0.125 : f64} : (tensor<2x8x16x64xbf16>, tensor<2x2x16x64xbf16>, tensor<2x2x16x64xbf16>, tensor<2x8x16x64xbf16>, tensor<2x8x16x64xbf16>, tensor<2x8x16xf32>) -> (tensor<2x8x16x64xbf16>, tensor<2x2x16x64xbf16>, tensor<2x2x16x64xbf16>)",
         ..OpDef::EMPTY
     }
 );
@@ -294,29 +344,49 @@ pub fn flash_attention_supported(lq: i64, lk: i64, d: i64, dv: i64) -> bool {
         && (8..=128).contains(&dv)
 }
 
-fn verify_attention(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
-    let view = |v| value_tensor_view(ctx, v).unwrap();
-    let (q, k, v, r) = (
-        view(ctx.operand(op, 0)),
-        view(ctx.operand(op, 1)),
-        view(ctx.operand(op, 2)),
-        view(ctx.result(op, 0)),
-    );
-    if [k.elem, v.elem, r.elem].iter().any(|e| *e != q.elem) {
-        return Err(ctx.op_error(
-            op,
-            "requires the same element type for q, k, v and the result",
-        ));
+/// The shapes of an attention's `q`, `k`, `v` once they are checked against each other:
+/// what the forward's result and log-sum-exp, and the backward's operands and results, must
+/// be.
+struct AttentionShapes {
+    /// `B…×Hq×Lq×Dv`: the forward's result, the backward's `out` and `dout`.
+    out: Vec<i64>,
+    /// `B…×Hq×Lq`: the log-sum-exp.
+    lse: Vec<i64>,
+    /// f32, or f64 for f64 attention: the type of the log-sum-exp (what the op computes in,
+    /// PyTorch's opmath type of its `logsumexp`).
+    lse_elem: FloatKind,
+}
+
+/// Checks `q`, `k`, `v` (operands 0–2) of `compute.attention` / `compute.attention_backward`:
+/// one float element type, one rank ≥ 2, equal leading dims but for grouped kv heads (dim
+/// rank−3 of `k` and `v` equal, dividing `q`'s), one head dim `D`, one key count.
+fn verify_qkv(ctx: &Context, op: OpId) -> Result<AttentionShapes, Diagnostic> {
+    let view = |i| value_tensor_view(ctx, ctx.operand(op, i)).unwrap();
+    let (q, k, v) = (view(0), view(1), view(2));
+    if k.elem != q.elem || v.elem != q.elem {
+        return Err(ctx.op_error(op, "requires the same element type for q, k and v"));
     }
-    if !matches!(ctx.type_kind(q.elem), TypeKind::Float(_)) {
-        return Err(ctx.op_error(op, "requires a floating-point element type"));
-    }
+    let lse_elem = match ctx.type_kind(q.elem) {
+        TypeKind::Float(FloatKind::F64) => FloatKind::F64,
+        TypeKind::Float(FloatKind::F16 | FloatKind::BF16 | FloatKind::F32) => FloatKind::F32,
+        _ => {
+            return Err(ctx.op_error(
+                op,
+                format!(
+                    "requires f16, bf16, f32 or f64 elements, got {}",
+                    ty_str(ctx, q.elem)
+                ),
+            ))
+        }
+    };
     let rank = q.shape.len();
     if rank < 2 || k.shape.len() != rank || v.shape.len() != rank {
         return Err(ctx.op_error(op, "expects q, k and v of one rank, at least 2 (…×L×D)"));
     }
-    let lead = &q.shape[..rank - 2];
-    if &k.shape[..rank - 2] != lead || &v.shape[..rank - 2] != lead {
+    // From rank 3 on, dim rank−3 is the heads, which k and v may have fewer of.
+    let heads = rank.checked_sub(3);
+    let differs = |t: &[i64]| (0..rank - 2).any(|i| Some(i) != heads && t[i] != q.shape[i]);
+    if differs(k.shape) || differs(v.shape) {
         return Err(ctx.op_error(
             op,
             format!(
@@ -326,6 +396,21 @@ fn verify_attention(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
                 fmt_shape(v.shape)
             ),
         ));
+    }
+    if let Some(h) = heads {
+        let (hq, hk, hv) = (q.shape[h], k.shape[h], v.shape[h]);
+        if hk != hv {
+            return Err(ctx.op_error(
+                op,
+                format!("k and v head counts differ: k has {hk}, v has {hv}"),
+            ));
+        }
+        if hk <= 0 || hq % hk != 0 {
+            return Err(ctx.op_error(
+                op,
+                format!("kv heads must divide query heads: q has {hq}, k and v have {hk}"),
+            ));
+        }
     }
     let (d, lk) = (q.shape[rank - 1], k.shape[rank - 2]);
     if k.shape[rank - 1] != d {
@@ -340,18 +425,17 @@ fn verify_attention(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             format!("key count differs: k has {lk}, v has {}", v.shape[rank - 2]),
         ));
     }
-    let mut want = lead.to_vec();
-    want.extend([q.shape[rank - 2], v.shape[rank - 1]]);
-    if r.shape != want.as_slice() {
-        return Err(ctx.op_error(
-            op,
-            format!(
-                "result shape must be {}, got {}",
-                fmt_shape(&want),
-                fmt_shape(r.shape)
-            ),
-        ));
-    }
+    let mut out = q.shape.to_vec();
+    out[rank - 1] = v.shape[rank - 1];
+    Ok(AttentionShapes {
+        out,
+        lse: q.shape[..rank - 1].to_vec(),
+        lse_elem,
+    })
+}
+
+/// Checks that `scale` is finite (the forward's and the backward's).
+fn verify_scale(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let scale = ctx
         .inherent_attr(op, "scale")
         .and_then(|a| ctx.attr_as_f64(a))
@@ -360,6 +444,121 @@ fn verify_attention(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         return Err(ctx.op_error(op, "requires a finite 'scale'"));
     }
     Ok(())
+}
+
+/// The element type an attention value must have: q's, or a float kind (the log-sum-exp's).
+#[derive(Clone, Copy)]
+enum Elem {
+    Of(Type),
+    Float(FloatKind),
+}
+
+/// Checks that value `v` (called `what` in the message) has shape `shape` and element type
+/// `elem`.
+fn expect_tensor(
+    ctx: &Context,
+    op: OpId,
+    v: commlir_ir::Value,
+    what: &str,
+    shape: &[i64],
+    elem: Elem,
+) -> Result<(), Diagnostic> {
+    let t = value_tensor_view(ctx, v).unwrap();
+    let (elem_ok, elem_name) = match elem {
+        Elem::Of(e) => (t.elem == e, ty_str(ctx, e)),
+        Elem::Float(k) => (
+            *ctx.type_kind(t.elem) == TypeKind::Float(k),
+            if k == FloatKind::F64 { "f64" } else { "f32" }.to_string(),
+        ),
+    };
+    if t.shape == shape && elem_ok {
+        return Ok(());
+    }
+    let dims: String = shape.iter().map(|d| format!("{d}x")).collect();
+    Err(ctx.op_error(
+        op,
+        format!(
+            "{what} must be tensor<{dims}{elem_name}>, got {}",
+            ty_str(ctx, ctx.value_type(v))
+        ),
+    ))
+}
+
+fn verify_attention(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let s = verify_qkv(ctx, op)?;
+    let elem = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap().elem;
+    let r = value_tensor_view(ctx, ctx.result(op, 0)).unwrap();
+    if r.elem != elem {
+        return Err(ctx.op_error(
+            op,
+            "requires the same element type for q, k, v and the result",
+        ));
+    }
+    if r.shape != s.out.as_slice() {
+        return Err(ctx.op_error(
+            op,
+            format!(
+                "result shape must be {}, got {}",
+                fmt_shape(&s.out),
+                fmt_shape(r.shape)
+            ),
+        ));
+    }
+    let with_lse = ctx.inherent_attr(op, "with_lse").is_some();
+    match (with_lse, ctx.results(op).len()) {
+        (true, 2) => expect_tensor(
+            ctx,
+            op,
+            ctx.result(op, 1),
+            "lse",
+            &s.lse,
+            Elem::Float(s.lse_elem),
+        )?,
+        (false, 1) => {}
+        (true, n) => {
+            return Err(ctx.op_error(
+                op,
+                format!("with 'with_lse' expects 2 results (result, lse), got {n}"),
+            ))
+        }
+        (false, _) => {
+            return Err(ctx.op_error(
+                op,
+                "has a second result (the log-sum-exp) only with 'with_lse'",
+            ))
+        }
+    }
+    verify_scale(ctx, op)
+}
+
+fn verify_attention_backward(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    let s = verify_qkv(ctx, op)?;
+    let elem = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap().elem;
+    expect_tensor(ctx, op, ctx.operand(op, 3), "out", &s.out, Elem::Of(elem))?;
+    expect_tensor(ctx, op, ctx.operand(op, 4), "dout", &s.out, Elem::Of(elem))?;
+    expect_tensor(
+        ctx,
+        op,
+        ctx.operand(op, 5),
+        "lse",
+        &s.lse,
+        Elem::Float(s.lse_elem),
+    )?;
+    for (i, (grad, of)) in [("dq", "q"), ("dk", "k"), ("dv", "v")].iter().enumerate() {
+        let want = value_tensor_view(ctx, ctx.operand(op, i)).unwrap();
+        let got = value_tensor_view(ctx, ctx.result(op, i)).unwrap();
+        if got.shape != want.shape || got.elem != want.elem {
+            return Err(ctx.op_error(
+                op,
+                format!(
+                    "{grad} must have the type of {of}, {}, got {}",
+                    ty_str(ctx, ctx.value_type(ctx.operand(op, i))),
+                    ty_str(ctx, ctx.value_type(ctx.result(op, i)))
+                ),
+            ));
+        }
+    }
+    verify_scale(ctx, op)
 }
 
 register_op!(

@@ -634,8 +634,16 @@ pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
             .unwrap_or(machine.matmul_flops_f32);
         return OpCost::Compute(machine.roofline(flops, peak, bytes));
     }
-    if name == "compute.attention" {
-        if let Some(ns) = attention_ns(ctx, machine, op, bytes) {
+    if name == "compute.attention" || name == "compute.attention_backward" {
+        // The backward recomputes the scores and takes four products where the forward
+        // takes two, and its score-sized intermediates (dP, dS) double the softmax pass:
+        // about 2.5× the forward's work, the ratio flash attention's backward shows.
+        let work = if name == "compute.attention" {
+            1.0
+        } else {
+            2.5
+        };
+        if let Some(ns) = attention_ns(ctx, machine, op, bytes, work) {
             return OpCost::Compute(ns);
         }
     }
@@ -656,8 +664,17 @@ pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
 /// values' transpose; otherwise two batched GEMMs (`q·kᵀ` into f32 scores, `p·v`) at the
 /// matmul peak, and between them one softmax pass that reads the scores (f32, 8 vector flops
 /// an element) and writes the probabilities in the element type, which the second GEMM reads
-/// back; there masked keys are computed too (the GEMMs are dense).
-fn attention_ns(ctx: &Context, machine: &Machine, op: OpId, io_bytes: f64) -> Option<f64> {
+/// back; there masked keys are computed too (the GEMMs are dense). The score count is that
+/// of the query heads (grouped kv heads are read once per query head). `work` scales the
+/// products and the score traffic: 1 for the forward, 2.5 for `compute.attention_backward`
+/// (operands 0–2 are q, k, v in both; `io_bytes` is the op's own operands and results).
+fn attention_ns(
+    ctx: &Context,
+    machine: &Machine,
+    op: OpId,
+    io_bytes: f64,
+    work: f64,
+) -> Option<f64> {
     let q = tensor_info(ctx, ctx.value_type(ctx.operand(op, 0)))?;
     let k = tensor_info(ctx, ctx.value_type(ctx.operand(op, 1)))?;
     let v = tensor_info(ctx, ctx.value_type(ctx.operand(op, 2)))?;
@@ -692,8 +709,9 @@ fn attention_ns(ctx: &Context, machine: &Machine, op: OpId, io_bytes: f64) -> Op
         } else {
             1.0
         };
-        let flops = 2.0 * part * scores * (d + dv);
-        let v_bytes = nb * lk * dv * elem;
+        let flops = work * 2.0 * part * scores * (d + dv);
+        // The values as they are (a grouped kv head is transposed once, not per query head).
+        let v_bytes = tensor_bytes(ctx, ctx.value_type(ctx.operand(op, 2)))? as f64;
         return Some(
             machine.roofline(flops, peak_flash(machine, ctx, q.elem), io_bytes)
                 + machine.roofline(0.0, machine.vector_flops, 2.0 * v_bytes),
@@ -702,11 +720,15 @@ fn attention_ns(ctx: &Context, machine: &Machine, op: OpId, io_bytes: f64) -> Op
     let acc = if elem > 4.0 { 8.0 } else { 4.0 };
     let peak = machine.matmul_peak(ctx, q.elem);
     let gemms = machine.roofline(
-        2.0 * scores * (d + dv),
+        work * 2.0 * scores * (d + dv),
         peak,
-        io_bytes + scores * (acc + elem),
+        io_bytes + work * scores * (acc + elem),
     );
-    let softmax = machine.roofline(8.0 * scores, machine.vector_flops, scores * (acc + elem));
+    let softmax = machine.roofline(
+        work * 8.0 * scores,
+        machine.vector_flops,
+        work * scores * (acc + elem),
+    );
     Some(gemms + softmax + machine.launch_ns)
 }
 

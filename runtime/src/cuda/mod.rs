@@ -126,6 +126,10 @@ pub struct CudaRun {
     pub host_profile: Option<profile::HostProfile>,
     /// Slots used: (arguments placed in pool slots, results taken from pool slots).
     pub slots_used: (usize, usize),
+    /// Work items one call enqueues on (compute, comm) streams: kernel launches, library
+    /// calls (GEMMs, attention), copies and collectives, on the rank of this process that
+    /// issues the most.
+    pub work_per_call: Option<[u64; 2]>,
     /// With `bench_iters` (not with graphs): the device memory of the rank of this process
     /// that used the most, as (stream-ordered peak, held for the run) bytes; their sum is the
     /// program's device memory peak, comparable with PyTorch's `max_memory_allocated` (neither
@@ -539,6 +543,10 @@ pub fn run(bytes: &[u8], opts: &CudaOptions) -> Result<CudaRun, String> {
                                 .get_or_insert_with(Default::default)
                                 .add(&p);
                         }
+                        let w = out.work_per_call.get_or_insert([0; 2]);
+                        if t.work.iter().sum::<u64>() > w.iter().sum::<u64>() {
+                            *w = t.work;
+                        }
                         out.op_times_by_rank.push((rank, t.ops.clone()));
                         op_runs.push(t.ops);
                         for n in notes {
@@ -618,6 +626,8 @@ struct RankTimes {
     per_call: Option<(f64, f64, f64)>,
     /// Per-op means.
     ops: Vec<rank::OpTime>,
+    /// Work items of the checked call per stream ([`CudaRun::work_per_call`]).
+    work: [u64; 2],
     /// The timed loop's host-time breakdown (`COMMLIR_HOST_PROFILE`).
     profile: Option<profile::HostProfile>,
     /// Device memory over the timed calls: (high-water mark of the stream-ordered allocator's
@@ -1016,7 +1026,9 @@ unsafe fn run_calls(
         ptrs: Vec::with_capacity(want.len()),
     };
     let graph_mode = sh.opts.cuda_graph;
+    let before = st.work_items;
     let ptrs = caller.call(st)?.to_vec();
+    let work = [st.work_items[0] - before[0], st.work_items[1] - before[1]];
     st.synchronize()?;
     let mut results = if graph_mode {
         Vec::new()
@@ -1041,7 +1053,10 @@ unsafe fn run_calls(
         results = res;
         replay = g;
     }
-    let mut times = RankTimes::default();
+    let mut times = RankTimes {
+        work,
+        ..RankTimes::default()
+    };
     if sh.opts.bench_iters > 0 {
         if let Some(g) = &replay {
             // One untimed replay of the graph the loop launches (uploads it to the device and

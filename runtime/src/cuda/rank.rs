@@ -205,6 +205,10 @@ pub struct RankState {
     pub prof: Profiler,
     /// Peer-mapped symm_mem pools and their exchange (`symm.rs`).
     pub symm: SymmState,
+    /// Work items enqueued so far per stream (kernel launches, library calls, copies,
+    /// collectives: everything [`RankState::timed`] issues); the runner reports the count
+    /// of one call (`commlir-run`'s `work per call`).
+    pub work_items: [u64; 2],
 }
 
 // SAFETY: the raw CUDA/NCCL handles are used by one thread at a time (the rank's thread);
@@ -250,6 +254,7 @@ impl RankState {
             capturing: false,
             prof: Profiler::default(),
             symm: SymmState::default(),
+            work_items: [0; 2],
         }
     }
 
@@ -405,6 +410,9 @@ impl RankState {
         // The stream's deferred waits go before the op (and before its start event, so that
         // the op's time does not include waiting for the other stream).
         self.before_work(stream)?;
+        if let Some(n) = self.work_items.get_mut(stream as usize) {
+            *n += 1;
+        }
         if !self.time_ops {
             f(self)?;
             self.enqueued(stream);

@@ -10,9 +10,75 @@
 use crate::tensor::{Data, ElemType, Tensor, TensorType};
 use commlir_ir::{Context, OpId};
 
-/// Executes compute op `op` on its operand tensors; `result` is the result's type.
-/// `Ok(None)`: the sim backend has no semantics for this op.
+/// Executes compute op `op` of one result on its operand tensors; `result` is the result's
+/// type. `Ok(None)`: the sim backend has no semantics for this op. An op of several results
+/// (`compute.attention` with `with_lse`, `compute.attention_backward`) is an error here:
+/// [`execute_all`] runs those.
 pub fn execute(
+    ctx: &Context,
+    op: OpId,
+    inputs: &[&Tensor],
+    result: &TensorType,
+) -> Result<Option<Tensor>, String> {
+    let Some(mut outs) = execute_all(ctx, op, inputs, std::slice::from_ref(result))? else {
+        return Ok(None);
+    };
+    Ok(outs.pop())
+}
+
+/// Executes compute op `op` on its operand tensors; `results` are the types of its results,
+/// which the computed tensors must have. `Ok(None)`: the sim backend has no semantics for
+/// this op.
+pub fn execute_all(
+    ctx: &Context,
+    op: OpId,
+    inputs: &[&Tensor],
+    results: &[TensorType],
+) -> Result<Option<Vec<Tensor>>, String> {
+    let name = ctx.op_name(op);
+    let short = name.strip_prefix("compute.").unwrap_or(name);
+    let scale = || {
+        ctx.inherent_attr(op, "scale")
+            .and_then(|a| ctx.attr_as_f64(a))
+            .ok_or_else(|| "requires float attribute 'scale'".to_string())
+    };
+    let causal = ctx.inherent_attr(op, "causal").is_some();
+    let outs = match short {
+        "attention" => {
+            let [q, k, v] = inputs else {
+                return Err(format!("expects 3 operands, got {}", inputs.len()));
+            };
+            let with_lse = ctx.inherent_attr(op, "with_lse").is_some();
+            attention(q, k, v, scale()?, causal, with_lse)?
+        }
+        "attention_backward" => attention_backward(inputs, scale()?, causal)?,
+        _ => {
+            let [result] = results else {
+                return Err(format!("expects one result, got {}", results.len()));
+            };
+            return Ok(execute_one(ctx, op, inputs, result)?.map(|t| vec![t]));
+        }
+    };
+    if outs.len() != results.len() {
+        return Err(format!(
+            "computes {} results, but has {} result types",
+            outs.len(),
+            results.len()
+        ));
+    }
+    for (i, (t, want)) in outs.iter().zip(results).enumerate() {
+        if t.ty != *want {
+            return Err(format!(
+                "computes {} for result #{i}, but its type is {want}",
+                t.ty
+            ));
+        }
+    }
+    Ok(Some(outs))
+}
+
+/// [`execute`] for the ops of exactly one result.
+fn execute_one(
     ctx: &Context,
     op: OpId,
     inputs: &[&Tensor],
@@ -50,11 +116,6 @@ pub fn execute(
         "scale" => {
             arity(1)?;
             scale(inputs[0], f64_attr("factor")?)?
-        }
-        "attention" => {
-            arity(3)?;
-            let causal = ctx.inherent_attr(op, "causal").is_some();
-            attention(inputs[0], inputs[1], inputs[2], f64_attr("scale")?, causal)?
         }
         "softmax" => {
             arity(1)?;
@@ -360,80 +421,284 @@ fn lanes(shape: &[usize], dim: usize) -> (usize, usize, usize) {
     )
 }
 
-/// `compute.attention`: per query row, the scaled scores against every key it may see (the
-/// first `i + 1` with `causal`), their softmax (max-subtracted exponentials over their sum)
-/// rounded to the element type, and the probability-weighted sum of the value rows, each sum
-/// in ascending index; f32 (f64 for f64), the result rounded to the element type. This is
-/// `matmul(softmax(scores) : T, v)`, as flash attention computes it too (its second product
-/// reads the probabilities in the element type). A row that sees no key is zeros (PyTorch's
-/// safe softmax).
+/// The sizes of an attention's `q: B…×Hq×Lq×D`, `k: B…×Hkv×Lk×D`, `v: B…×Hkv×Lk×Dv`, checked
+/// against each other as the verifier does (grouped kv heads included).
+#[derive(Clone, Copy)]
+struct AttnDims {
+    /// `q`'s leading blocks (`B…×Hq`), each one `Lq×D` matrix.
+    nb: usize,
+    /// `k`'s and `v`'s leading blocks (`B…×Hkv`).
+    nkv: usize,
+    /// Query heads and kv heads (1 and 1 below rank 3).
+    hq: usize,
+    hkv: usize,
+    lq: usize,
+    lk: usize,
+    d: usize,
+    dv: usize,
+}
+
+impl AttnDims {
+    fn of(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<AttnDims, String> {
+        let bad = || format!("cannot attend with {}, {}, {}", q.ty, k.ty, v.ty);
+        let r = q.ty.shape.len();
+        if r < 2 || k.ty.shape.len() != r || v.ty.shape.len() != r {
+            return Err(bad());
+        }
+        let (qs, ks, vs) = (&q.ty.shape, &k.ty.shape, &v.ty.shape);
+        // Dim r−3 holds the heads, of which k and v may have fewer (dividing q's).
+        let heads = r.checked_sub(3);
+        let (hq, hkv) = heads.map_or((1, 1), |h| (qs[h], ks[h]));
+        let same_lead = (0..r - 2).all(|i| Some(i) == heads || (ks[i] == qs[i] && vs[i] == qs[i]));
+        let heads_ok = heads.is_none_or(|h| vs[h] == hkv && hkv > 0 && hq % hkv == 0);
+        if !same_lead || !heads_ok || ks[r - 1] != qs[r - 1] || vs[r - 2] != ks[r - 2] {
+            return Err(bad());
+        }
+        Ok(AttnDims {
+            nb: qs[..r - 2].iter().product(),
+            nkv: ks[..r - 2].iter().product(),
+            hq,
+            hkv,
+            lq: qs[r - 2],
+            lk: ks[r - 2],
+            d: qs[r - 1],
+            dv: vs[r - 1],
+        })
+    }
+
+    /// The `k`/`v` block that `q`'s block `b` reads: the same batch, kv head
+    /// `h / (Hq/Hkv)` (PyTorch's `repeat_interleave` of the kv heads).
+    fn kv_block(&self, b: usize) -> usize {
+        (b / self.hq) * self.hkv + (b % self.hq) / (self.hq / self.hkv)
+    }
+
+    /// How many keys row `i` sees: the first `i + 1` (top-left aligned) when causal.
+    fn visible(&self, i: usize, causal: bool) -> usize {
+        if causal {
+            (i + 1).min(self.lk)
+        } else {
+            self.lk
+        }
+    }
+}
+
+/// The element type of an attention's log-sum-exp: f32, or f64 for f64 attention.
+fn lse_elem(e: ElemType) -> ElemType {
+    if e == ElemType::F64 {
+        ElemType::F64
+    } else {
+        ElemType::F32
+    }
+}
+
+/// `compute.attention`: per query row (of the kv head it reads, for grouped heads), the
+/// scaled scores against every key it may see (the first `i + 1` with `causal`), their
+/// softmax (max-subtracted exponentials over their sum) rounded to the element type, and
+/// the probability-weighted sum of the value rows, each sum in ascending index; f32 (f64 for
+/// f64), the result rounded to the element type. This is `matmul(softmax(scores) : T, v)`,
+/// as flash attention computes it too (its second product reads the probabilities in the
+/// element type). A row that sees no key is zeros (PyTorch's safe softmax). With `with_lse`
+/// the second result is each row's `max + ln(Σ exp(s − max))` in f32 (f64), unrounded:
+/// `-inf` for a row that sees no key.
 fn attention(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
     scale: f64,
     causal: bool,
-) -> Result<Tensor, String> {
-    let r = q.ty.shape.len();
-    let dims = |t: &Tensor| (t.ty.shape[r - 2], t.ty.shape[r - 1]);
-    if r < 2 || k.ty.shape.len() != r || v.ty.shape.len() != r {
-        return Err(format!("cannot attend with {}, {}, {}", q.ty, k.ty, v.ty));
-    }
-    let ((lq, d), (lk, dk), (lv, dv)) = (dims(q), dims(k), dims(v));
-    let lead = &q.ty.shape[..r - 2];
-    if dk != d || lv != lk || &k.ty.shape[..r - 2] != lead || &v.ty.shape[..r - 2] != lead {
-        return Err(format!("cannot attend with {}, {}, {}", q.ty, k.ty, v.ty));
-    }
-    let nb: usize = lead.iter().product();
+    with_lse: bool,
+) -> Result<Vec<Tensor>, String> {
+    let dims = AttnDims::of(q, k, v)?;
+    let AttnDims {
+        nb, lq, lk, d, dv, ..
+    } = dims;
     let e = q.ty.elem;
+    let lead = &q.ty.shape[..q.ty.shape.len() - 2];
     let mut shape = lead.to_vec();
     shape.extend([lq, dv]);
+    let mut lse_shape = lead.to_vec();
+    lse_shape.push(lq);
     macro_rules! attend {
         ($x:expr, $y:expr, $z:expr, $t:ty, $fin:expr) => {{
             let sc = scale as $t;
             let mut out = vec![0 as $t; nb * lq * dv];
+            let mut lse = vec![<$t>::NEG_INFINITY; nb * lq];
             let mut s: Vec<$t> = Vec::with_capacity(lk);
             for b in 0..nb {
+                let kb = dims.kv_block(b);
                 for i in 0..lq {
                     let qi = &$x[(b * lq + i) * d..][..d];
-                    let n = if causal { (i + 1).min(lk) } else { lk };
+                    let n = dims.visible(i, causal);
                     if n == 0 {
                         continue;
                     }
                     s.clear();
                     for j in 0..n {
-                        let kj = &$y[(b * lk + j) * d..][..d];
+                        let kj = &$y[(kb * lk + j) * d..][..d];
                         let dot = qi.iter().zip(kj).fold(0 as $t, |a, (p, q)| a + p * q);
                         s.push(dot * sc);
                     }
                     let m = s.iter().copied().fold(<$t>::NEG_INFINITY, nan_max);
                     s.iter_mut().for_each(|x| *x = (*x - m).exp());
                     let l = s.iter().fold(0 as $t, |a, x| a + x);
+                    lse[b * lq + i] = m + l.ln();
                     s.iter_mut().for_each(|x| *x = $fin(*x / l));
                     let o = &mut out[(b * lq + i) * dv..][..dv];
                     for (c, oc) in o.iter_mut().enumerate() {
                         let acc = s
                             .iter()
                             .enumerate()
-                            .fold(0 as $t, |a, (j, p)| a + p * $z[(b * lk + j) * dv + c]);
+                            .fold(0 as $t, |a, (j, p)| a + p * $z[(kb * lk + j) * dv + c]);
                         *oc = $fin(acc);
                     }
                 }
             }
-            out
+            (out, lse)
         }};
     }
-    let data = match (&q.data, &k.data, &v.data) {
+    let (out, lse) = match (&q.data, &k.data, &v.data) {
         (Data::F32(x), Data::F32(y), Data::F32(z)) => {
-            Data::F32(attend!(x, y, z, f32, |a: f32| e.round(a)))
+            let (o, l) = attend!(x, y, z, f32, |a: f32| e.round(a));
+            (Data::F32(o), Data::F32(l))
         }
-        (Data::F64(x), Data::F64(y), Data::F64(z)) => Data::F64(attend!(x, y, z, f64, |a| a)),
+        (Data::F64(x), Data::F64(y), Data::F64(z)) => {
+            let (o, l) = attend!(x, y, z, f64, |a| a);
+            (Data::F64(o), Data::F64(l))
+        }
         _ => return Err(format!("is not supported on element type {e}")),
     };
-    Ok(Tensor {
+    let mut res = vec![Tensor {
         ty: TensorType { shape, elem: e },
-        data,
-    })
+        data: out,
+    }];
+    if with_lse {
+        res.push(Tensor {
+            ty: TensorType {
+                shape: lse_shape,
+                elem: lse_elem(e),
+            },
+            data: lse,
+        });
+    }
+    Ok(res)
+}
+
+/// `compute.attention_backward`, per `q` block `b` and row `i` (the kv block `kb` it reads):
+/// `P[j] = exp(scale·q[i]·k[j] − lse[i])` on the visible keys; `dv[kb] += round_T(P)ᵀ·dout`
+/// (the probabilities rounded to the element type, as the forward's second product reads
+/// them); `dP[j] = dout[i]·v[j]`, `Δ = dout[i]·out[i]`, `dS = P∘(dP − Δ)` with the unrounded
+/// `P`; `dq[i] = scale · Σ_j dS[j]·k[j]`, `dk[kb] += dSᵀ·q[i]`. Everything in f32 (f64 for
+/// f64), every sum in ascending index: `dk` and `dv` accumulate over `q`'s blocks in order
+/// (so the query heads sharing a kv head add up head by head, row by row), and each result
+/// is scaled (`dk` by `scale`) and rounded once at the end.
+fn attention_backward(ins: &[&Tensor], scale: f64, causal: bool) -> Result<Vec<Tensor>, String> {
+    let [q, k, v, out, dout, lse] = ins else {
+        return Err(format!("expects 6 operands, got {}", ins.len()));
+    };
+    let dims = AttnDims::of(q, k, v)?;
+    let AttnDims {
+        nb,
+        nkv,
+        lq,
+        lk,
+        d,
+        dv,
+        ..
+    } = dims;
+    let e = q.ty.elem;
+    let r = q.ty.shape.len();
+    let mut out_shape = q.ty.shape.clone();
+    out_shape[r - 1] = dv;
+    let want_out = TensorType {
+        shape: out_shape,
+        elem: e,
+    };
+    let want_lse = TensorType {
+        shape: q.ty.shape[..r - 1].to_vec(),
+        elem: lse_elem(e),
+    };
+    if out.ty != want_out || dout.ty != want_out || lse.ty != want_lse {
+        return Err(format!(
+            "expects out and dout of type {want_out} and lse of type {want_lse}, got {}, {} and {}",
+            out.ty, dout.ty, lse.ty
+        ));
+    }
+    macro_rules! backward {
+        ($x:expr, $y:expr, $z:expr, $o:expr, $g:expr, $l:expr, $t:ty, $fin:expr) => {{
+            let sc = scale as $t;
+            let mut dq = vec![0 as $t; nb * lq * d];
+            let mut dk = vec![0 as $t; nkv * lk * d];
+            let mut dvv = vec![0 as $t; nkv * lk * dv];
+            let mut p: Vec<$t> = Vec::with_capacity(lk);
+            let mut ds: Vec<$t> = Vec::with_capacity(lk);
+            for b in 0..nb {
+                let kb = dims.kv_block(b);
+                for i in 0..lq {
+                    let row = b * lq + i;
+                    let qi = &$x[row * d..][..d];
+                    let gi = &$g[row * dv..][..dv];
+                    let oi = &$o[row * dv..][..dv];
+                    let li = $l[row];
+                    let n = dims.visible(i, causal);
+                    p.clear();
+                    for j in 0..n {
+                        let kj = &$y[(kb * lk + j) * d..][..d];
+                        let dot = qi.iter().zip(kj).fold(0 as $t, |a, (x, y)| a + x * y);
+                        p.push((dot * sc - li).exp());
+                    }
+                    let delta = gi.iter().zip(oi).fold(0 as $t, |a, (x, y)| a + x * y);
+                    ds.clear();
+                    for (j, pj) in p.iter().enumerate() {
+                        let vj = &$z[(kb * lk + j) * dv..][..dv];
+                        let dp = gi.iter().zip(vj).fold(0 as $t, |a, (x, y)| a + x * y);
+                        ds.push(pj * (dp - delta));
+                        // dv[kb, j] += round_T(P[j]) · dout[i]
+                        let pr = $fin(*pj);
+                        let acc = &mut dvv[(kb * lk + j) * dv..][..dv];
+                        acc.iter_mut().zip(gi).for_each(|(a, g)| *a += pr * g);
+                    }
+                    let dqi = &mut dq[row * d..][..d];
+                    for (c, dqc) in dqi.iter_mut().enumerate() {
+                        *dqc = ds
+                            .iter()
+                            .enumerate()
+                            .fold(0 as $t, |a, (j, s)| a + s * $y[(kb * lk + j) * d + c]);
+                    }
+                    for (j, s) in ds.iter().enumerate() {
+                        let acc = &mut dk[(kb * lk + j) * d..][..d];
+                        acc.iter_mut().zip(qi).for_each(|(a, x)| *a += s * x);
+                    }
+                }
+            }
+            let done = |xs: Vec<$t>, f: $t| xs.into_iter().map(|x| $fin(x * f)).collect();
+            (done(dq, sc), done(dk, sc), done(dvv, 1 as $t))
+        }};
+    }
+    let (dq, dk, dvv) = match (&q.data, &k.data, &v.data, &out.data, &dout.data, &lse.data) {
+        (Data::F32(x), Data::F32(y), Data::F32(z), Data::F32(o), Data::F32(g), Data::F32(l)) => {
+            let (a, b, c) = backward!(x, y, z, o, g, l, f32, |a: f32| e.round(a));
+            (Data::F32(a), Data::F32(b), Data::F32(c))
+        }
+        (Data::F64(x), Data::F64(y), Data::F64(z), Data::F64(o), Data::F64(g), Data::F64(l)) => {
+            let (a, b, c) = backward!(x, y, z, o, g, l, f64, |a: f64| a);
+            (Data::F64(a), Data::F64(b), Data::F64(c))
+        }
+        _ => return Err(format!("is not supported on element type {e}")),
+    };
+    Ok(vec![
+        Tensor {
+            ty: q.ty.clone(),
+            data: dq,
+        },
+        Tensor {
+            ty: k.ty.clone(),
+            data: dk,
+        },
+        Tensor {
+            ty: v.ty.clone(),
+            data: dvv,
+        },
+    ])
 }
 
 fn softmax(t: &Tensor, dim: usize) -> Result<Tensor, String> {

@@ -402,17 +402,18 @@ impl<'c> RankInterp<'c> {
             .map(|i| self.tensor(op, i))
             .collect::<Result<Vec<_>, _>>()?;
         let inputs: Vec<&Tensor> = inputs.iter().map(|t| t.as_ref()).collect();
-        if ctx.results(op).len() != 1 {
-            return Err(SimError::op(ctx, op, "expects exactly one result"));
-        }
-        let result = self.result_type(op, 0)?;
-        let out = compute::execute(ctx, op, &inputs, &result)
+        let results = (0..ctx.results(op).len())
+            .map(|i| self.result_type(op, i))
+            .collect::<Result<Vec<_>, _>>()?;
+        let outs = compute::execute_all(ctx, op, &inputs, &results)
             .map_err(|m| SimError::op(ctx, op, m))?
             .ok_or_else(|| SimError::Unsupported {
                 op,
                 name: ctx.op_name(op).to_string(),
             })?;
-        self.define(op, 0, out)?;
+        for (i, out) in outs.into_iter().enumerate() {
+            self.define(op, i, out)?;
+        }
         Ok(Flow::Next)
     }
 

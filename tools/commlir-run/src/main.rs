@@ -288,6 +288,12 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
                 run.slots_used.1
             ));
         }
+        if let Some([compute, comm]) = run.work_per_call {
+            out.push_str(&format!(
+                "work per call: {} on the compute stream, {comm} on the comm stream (kernel launches, GEMM and attention calls, copies, collectives; the rank issuing the most)\n",
+                compute
+            ));
+        }
         if let Some((stream_ordered, held)) = run.device_memory {
             let mib = |b: u64| b as f64 / 1048576.0;
             out.push_str(&format!(
