@@ -481,6 +481,21 @@ const ATTENTION_SIZES: &[&str] = &[
     "batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "v_dim",
 ];
 
+/// The attributes of `rt.attention` and `rt.attention_backward`: the call's sizes, its dtype,
+/// the scale and the causal mask.
+const ATTENTION_ATTRS: &[AttrDef] = &[
+    AttrDef::required("batch", AttrConstraint::Integer),
+    AttrDef::required("heads", AttrConstraint::Integer),
+    AttrDef::required("kv_heads", AttrConstraint::Integer),
+    AttrDef::required("q_len", AttrConstraint::Integer),
+    AttrDef::required("kv_len", AttrConstraint::Integer),
+    AttrDef::required("head_dim", AttrConstraint::Integer),
+    AttrDef::required("v_dim", AttrConstraint::Integer),
+    DTYPE,
+    AttrDef::required("scale", AttrConstraint::Float),
+    AttrDef::optional("causal", AttrConstraint::Unit),
+];
+
 /// Shared checks of `rt.attention` and `rt.attention_backward`: memref operands, positive
 /// sizes, query heads a multiple of the key/value heads, an f16/bf16 dtype, and every buffer
 /// holding exactly the elements its role needs (`expected` in operand order).
@@ -555,18 +570,7 @@ register_op!(
             ArgDef::one("out", ANY),
             ArgDef::optional("lse", ANY),
         ],
-        attributes: &[
-            AttrDef::required("batch", AttrConstraint::Integer),
-            AttrDef::required("heads", AttrConstraint::Integer),
-            AttrDef::required("kv_heads", AttrConstraint::Integer),
-            AttrDef::required("q_len", AttrConstraint::Integer),
-            AttrDef::required("kv_len", AttrConstraint::Integer),
-            AttrDef::required("head_dim", AttrConstraint::Integer),
-            AttrDef::required("v_dim", AttrConstraint::Integer),
-            DTYPE,
-            AttrDef::required("scale", AttrConstraint::Float),
-            AttrDef::optional("causal", AttrConstraint::Unit),
-        ],
+        attributes: ATTENTION_ATTRS,
         traits: &[Trait::MemRead, Trait::MemWrite],
         verify: Some(|ctx, op| {
             verify_attention_call(
@@ -607,18 +611,7 @@ register_op!(
             ArgDef::one("dk", ANY),
             ArgDef::one("dv", ANY),
         ],
-        attributes: &[
-            AttrDef::required("batch", AttrConstraint::Integer),
-            AttrDef::required("heads", AttrConstraint::Integer),
-            AttrDef::required("kv_heads", AttrConstraint::Integer),
-            AttrDef::required("q_len", AttrConstraint::Integer),
-            AttrDef::required("kv_len", AttrConstraint::Integer),
-            AttrDef::required("head_dim", AttrConstraint::Integer),
-            AttrDef::required("v_dim", AttrConstraint::Integer),
-            DTYPE,
-            AttrDef::required("scale", AttrConstraint::Float),
-            AttrDef::optional("causal", AttrConstraint::Unit),
-        ],
+        attributes: ATTENTION_ATTRS,
         traits: &[Trait::MemRead, Trait::MemWrite],
         verify: Some(|ctx, op| {
             verify_attention_call(

@@ -286,6 +286,20 @@ pub struct Shape {
 }
 
 impl Shape {
+    /// The sizes in the ABI's order: `(batch, heads, kv_heads, q_len, kv_len, head_dim,
+    /// v_dim)`.
+    pub fn of([b, hq, hkv, lq, lk, d, dv]: [i64; 7]) -> Shape {
+        Shape {
+            b,
+            hq,
+            hkv,
+            lq,
+            lk,
+            d,
+            dv,
+        }
+    }
+
     /// Whether cuDNN's fused attention takes these sizes (what the lowering also checks):
     /// head dims multiples of 8 up to 256, query heads a multiple of the key/value heads.
     pub fn supported(&self) -> Result<(), String> {

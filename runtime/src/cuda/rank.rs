@@ -1831,15 +1831,7 @@ unsafe extern "C" fn rt_attention(
     out: *mut c_void,
     lse: *mut c_void,
 ) -> Status {
-    let shape = super::cudnn::Shape {
-        b: batch,
-        hq: heads,
-        hkv: kv_heads,
-        lq: q_len,
-        lk: kv_len,
-        d: head_dim,
-        dv: v_dim,
-    };
+    let shape = super::cudnn::Shape::of([batch, heads, kv_heads, q_len, kv_len, head_dim, v_dim]);
     with_state(rt, |s| {
         s.timed(
             abi::STREAM_COMPUTE,
@@ -1876,15 +1868,7 @@ unsafe extern "C" fn rt_attention_backward(
     dk: *mut c_void,
     dv: *mut c_void,
 ) -> Status {
-    let shape = super::cudnn::Shape {
-        b: batch,
-        hq: heads,
-        hkv: kv_heads,
-        lq: q_len,
-        lk: kv_len,
-        d: head_dim,
-        dv: v_dim,
-    };
+    let shape = super::cudnn::Shape::of([batch, heads, kv_heads, q_len, kv_len, head_dim, v_dim]);
     with_state(rt, |s| {
         s.timed(
             abi::STREAM_COMPUTE,
