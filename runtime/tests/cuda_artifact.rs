@@ -123,3 +123,47 @@ fn no_driver_is_a_clear_diagnostic() {
     assert_eq!(e, cuda::NO_DRIVER);
     assert!(e.contains("no CUDA driver found"));
 }
+
+#[test]
+fn results_computed_from_less_precise_values_take_their_tolerance() {
+    commlir_dialects::link();
+    let mut ctx = commlir_ir::Context::new();
+    let text = "func.func @f(%x: tensor<4xbf16>, %y: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>, tensor<4xbf16>) {
+  %c = compute.cast %x : (tensor<4xbf16>) -> tensor<4xf32>
+  %s = compute.mul %c, %c : tensor<4xf32>
+  %l = compute.reduce_sum %s {dim = 0 : i64} : (tensor<4xf32>) -> tensor<f32>
+  %z = compute.add %y, %y : tensor<4xf32>
+  return %l, %z, %x : tensor<f32>, tensor<4xf32>, tensor<4xbf16>
+}";
+    let m = commlir_ir::parser::parse_source(
+        &mut ctx,
+        "t.mlir",
+        text.as_bytes(),
+        &commlir_ir::parser::ParseOptions::default(),
+    )
+    .unwrap();
+    let f = commlir_runtime::sim::find_entry(&ctx, m, None).unwrap();
+    use commlir_runtime::ElemType::{BF16, F32};
+    // The loss depends on bf16 values; the f32 sum of f32 arguments does not.
+    assert_eq!(
+        check::least_precise_inputs(&ctx, f),
+        vec![Some(BF16), Some(F32), Some(BF16)]
+    );
+    // A loss 5e-5 away (the bf16 activations an ulp apart): outside f32's tolerance, inside
+    // bf16's.
+    let one = |v: f64| {
+        vec![RankResults {
+            rank: 0,
+            results: vec![Tensor::from_f64(
+                TensorType {
+                    elem: F32,
+                    shape: vec![],
+                },
+                &[v],
+            )],
+        }]
+    };
+    assert!(!check::compare(&one(1.01538), &one(1.01543)).passed());
+    assert!(check::compare_with(&one(1.01538), &one(1.01543), &[Some(BF16)]).passed());
+    assert!(!check::compare_with(&one(1.1), &one(1.01543), &[Some(BF16)]).passed());
+}

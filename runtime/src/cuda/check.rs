@@ -10,6 +10,12 @@
 //! `|gpu - sim| <= abs + rel·|sim| + scale·max|sim|`: `rel` a few ulps of the element type,
 //! `scale` one ulp of the type relative to the tensor's largest magnitude, `abs` a floor for
 //! values near zero. Integers must match exactly.
+//!
+//! A float result computed from less precise values carries their error: the f32 loss of a
+//! bf16 model is a mean over bf16 activations, each of which may be an ulp of bf16 away from
+//! the sim's. So a result's tolerance is that of the least precise float type among the
+//! values it depends on in the source program ([`least_precise_inputs`]), when that is looser
+//! than its own type's.
 
 use crate::output::RankResults;
 use crate::tensor::{Data, ElemType};
@@ -114,8 +120,61 @@ impl CheckReport {
     }
 }
 
-/// Compares every rank's results. Both sides list ranks in the same order.
+/// Compares every rank's results, each within its own element type's tolerance. Both sides
+/// list ranks in the same order.
 pub fn compare(gpu: &[RankResults], sim: &[RankResults]) -> CheckReport {
+    compare_with(gpu, sim, &[])
+}
+
+/// The least precise float element type among the values each result of `func` depends on
+/// (through the ops of its body, its arguments included), in result order; the result's own
+/// type where nothing less precise feeds it, `None` for a result that is no tensor.
+pub fn least_precise_inputs(
+    ctx: &commlir_ir::Context,
+    func: commlir_ir::OpId,
+) -> Vec<Option<ElemType>> {
+    let Some(&region) = ctx.op_regions(func).first() else {
+        return Vec::new();
+    };
+    let Some(&block) = ctx.region_blocks(region).first() else {
+        return Vec::new();
+    };
+    let Some(ret) = ctx.block_ops(block).last() else {
+        return Vec::new();
+    };
+    let elem = |v: commlir_ir::Value| {
+        crate::tensor::TensorType::from_type(ctx, ctx.value_type(v)).map(|t| t.elem)
+    };
+    let mut out = Vec::new();
+    for &r in ctx.operands(ret) {
+        let mut least = elem(r);
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![r];
+        while let Some(v) = stack.pop() {
+            if !seen.insert(v) {
+                continue;
+            }
+            if let (Some(e), Some(l)) = (elem(v), least) {
+                if e.is_float() && (!l.is_float() || precision(e) < precision(l)) {
+                    least = Some(e);
+                }
+            }
+            if let Some(d) = ctx.defining_op(v) {
+                stack.extend(ctx.operands(d).iter().copied());
+            }
+        }
+        out.push(least);
+    }
+    out
+}
+
+/// [`compare`], result `i` within the tolerance of `least[i]` where that float type is less
+/// precise than the result's own ([`least_precise_inputs`]).
+pub fn compare_with(
+    gpu: &[RankResults],
+    sim: &[RankResults],
+    least: &[Option<ElemType>],
+) -> CheckReport {
     let mut rep = CheckReport::default();
     if gpu.len() != sim.len() {
         rep.problems.push(format!(
@@ -143,10 +202,14 @@ pub fn compare(gpu: &[RankResults], sim: &[RankResults]) -> CheckReport {
                 ));
                 continue;
             }
-            let tol = tolerance(a.ty.elem);
+            let tol_elem = match least.get(i).copied().flatten() {
+                Some(e) if a.ty.elem.is_float() && precision(e) < precision(a.ty.elem) => e,
+                _ => a.ty.elem,
+            };
+            let tol = tolerance(tol_elem);
             let (_, max_abs) = crate::output::summary(b);
             let max_abs = if max_abs.is_finite() { max_abs } else { 0.0 };
-            let floor = tol.abs + (tol.scale * max_abs).max(ulp(max_abs, a.ty.elem));
+            let floor = tol.abs + (tol.scale * max_abs).max(ulp(max_abs, tol_elem));
             let mut shown = 0;
             // Integers compare exactly, as integers: through f64 an i64 above 2^53 would
             // hide a difference in its low bits.

@@ -347,7 +347,10 @@ fn run_cuda(args: &Args, mode: PrintMode) -> Result<String, String> {
         let mut reference = sim::run_with_inputs(&ctx, module, &sim_opts, inputs)
             .map_err(|d| format!("error: the sim reference failed: {d}\n"))?;
         reference.retain(|r| run.results.iter().any(|g| g.rank == r.rank));
-        let report = cuda::check::compare(&run.results, &reference);
+        let least = sim::find_entry(&ctx, module, sim_opts.entry.as_deref())
+            .map(|f| cuda::check::least_precise_inputs(&ctx, f))
+            .unwrap_or_default();
+        let report = cuda::check::compare_with(&run.results, &reference, &least);
         for p in &report.problems {
             out.push_str(&format!("check: {p}\n"));
         }
