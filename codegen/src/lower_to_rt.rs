@@ -886,8 +886,18 @@ fn lower_op(
             work = ((work + w - 1) / w).max(1);
         }
         let k = ctx.symbol_ref(&sym);
-        let grid = i64_attr(ctx, grid_for(work));
-        let block = i64_attr(ctx, BLOCK);
+        let (grid, block) = if lane_walker(ctx, &group.ops) && grid_for(work) < FEW_BLOCKS {
+            // Few lanes, each walking a long reduced dimension (a column sum over the tokens,
+            // e.g. a norm's weight gradient): at 256 threads a block they would fill a few SMs
+            // only. A warp a block spreads them over the whole GPU; every lane still sums in
+            // the same order (the kernel strides by its launch shape), so the result is the
+            // same bits.
+            ((work + WARP - 1) / WARP, WARP)
+        } else {
+            (grid_for(work), BLOCK)
+        };
+        let grid = i64_attr(ctx, grid.clamp(1, MAX_GRID));
+        let block = i64_attr(ctx, block);
         let mut bld = Builder::before(ctx, op);
         let launch = bld.create(
             "rt.launch",
@@ -1246,6 +1256,26 @@ fn with_views(ctx: &Context, b: Value) -> Vec<Value> {
 }
 
 /// Number of independent work items (threads) of a kernel rooted at `op`.
+/// Threads of a warp: the block size of kernels whose lanes are few ([`lane_walker`]).
+const WARP: i64 = 32;
+/// Below this many blocks of [`BLOCK`] threads, a lane-walking kernel launches warps instead
+/// (twice the SMs of an H100/H200).
+const FEW_BLOCKS: i64 = 264;
+
+/// Whether a kernel's single op walks a reduced dimension one thread per lane (a standalone
+/// `reduce_sum`, `reduce_max` or `softmax` off the last dimension), so that its launch shape
+/// is free: the kernel loops grid-stride over lanes whatever the block size.
+fn lane_walker(ctx: &Context, ops: &[OpId]) -> bool {
+    match ops {
+        [op] => match ctx.op_name(*op) {
+            "compute.reduce_max" => true,
+            "compute.reduce_sum" | "compute.softmax" => !crate::kernels::is_row_block(ctx, *op),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 fn launch_items(ctx: &Context, op: OpId) -> i64 {
     let r = ctx.result(op, 0);
     match ctx.op_name(op) {
