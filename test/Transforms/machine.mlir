@@ -43,7 +43,7 @@
 // REPORT-H100: "op": "coll.reduce_scatter_tensor"
 // REPORT-H100: "comm_ns": 25008.79
 
-// UNKNOWN: error: unknown machine 'no-such': not a built-in (h200x2-nvlink, h100x2-nvlink, h100x8-nvlink, h200x8-nvlink, h100x8x4-ib400)
+// UNKNOWN: error: unknown machine 'no-such': not a built-in (h200x2-nvlink, h100x2-nvlink, h100x8-nvlink, h200x8-nvlink, h200x4-nvlink, h100x8x4-ib400)
 // BADFILE: bad-machine.json:4:3: error: unknown field `mem_bandwidth`
 // BADATTR: error: commlir.machine: unknown machine 'no-such'
 // LIST: h200x2-nvlink (default): 1 node(s) x 2 GPU(s)

@@ -43,6 +43,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../machines/h200x8-nvlink.json"),
     ),
     (
+        "h200x4-nvlink",
+        include_str!("../../machines/h200x4-nvlink.json"),
+    ),
+    (
         "h100x8x4-ib400",
         include_str!("../../machines/h100x8x4-ib400.json"),
     ),
@@ -631,6 +635,10 @@ mod tests {
         let h100 = builtin("h100x8-nvlink").unwrap();
         assert_eq!((h100.nodes, h100.gpus_per_node), (1, 8));
         assert!(h100.mem_bw < default_machine().mem_bw);
+        let h200x4 = builtin("h200x4-nvlink").unwrap();
+        let h200x8 = builtin("h200x8-nvlink").unwrap();
+        assert_eq!((h200x4.nodes, h200x4.gpus_per_node), (1, 4));
+        assert_eq!(h200x4.mem_bw, h200x8.mem_bw);
         let ib = builtin("h100x8x4-ib400").unwrap();
         assert_eq!((ib.nodes, ib.gpus_per_node), (4, 8));
         assert!(ib.inter_node.is_some());
