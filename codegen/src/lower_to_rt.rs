@@ -503,6 +503,7 @@ fn lower_function(
     }
     hoist_slice_views(ctx, block);
     fold_double_transposes(ctx, block);
+    rematerialize_upcasts(ctx, block);
     erase_dead_compute(ctx, block);
     let ops: Vec<OpId> = ctx.block_ops(block).collect();
     let plan = fusion::plan(ctx, &ops);
@@ -1239,6 +1240,79 @@ fn erase_dead_compute(ctx: &mut Context, block: BlockId) {
         }
     }
 }
+
+/// Recomputes exact widening casts (f16/bf16 to f32/f64) at their far readers (more than
+/// [`FAR_READER`] ops later): the wide result is then not kept for them, since a copy of the
+/// cast right before an elementwise reader fuses into that reader's kernel, and what stays
+/// live in between is the narrow source. Near readers (the forward's own kernel, where the
+/// cast is computed once) keep the original. A training step upcasts
+/// an activation for the forward's norm or SiLU and reads the f32 copy again in the backward;
+/// keeping the narrow source (saved anyway) instead of the wide copy halves what stays live in
+/// between, as Inductor's recomputation of pointwise ops does. Plain tensors only; the results
+/// are the same bits (the widening is exact).
+fn rematerialize_upcasts(ctx: &mut Context, block: BlockId) {
+    let ops: Vec<OpId> = ctx.block_ops(block).collect();
+    let pos: HashMap<OpId, usize> = ops.iter().enumerate().map(|(i, &o)| (o, i)).collect();
+    let widening = |ctx: &Context, from: Value, to: Value| {
+        let (Some(a), Some(b)) = (value_tensor(ctx, from), value_tensor(ctx, to)) else {
+            return false;
+        };
+        let kind = |t| match ctx.type_kind(t) {
+            TypeKind::Float(k) => Some(*k),
+            _ => None,
+        };
+        matches!(
+            (kind(a.elem), kind(b.elem)),
+            (
+                Some(FloatKind::F16 | FloatKind::BF16),
+                Some(FloatKind::F32 | FloatKind::F64)
+            )
+        )
+    };
+    for cast in ops {
+        if ctx.op_name(cast) != "compute.cast"
+            || ctx
+                .get_attr(cast, commlir_dialects::comm::SLOT_ATTR)
+                .is_some()
+        {
+            continue;
+        }
+        let (src, r) = (ctx.operand(cast, 0), ctx.result(cast, 0));
+        if !widening(ctx, src, r)
+            || buffer_encoding(ctx, ctx.value_type(src)).is_some()
+            || buffer_encoding(ctx, ctx.value_type(r)).is_some()
+        {
+            continue;
+        }
+        let users: Vec<commlir_ir::Use> = ctx.uses(r).to_vec();
+        if users.iter().any(|u| ctx.op_name(u.op) == "func.return") {
+            continue;
+        }
+        let at = pos[&cast];
+        let far: Vec<commlir_ir::Use> = users
+            .into_iter()
+            .filter(|u| pos.get(&u.op).is_some_and(|&p| p > at + FAR_READER))
+            .collect();
+        if far.is_empty() {
+            continue;
+        }
+        // Keeping the narrow source alive until the last reader instead of the wide copy
+        // holds fewer bytes whatever else reads the source.
+        let ty = ctx.value_type(r);
+        for u in far {
+            let copy = Builder::before(ctx, u.op).create_value("compute.cast", &[src], ty, &[]);
+            ctx.set_operand(u.op, u.index as usize, copy);
+        }
+        if ctx.uses(r).is_empty() {
+            ctx.erase_op(cast);
+        }
+    }
+}
+
+/// Ops after a cast beyond which a reader recomputes it ([`rematerialize_upcasts`]): a
+/// training step's backward reads the forward's casts hundreds of ops later; a forward's own
+/// readers are a few ops away.
+const FAR_READER: usize = 32;
 
 /// `b` and every `rt.view` or `rt.rank_view` of it, transitively.
 fn with_views(ctx: &Context, b: Value) -> Vec<Value> {
