@@ -8,39 +8,10 @@
 //! negations); on the GPU the block's sum order differs, as for the standalone reduce_sum.
 
 mod common;
-use commlir_codegen::lower_to_rt;
-use commlir_ir::pass::{parse_pipeline, PassManager};
-use commlir_ir::Context;
 use commlir_runtime::inputs::SplitMix64;
 use commlir_runtime::{ElemType, Tensor, TensorType};
 use common::kernel_check::{check_inputs_within, check_within};
-
-/// The kernels launched by `text` after lowering (names without their `kN_` prefix).
-fn launches(text: &str) -> Vec<String> {
-    let mut ctx = Context::new();
-    let m = common::parse(&mut ctx, text);
-    let mut pm = PassManager::from_pipeline(
-        parse_pipeline("builtin.module(func.func(coll-to-comm,comm-plan-pools))").unwrap(),
-    );
-    pm.run(&mut ctx, m).unwrap();
-    lower_to_rt::lower_module(&mut ctx, m).unwrap_or_else(|d| panic!("{}", d.message));
-    let b = lower_to_rt::module_block(&ctx, m).unwrap();
-    let f = ctx
-        .block_ops(b)
-        .find(|o| ctx.op_name(*o) == "func.func")
-        .unwrap();
-    let body = ctx.region_blocks(ctx.op_regions(f)[0])[0];
-    ctx.block_ops(body)
-        .filter(|o| ctx.op_name(*o) == "rt.launch")
-        .map(|o| {
-            let k = ctx
-                .inherent_attr(o, "kernel")
-                .and_then(|a| ctx.attr_as_symbol(a))
-                .unwrap();
-            k.split_once('_').map_or(k, |(_, n)| n).to_string()
-        })
-        .collect()
-}
+use common::launches;
 
 fn elem(t: &str) -> ElemType {
     match t {

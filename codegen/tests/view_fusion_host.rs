@@ -10,41 +10,11 @@
 
 mod common;
 use commlir_codegen::kernels::index_map::{Access, IndexMap, ViewIndex};
-use commlir_codegen::lower_to_rt;
-use commlir_ir::pass::{parse_pipeline, PassManager};
-use commlir_ir::Context;
 use common::kernel_check::{check, check_within};
+use common::launches;
 
 const FLOATS: [&str; 4] = ["f16", "bf16", "f32", "f64"];
 const INTS: [&str; 4] = ["i1", "i8", "i32", "i64"];
-
-/// The kernels launched by `text` after lowering, in order.
-fn launches(text: &str) -> Vec<String> {
-    let mut ctx = Context::new();
-    let m = common::parse(&mut ctx, text);
-    let mut pm = PassManager::from_pipeline(
-        parse_pipeline("builtin.module(func.func(coll-to-comm,comm-plan-pools))").unwrap(),
-    );
-    pm.run(&mut ctx, m).unwrap();
-    lower_to_rt::lower_module(&mut ctx, m).unwrap_or_else(|d| panic!("{}", d.message));
-    let b = lower_to_rt::module_block(&ctx, m).unwrap();
-    let f = ctx
-        .block_ops(b)
-        .find(|o| ctx.op_name(*o) == "func.func")
-        .unwrap();
-    let body = ctx.region_blocks(ctx.op_regions(f)[0])[0];
-    ctx.block_ops(body)
-        .filter(|o| ctx.op_name(*o) == "rt.launch")
-        .map(|o| {
-            let k = ctx
-                .inherent_attr(o, "kernel")
-                .and_then(|a| ctx.attr_as_symbol(a))
-                .unwrap();
-            // `k12_mul_add` → `mul_add`.
-            k.split_once('_').map_or(k, |(_, n)| n).to_string()
-        })
-        .collect()
-}
 
 /// The rotary embedding as PyTorch exports it (`x·cos + rotate_half(x)·sin`, the heads
 /// permuted out of the projection's output): `b×s×h×d` in, `b×h×s×d` out.

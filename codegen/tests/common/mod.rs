@@ -337,3 +337,30 @@ pub extern "C" fn symm_clock() -> u64 {
         .elapsed()
         .as_nanos() as u64
 }
+
+/// The kernels `text` launches after `coll-to-comm,comm-plan-pools` and the lowering, in
+/// order, named without their `kN_` prefix (`k12_mul_add` → `mul_add`).
+pub fn launches(text: &str) -> Vec<String> {
+    let mut ctx = Context::new();
+    let m = lower(
+        &mut ctx,
+        text,
+        "builtin.module(func.func(coll-to-comm,comm-plan-pools))",
+    );
+    let b = lower_to_rt::module_block(&ctx, m).unwrap();
+    let f = ctx
+        .block_ops(b)
+        .find(|o| ctx.op_name(*o) == "func.func")
+        .unwrap();
+    let body = ctx.region_blocks(ctx.op_regions(f)[0])[0];
+    ctx.block_ops(body)
+        .filter(|o| ctx.op_name(*o) == "rt.launch")
+        .map(|o| {
+            let k = ctx
+                .inherent_attr(o, "kernel")
+                .and_then(|a| ctx.attr_as_symbol(a))
+                .unwrap();
+            k.split_once('_').map_or(k, |(_, n)| n).to_string()
+        })
+        .collect()
+}

@@ -399,6 +399,10 @@ impl Graph {
     ) -> Result<T, String> {
         self.tensor(Some(uid), dtype, dims, strides, false)
     }
+    /// A caller's contiguous row-major buffer.
+    fn packed(&mut self, uid: i64, dtype: i32, dims: [i64; 4]) -> Result<T, String> {
+        self.real(uid, dtype, dims, contiguous(dims))
+    }
     /// An intermediate cuDNN keeps to itself.
     fn virt(&mut self, dtype: i32, dims: [i64; 4], strides: [i64; 4]) -> Result<T, String> {
         self.tensor(None, dtype, dims, strides, false)
@@ -507,6 +511,18 @@ impl Graph {
         Ok(out)
     }
 
+    /// `scale · q·kᵀ` in f32 (`sd` = `b×hq×lq×lk`), what both directions start from, and the
+    /// scale's by-value tensor (the backward scales `dS` by it too).
+    fn scaled_scores(&mut self, q: T, kt: T, sd: [i64; 4]) -> Result<(T, T), String> {
+        let ss = contiguous(sd);
+        let s = self.virt(DT_FLOAT, sd, ss)?;
+        self.matmul(q, kt, s)?;
+        let scale = self.scalar(uid::SCALE, DT_FLOAT)?;
+        let scaled = self.virt(DT_FLOAT, sd, ss)?;
+        self.binary(PW_MUL, s, scale, scaled)?;
+        Ok((scaled, scale))
+    }
+
     /// The forward graph (module docs).
     fn forward(&mut self, k: &Key) -> Result<(), String> {
         let Shape {
@@ -518,7 +534,7 @@ impl Graph {
             d,
             dv,
         } = k.shape;
-        let q = self.real(uid::Q, k.dtype, [b, hq, lq, d], contiguous([b, hq, lq, d]))?;
+        let q = self.packed(uid::Q, k.dtype, [b, hq, lq, d])?;
         // Kᵀ: K's buffer with its last two dims swapped.
         let kt = self.real(
             uid::K,
@@ -526,25 +542,11 @@ impl Graph {
             [b, hkv, d, lk],
             [hkv * lk * d, lk * d, 1, d],
         )?;
-        let v = self.real(
-            uid::V,
-            k.dtype,
-            [b, hkv, lk, dv],
-            contiguous([b, hkv, lk, dv]),
-        )?;
-        let o = self.real(
-            uid::O,
-            k.dtype,
-            [b, hq, lq, dv],
-            contiguous([b, hq, lq, dv]),
-        )?;
+        let v = self.packed(uid::V, k.dtype, [b, hkv, lk, dv])?;
+        let o = self.packed(uid::O, k.dtype, [b, hq, lq, dv])?;
         let sd = [b, hq, lq, lk];
         let ss = contiguous(sd);
-        let s = self.virt(DT_FLOAT, sd, ss)?;
-        self.matmul(q, kt, s)?;
-        let scale = self.scalar(uid::SCALE, DT_FLOAT)?;
-        let mut s1 = self.virt(DT_FLOAT, sd, ss)?;
-        self.binary(PW_MUL, s, scale, s1)?;
+        let (mut s1, _) = self.scaled_scores(q, kt, sd)?;
         if k.causal {
             s1 = self.causal(s1, sd)?;
         }
@@ -584,7 +586,7 @@ impl Graph {
             dv,
         } = k.shape;
         let dt = k.dtype;
-        let q = self.real(uid::Q, dt, [b, hq, lq, d], contiguous([b, hq, lq, d]))?;
+        let q = self.packed(uid::Q, dt, [b, hq, lq, d])?;
         let kt = self.real(uid::K, dt, [b, hkv, d, lk], [hkv * lk * d, lk * d, 1, d])?;
         let vt = self.real(
             uid::V,
@@ -592,14 +594,14 @@ impl Graph {
             [b, hkv, dv, lk],
             [hkv * lk * dv, lk * dv, 1, dv],
         )?;
-        let o = self.real(uid::O, dt, [b, hq, lq, dv], contiguous([b, hq, lq, dv]))?;
-        let d_o = self.real(uid::DO, dt, [b, hq, lq, dv], contiguous([b, hq, lq, dv]))?;
+        let o = self.packed(uid::O, dt, [b, hq, lq, dv])?;
+        let d_o = self.packed(uid::DO, dt, [b, hq, lq, dv])?;
         let rd = [b, hq, lq, 1];
         let rs = [hq * lq, lq, 1, 1];
         let stats = self.real(uid::STATS, DT_FLOAT, rd, rs)?;
-        let dq = self.real(uid::DQ, dt, [b, hq, lq, d], contiguous([b, hq, lq, d]))?;
-        let dk = self.real(uid::DK, dt, [b, hkv, lk, d], contiguous([b, hkv, lk, d]))?;
-        let dvv = self.real(uid::DV, dt, [b, hkv, lk, dv], contiguous([b, hkv, lk, dv]))?;
+        let dq = self.packed(uid::DQ, dt, [b, hq, lq, d])?;
+        let dk = self.packed(uid::DK, dt, [b, hkv, lk, d])?;
+        let dvv = self.packed(uid::DV, dt, [b, hkv, lk, dv])?;
 
         // Δ = Σ_d dO∘O (the frontend's layout for the product), kept in the workspace.
         let prod = self.virt(
@@ -617,11 +619,7 @@ impl Graph {
         // P = exp(scale·Q·Kᵀ − Stats), masked.
         let sd = [b, hq, lq, lk];
         let ss = contiguous(sd);
-        let s = self.virt(DT_FLOAT, sd, ss)?;
-        self.matmul(q, kt, s)?;
-        let scale = self.scalar(uid::SCALE, DT_FLOAT)?;
-        let s1 = self.virt(DT_FLOAT, sd, ss)?;
-        self.binary(PW_MUL, s, scale, s1)?;
+        let (s1, scale) = self.scaled_scores(q, kt, sd)?;
         let mut s2 = self.virt(DT_FLOAT, sd, ss)?;
         self.binary(PW_SUB, s1, stats, s2)?;
         if k.causal {
@@ -655,12 +653,7 @@ impl Graph {
         // dQ = dS·K, accumulated in f32 in the workspace, then converted.
         let kk = self.virt(dt, [b, hkv, lk, d], contiguous([b, hkv, lk, d]))?;
         self.reshape(kt, kk)?;
-        let acc = self.real(
-            uid::DQ_ACCUM,
-            DT_FLOAT,
-            [b, hq, lq, d],
-            contiguous([b, hq, lq, d]),
-        )?;
+        let acc = self.packed(uid::DQ_ACCUM, DT_FLOAT, [b, hq, lq, d])?;
         self.matmul(ds, kk, acc)?;
         self.unary(PW_IDENTITY, acc, dq)
     }
