@@ -46,10 +46,10 @@ pub fn heads_per_chunk(heads: i64, per_head_bytes: i64) -> i64 {
     (1..=fit).rev().find(|h| heads % h == 0).unwrap_or(1)
 }
 
-/// Whether cuDNN's fused attention takes these: f16 or bf16, both head dims multiples of 8
-/// of at most 128 (the sizes its Hopper flash kernels are measured at here).
+/// Whether cuDNN's fused attention takes these: f16 or bf16 with head dims it takes
+/// (`compute::cudnn_attention_supported`, the cost model's rule too).
 pub fn cudnn_supported(dtype: &str, d: i64, dv: i64) -> bool {
-    matches!(dtype, "f16" | "bf16") && [d, dv].iter().all(|&x| x > 0 && x % 8 == 0 && x <= 128)
+    matches!(dtype, "f16" | "bf16") && commlir_dialects::compute::cudnn_attention_supported(d, dv)
 }
 
 /// The sizes of an attention op as the runtime takes them: `(batch, heads, kv_heads,

@@ -484,6 +484,13 @@ fn expect_tensor(
     ))
 }
 
+/// Whether f16/bf16 attention with these head dims runs as cuDNN's fused flash attention
+/// (`rt.attention`, the default lowering): both multiples of 8 of at most 128, the sizes its
+/// Hopper kernels are measured at here. `comm-to-rt` and the cost model use the same rule.
+pub fn cudnn_attention_supported(d: i64, dv: i64) -> bool {
+    [d, dv].iter().all(|&x| x > 0 && x % 8 == 0 && x <= 128)
+}
+
 fn verify_attention(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let s = verify_qkv(ctx, op)?;
     let elem = value_tensor_view(ctx, ctx.operand(op, 0)).unwrap().elem;

@@ -659,8 +659,9 @@ pub fn op_cost(ctx: &Context, machine: &Machine, op: OpId) -> OpCost {
     ))
 }
 
-/// `compute.attention` as `comm-to-rt` lowers it: bf16 of the sizes the tensor-core kernel
-/// takes at that kernel's measured rate ([`peak_flash`]), the causal half only, plus the
+/// `compute.attention` as `comm-to-rt` lowers it: f16/bf16 with head dims cuDNN takes at
+/// cuDNN's measured rate ([`CUDNN_FWD_OF_PEAK`], [`CUDNN_BWD_OF_PEAK`]), the causal half only;
+/// bf16 of the sizes commlir's tensor-core kernel takes at that kernel's measured rate ([`peak_flash`]), the causal half only, plus the
 /// values' transpose; otherwise two batched GEMMs (`q·kᵀ` into f32 scores, `p·v`) at the
 /// matmul peak, and between them one softmax pass that reads the scores (f32, 8 vector flops
 /// an element) and writes the probabilities in the element type, which the second GEMM reads
@@ -688,6 +689,24 @@ fn attention_ns(
     let scores = nb * lq * lk;
     let elem =
         tensor_bytes(ctx, ctx.value_type(ctx.operand(op, 0)))? as f64 / (nb * lq * d).max(1.0);
+    let half = matches!(
+        ctx.type_kind(q.elem),
+        TypeKind::Float(FloatKind::BF16 | FloatKind::F16)
+    );
+    if half && commlir_dialects::compute::cudnn_attention_supported(d as i64, dv as i64) {
+        // cuDNN's fused flash attention (the default lowering): the visible products at the
+        // fraction of the GEMM peak its kernels reached (the scores never leave the chip).
+        let causal = ctx.inherent_attr(op, "causal").is_some();
+        let part = if causal { 0.5 } else { 1.0 };
+        let flops = work * 2.0 * part * scores * (d + dv);
+        let of_peak = if work > 1.0 {
+            CUDNN_BWD_OF_PEAK
+        } else {
+            CUDNN_FWD_OF_PEAK
+        };
+        let peak = machine.matmul_peak(ctx, q.elem) * of_peak;
+        return Some(machine.roofline(flops, peak, io_bytes) + machine.launch_ns);
+    }
     let bf16 = matches!(ctx.type_kind(q.elem), TypeKind::Float(FloatKind::BF16));
     let sizes = [
         q.shape[r - 2],
@@ -731,6 +750,13 @@ fn attention_ns(
     );
     Some(gemms + softmax + machine.launch_ns)
 }
+
+/// The rate of cuDNN's attention products as a fraction of the matmul peak, measured on one
+/// H200 (docs/benchmarks.md, *attention*: 32 query heads of 128, causal, bf16, 4096 and
+/// 8192 positions): the forward at 524–612 TFLOP/s, the backward's 2.5× work at 437–506,
+/// against 788 for a bf16 GEMM.
+const CUDNN_FWD_OF_PEAK: f64 = 0.72;
+const CUDNN_BWD_OF_PEAK: f64 = 0.60;
 
 /// The rate of `rt.flash_attention`'s products: a fixed fraction of the matmul peak,
 /// measured on an H100 (940 µs for the 32 heads × 4096² causal attention of the Llama
